@@ -1,0 +1,93 @@
+// checkpoint_last — the memory end of every tradeoff curve.
+//
+// ALGORITHMS.md, "checkpoint_all, checkpoint_last": keep no forward value
+// between stages and recompute each needed forward value from the graph's
+// inputs every time it is needed. A stage is one node that is not a forward
+// value (the loss, each backward node), or a forward target. Stages run in
+// topological order; before each stage, the forward values it reads are
+// recomputed from scratch — the whole forward cone behind them, in
+// topological order — and the shared liveness pass frees each value after
+// its last use. Memory stays near the memory lower bound; cost is quadratic
+// on a chain (sum over stages of the cone size). `checkpoint_all` is not
+// registered: keeping every forward value until its gradient is exactly
+// `noremat` in this memory model.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "harness/liveness.h"
+#include "harness/registry.h"
+#include "harness/simulator.h"
+
+namespace remat {
+namespace {
+
+class CheckpointLast : public Algorithm {
+ private:
+  AlgorithmOutput Run(const Graph& graph, const SolveRequest& request) override {
+    const int64_t max_events = request.params.Int("max_events");
+    const std::vector<uint8_t> needed = NeededNodes(graph);
+    auto is_forward = [&](NodeId v) {
+      return graph.kind(v) == NodeKind::kForward;
+    };
+    std::vector<NodeId> computes;
+    std::vector<int32_t> visited_in_stage(graph.num_nodes(), -1);
+    std::vector<NodeId> cone, stack;
+    int32_t stage = 0;
+    for (NodeId s : graph.topological_order()) {
+      if (!needed[s] || (is_forward(s) && !graph.is_target(s))) continue;
+      if (request.deadline.Expired()) {
+        return AlgorithmOutput::NoSchedule(Status::kTimeout,
+                                           "deadline reached while building");
+      }
+      // The forward cone behind s: forward values reachable backwards from
+      // s through forward values only.
+      cone.clear();
+      stack.assign(1, s);
+      while (!stack.empty()) {
+        NodeId v = stack.back();
+        stack.pop_back();
+        for (NodeId u : graph.inputs(v)) {
+          if (is_forward(u) && visited_in_stage[u] != stage) {
+            visited_in_stage[u] = stage;
+            cone.push_back(u);
+            stack.push_back(u);
+          }
+        }
+      }
+      std::sort(cone.begin(), cone.end(), [&](NodeId a, NodeId b) {
+        return graph.topo_rank(a) < graph.topo_rank(b);
+      });
+      if (static_cast<int64_t>(computes.size() + cone.size()) >= max_events) {
+        return AlgorithmOutput::NoSchedule(
+            Status::kTooLarge,
+            fmt::format("schedule would exceed max_events={} computes "
+                        "(quadratic in the depth of the graph)",
+                        max_events));
+      }
+      computes.insert(computes.end(), cone.begin(), cone.end());
+      computes.push_back(s);
+      ++stage;
+    }
+    return AlgorithmOutput::Found(InsertFrees(graph, computes));
+  }
+};
+
+const bool kRegistered = RegisterAlgorithm({
+    .name = "checkpoint_last",
+    .description = "Keep nothing between stages: recompute every forward "
+                   "value from the inputs each time it is read",
+    .citation = "trivial end of the tradeoff (ALGORITHMS.md)",
+    .exact = false,
+    .uses_budget = false,
+    .params = {{.name = "max_events",
+                .type = ParamSpec::Type::kInt,
+                .default_value = "100000000",
+                .description = "refuse (too_large) schedules with more "
+                               "computes than this",
+                .min_int = 1}},
+    .create = [] { return std::make_unique<CheckpointLast>(); },
+});
+
+}  // namespace
+}  // namespace remat

@@ -1,0 +1,51 @@
+#include "harness/algorithm.h"
+
+namespace remat {
+
+const char* StatusName(Status status) {
+  switch (status) {
+    case Status::kFeasible:
+      return "feasible";
+    case Status::kInfeasible:
+      return "infeasible";
+    case Status::kTimeout:
+      return "timeout";
+    case Status::kTooLarge:
+      return "too_large";
+    case Status::kUnsupported:
+      return "unsupported";
+    case Status::kError:
+      return "error";
+  }
+  return "error";
+}
+
+Deadline Deadline::In(double seconds) {
+  if (seconds <= 0 || seconds > 1e9) return Never();
+  return Deadline(Clock::now() +
+                  std::chrono::duration_cast<Clock::duration>(
+                      std::chrono::duration<double>(seconds)));
+}
+
+double Deadline::SecondsLeft() const {
+  if (at_ == Clock::time_point::max()) return 1e18;
+  return std::chrono::duration<double>(at_ - Clock::now()).count();
+}
+
+AlgorithmOutput AlgorithmOutput::Found(Schedule schedule,
+                                       std::string message) {
+  AlgorithmOutput output;
+  output.schedule = std::move(schedule);
+  output.message = std::move(message);
+  return output;
+}
+
+AlgorithmOutput AlgorithmOutput::NoSchedule(Status status,
+                                            std::string message) {
+  AlgorithmOutput output;
+  output.status = status;
+  output.message = std::move(message);
+  return output;
+}
+
+}  // namespace remat

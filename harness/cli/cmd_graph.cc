@@ -1,0 +1,84 @@
+// remat graph info | convert — look at a graph, or write it in another format.
+#include <fmt/format.h>
+
+#include <map>
+
+#include "harness/cli/commands.h"
+#include "harness/cli/output.h"
+#include "harness/file_io.h"
+#include "harness/graph_source.h"
+#include "harness/registry.h"
+#include "harness/results.h"
+
+namespace remat::cli {
+
+namespace {
+
+Json GraphInfo(const Graph& graph, const std::string& spec) {
+  GraphSummary s = Summarize(graph, spec);
+  Json info = {{"name", s.name},
+               {"spec", s.spec},
+               {"nodes", s.nodes},
+               {"edges", s.edges},
+               {"targets", graph.targets().size()},
+               {"base_cost", s.base_cost},
+               {"static_bytes", s.static_bytes},
+               {"lower_bound_bytes", s.lower_bound_bytes},
+               {"noremat_peak_bytes", s.noremat_peak_bytes},
+               {"content_hash", s.content_hash},
+               {"units", {{"memory", graph.memory_unit()},
+                          {"cost", graph.cost_unit()}}}};
+  std::map<std::string, int64_t> by_kind;
+  for (NodeId v = 0; v < graph.num_nodes(); ++v) {
+    ++by_kind[NodeKindName(graph.kind(v))];
+  }
+  info["nodes_by_kind"] = by_kind;
+  for (const GraphPropertyInfo* property : AllGraphProperties()) {
+    info[property->name] = property->compute(graph);
+  }
+  return info;
+}
+
+}  // namespace
+
+void AddGraphCommand(CLI::App& app, int& exit_code) {
+  auto* graph = app.add_subcommand("graph", "Inspect or convert a graph");
+  graph->require_subcommand(1);
+
+  auto* info = graph->add_subcommand(
+      "info",
+      "Size, bounds (memory lower bound, NoRemat peak, base cost) and "
+      "properties of a graph");
+  auto spec = std::make_shared<std::string>();
+  info->add_option("graph", *spec, "graph file or generator spec")->required();
+  auto info_json = AddJsonFlag(info);
+  info->callback([spec, info_json, &exit_code] {
+    Print(GraphInfo(LoadGraph(*spec), *spec), *info_json);
+    exit_code = kExitOk;
+  });
+
+  auto* convert = graph->add_subcommand(
+      "convert", "Write a graph in another format (json, dot, ...)");
+  auto convert_spec = std::make_shared<std::string>();
+  auto format = std::make_shared<std::string>();
+  auto out = std::make_shared<std::string>();
+  convert->add_option("graph", *convert_spec, "graph file or generator spec")
+      ->required();
+  convert->add_option("--to", *format, "output format (see `remat list`)")
+      ->required();
+  convert->add_option("-o,--out", *out, "output file")->required();
+  auto convert_json = AddJsonFlag(convert);
+  convert->callback([=, &exit_code] {
+    Graph g = LoadGraph(*convert_spec);
+    // Check the format before creating any file.
+    std::ostringstream text;
+    WriteGraph(text, g, *format);
+    WriteFileAtomically(*out, [&](std::ostream& os) { os << text.str(); });
+    Print({{"graph", g.name()}, {"format", *format}, {"out", *out},
+           {"nodes", g.num_nodes()}},
+          *convert_json);
+    exit_code = kExitOk;
+  });
+}
+
+}  // namespace remat::cli

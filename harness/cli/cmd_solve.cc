@@ -1,0 +1,135 @@
+// remat solve | validate — one algorithm on one graph, or an external
+// schedule, judged by the simulator.
+#include <fmt/format.h>
+
+#include "harness/cli/commands.h"
+#include "harness/cli/output.h"
+#include "harness/errors.h"
+#include "harness/file_io.h"
+#include "harness/graph_source.h"
+#include "harness/registry.h"
+#include "harness/runner.h"
+#include "harness/simulator.h"
+
+namespace remat::cli {
+
+namespace {
+
+struct SolveOptions {
+  std::string algorithm, graph, budget, schedule_out;
+  std::vector<std::string> params;
+  double timeout = 0;
+};
+
+int RunSolve(const SolveOptions& o, bool as_json) {
+  const AlgorithmInfo& info = FindAlgorithm(o.algorithm);
+  Params params = Params::Parse(o.params, info.params, o.algorithm);
+  Graph graph = LoadGraph(o.graph);
+  const int64_t budget =
+      o.budget.empty() ? kUnboundedBudget : ParseBytes(o.budget, "--budget");
+  Attempt attempt = RunAlgorithm(graph, info, params, budget, o.timeout);
+  SolveResult r = Judge(attempt, budget);
+  if (!o.schedule_out.empty() && attempt.output.schedule) {
+    WriteFileAtomically(o.schedule_out, [&](std::ostream& out) {
+      WriteScheduleText(out, *attempt.output.schedule);
+    });
+  }
+  Json result = {
+      {"algorithm", info.name},
+      {"params", params.given()},
+      {"graph", graph.name()},
+      {"budget_bytes",
+       budget == kUnboundedBudget ? Json(nullptr) : Json(budget)},
+      {"status", StatusName(r.status)},
+      {"valid", r.has_schedule ? Json(r.valid) : Json(nullptr)},
+      {"peak_bytes", r.has_schedule ? Json(r.peak_bytes) : Json(nullptr)},
+      {"total_peak_bytes", r.has_schedule
+                               ? Json(r.peak_bytes + graph.static_bytes())
+                               : Json(nullptr)},
+      {"cost", r.has_schedule ? Json(r.cost) : Json(nullptr)},
+      {"base_cost", BaseCost(graph)},
+      {"overhead", r.has_schedule ? Json(r.overhead) : Json(nullptr)},
+      {"length", r.has_schedule ? Json(r.length) : Json(nullptr)},
+      {"solve_seconds", r.solve_seconds},
+      {"message", r.message}};
+  if (r.lower_bound_cost) result["lower_bound_cost"] = *r.lower_bound_cost;
+  if (r.optimal) result["optimal"] = true;
+  if (!r.extra.empty()) result["details"] = Json::parse(r.extra.dump());
+  Print(result, as_json);
+  return r.status == Status::kFeasible ? kExitOk : kExitNegative;
+}
+
+int RunValidate(const std::string& graph_spec, const std::string& path,
+                const std::string& budget_text, bool as_json) {
+  Graph graph = LoadGraph(graph_spec);
+  Schedule schedule = ReadScheduleFile(path, graph.num_nodes());
+  SimulationResult sim = Simulate(graph, schedule);
+  const int64_t budget = budget_text.empty()
+                             ? kUnboundedBudget
+                             : ParseBytes(budget_text, "--budget");
+  const bool fits = sim.valid && sim.peak_bytes <= budget;
+  Json result = {
+      {"graph", graph.name()},
+      {"schedule", path},
+      {"valid", sim.valid},
+      {"error", sim.valid ? Json(nullptr)
+                          : Json({{"event", sim.error_index},
+                                  {"reason", sim.error}})},
+      {"budget_bytes",
+       budget == kUnboundedBudget ? Json(nullptr) : Json(budget)},
+      {"fits_budget", fits},
+      {"peak_bytes", sim.peak_bytes},
+      {"cost", sim.cost},
+      {"base_cost", sim.base_cost},
+      {"overhead", sim.overhead},
+      {"length", sim.length}};
+  Print(result, as_json);
+  return fits ? kExitOk : kExitNegative;
+}
+
+}  // namespace
+
+void AddSolveCommand(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand(
+      "solve",
+      "Run one algorithm on one graph; the schedule is simulated and judged "
+      "against the budget (exit 0 feasible, 1 otherwise)");
+  auto o = std::make_shared<SolveOptions>();
+  cmd->add_option("-a,--algorithm", o->algorithm, "algorithm (see remat list)")
+      ->required();
+  cmd->add_option("-g,--graph", o->graph, "graph file or generator spec")
+      ->required();
+  cmd->add_option("-b,--budget", o->budget,
+                  "activation memory budget (bytes, or 512MiB, 8GB; default: "
+                  "unbounded)");
+  cmd->add_option("-p,--param", o->params,
+                  "algorithm parameter key=value (repeatable)");
+  cmd->add_option("--timeout", o->timeout,
+                  "time limit in seconds (default: none)");
+  cmd->add_option("--schedule-out", o->schedule_out,
+                  "write the schedule in text format (c <id> / f <id>)");
+  auto as_json = AddJsonFlag(cmd);
+  cmd->callback([o, as_json, &exit_code] {
+    exit_code = RunSolve(*o, *as_json);
+  });
+}
+
+void AddValidateCommand(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand(
+      "validate",
+      "Simulate an external schedule (text format c <id> / f <id>) on a "
+      "graph (exit 0 valid and within budget, 1 otherwise)");
+  auto graph = std::make_shared<std::string>();
+  auto schedule = std::make_shared<std::string>();
+  auto budget = std::make_shared<std::string>();
+  cmd->add_option("-g,--graph", *graph, "graph file or generator spec")
+      ->required();
+  cmd->add_option("-s,--schedule", *schedule, "schedule file")->required();
+  cmd->add_option("-b,--budget", *budget, "activation memory budget");
+  auto as_json = AddJsonFlag(cmd);
+  cmd->callback([=, &exit_code] {
+    exit_code = RunValidate(*graph, *schedule, *budget, *as_json);
+  });
+}
+
+}  // namespace remat::cli

@@ -1,0 +1,130 @@
+// remat sweep — the main job: algorithms x graphs x budgets in parallel,
+// written as one results file (results/SCHEMA.md).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <iostream>
+
+#include "harness/cli/commands.h"
+#include "harness/cli/output.h"
+#include "harness/errors.h"
+#include "harness/file_io.h"
+#include "harness/params.h"
+#include "harness/registry.h"
+#include "harness/sweep.h"
+
+#ifndef REMAT_DEFAULT_CORPUS
+#define REMAT_DEFAULT_CORPUS "graphs/corpus/default.json"
+#endif
+
+namespace remat::cli {
+
+namespace {
+
+struct SweepOptions {
+  std::vector<std::string> graphs, algorithms;
+  std::string corpus, out;
+  int budgets = 16;
+  int threads = 0;
+  double timeout = 60;
+};
+
+std::vector<std::string> SplitAll(const std::vector<std::string>& lists) {
+  std::vector<std::string> specs;
+  for (const std::string& list : lists) {
+    for (std::string& spec : SplitSpecList(list)) specs.push_back(spec);
+  }
+  return specs;
+}
+
+int RunSweepCommand(const SweepOptions& o, const std::string& command_line,
+                    bool as_json) {
+  SweepConfig config;
+  config.graph_specs = SplitAll(o.graphs);
+  if (!o.corpus.empty() || config.graph_specs.empty()) {
+    for (std::string& spec :
+         ReadCorpus(o.corpus.empty() ? REMAT_DEFAULT_CORPUS : o.corpus)) {
+      config.graph_specs.push_back(spec);
+    }
+  }
+  config.algorithm_specs = SplitAll(o.algorithms);
+  if (config.algorithm_specs.empty() ||
+      (config.algorithm_specs.size() == 1 &&
+       config.algorithm_specs[0] == "all")) {
+    config.algorithm_specs.clear();
+    for (const AlgorithmInfo* a : AllAlgorithms()) {
+      config.algorithm_specs.push_back(a->name);
+    }
+  }
+  config.budgets_per_graph = o.budgets;
+  config.threads = o.threads;
+  config.timeout_seconds = o.timeout;
+  config.progress = isatty(STDERR_FILENO);
+  config.command_line = command_line;
+
+  const auto start = std::chrono::steady_clock::now();
+  nlohmann::json results = RunSweep(config);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  if (o.out.empty()) {
+    std::cout << results.dump(2) << "\n";
+    return kExitOk;
+  }
+  WriteFileAtomically(o.out, [&](std::ostream& out) {
+    out << results.dump(2) << "\n";
+  });
+  Json summary = {{"out", o.out},
+                  {"graphs", results["graphs"].size()},
+                  {"runs", results["runs"].size()},
+                  {"seconds", seconds}};
+  Json by_status = Json::object();
+  for (const auto& run : results["runs"]) {
+    for (const auto& point : run["points"]) {
+      std::string status = point["status"];
+      by_status[status] = by_status.value(status, 0) + 1;
+    }
+  }
+  summary["points_by_status"] = by_status;
+  Print(summary, as_json);
+  return kExitOk;
+}
+
+}  // namespace
+
+void AddSweepCommand(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand(
+      "sweep",
+      "Run every algorithm on every graph at every budget, in parallel, and "
+      "write one results JSON file (results/SCHEMA.md)");
+  auto o = std::make_shared<SweepOptions>();
+  cmd->add_option("--graphs", o->graphs,
+                  "graphs: files or generator specs, comma separated "
+                  "(chain:n=8,mem=2,chain:n=16 is two specs; repeatable)");
+  cmd->add_option("--corpus", o->corpus,
+                  "corpus manifest (default: graphs/corpus/default.json when "
+                  "no --graphs are given)");
+  cmd->add_option("--algorithms", o->algorithms,
+                  "algorithms, comma separated, each name[:k=v,...], or all "
+                  "(default)");
+  cmd->add_option("--budgets", o->budgets,
+                  "budgets per graph, evenly spaced from the memory lower "
+                  "bound to the NoRemat peak")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads,
+                  "worker threads (default: all cores)")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--timeout", o->timeout, "time limit per task in seconds")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("-o,--out", o->out,
+                  "results file (written atomically; default: stdout)");
+  auto as_json = AddJsonFlag(cmd);
+  cmd->callback([o, as_json, &exit_code] {
+    exit_code = RunSweepCommand(*o, CommandLine(), *as_json);
+  });
+}
+
+}  // namespace remat::cli

@@ -1,0 +1,58 @@
+#include "harness/file_io.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "harness/errors.h"
+
+namespace remat {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw InputError(
+        fmt::format("{}: cannot open file ({})", path, std::strerror(errno)));
+  }
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw InputError(fmt::format("{}: read error", path));
+  return std::move(buffer).str();
+}
+
+void WriteFileAtomically(const std::string& path,
+                         const std::function<void(std::ostream&)>& write) {
+  const std::string temp = fmt::format("{}.tmp.{}", path, getpid());
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    if (!out) {
+      throw InputError(fmt::format("{}: cannot write file ({})", path,
+                                   std::strerror(errno)));
+    }
+    try {
+      write(out);
+    } catch (...) {
+      out.close();
+      std::remove(temp.c_str());
+      throw;
+    }
+    out.flush();
+    if (!out) {
+      out.close();
+      std::remove(temp.c_str());
+      throw InputError(fmt::format("{}: write failed", path));
+    }
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    std::remove(temp.c_str());
+    throw InputError(fmt::format("{}: cannot rename into place ({})", path,
+                                 std::strerror(errno)));
+  }
+}
+
+}  // namespace remat

@@ -1,0 +1,61 @@
+// Registries of algorithms and graph generators. Each algorithm or generator
+// registers itself from its own file with one call, so adding one means
+// adding one file (DESIGN.md section 5).
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/algorithm.h"
+#include "harness/graph.h"
+#include "harness/params.h"
+
+namespace remat {
+
+struct AlgorithmInfo {
+  std::string name;
+  std::string description;  // one line
+  std::string citation;
+  bool exact = false;  // proves optimality (within its stated model)
+  // False when the schedule does not depend on the budget: the sweep then
+  // solves once per graph and judges that schedule at every budget.
+  bool uses_budget = true;
+  std::vector<ParamSpec> params;
+  std::function<std::unique_ptr<Algorithm>()> create;
+};
+
+struct GeneratorInfo {
+  std::string name;
+  std::string description;
+  std::vector<ParamSpec> params;
+  // `spec` is the full generator spec, for the graph's name and provenance.
+  std::function<Graph(const Params& params, const std::string& spec)> generate;
+};
+
+// A figure `remat graph info` reports for every graph, contributed by the
+// code that knows how to compute it (e.g. a treewidth upper bound).
+struct GraphPropertyInfo {
+  std::string name;
+  std::function<nlohmann::json(const Graph& graph)> compute;
+};
+
+// All three return true so that a file can register from a static initializer:
+//   const bool kRegistered = RegisterAlgorithm({...});
+bool RegisterAlgorithm(AlgorithmInfo info);
+bool RegisterGenerator(GeneratorInfo info);
+bool RegisterGraphProperty(GraphPropertyInfo info);
+
+// Sorted by name.
+std::vector<const AlgorithmInfo*> AllAlgorithms();
+std::vector<const GeneratorInfo*> AllGenerators();
+std::vector<const GraphPropertyInfo*> AllGraphProperties();
+
+// Throw InputError listing the known names when `name` is unknown.
+const AlgorithmInfo& FindAlgorithm(const std::string& name);
+const GeneratorInfo* FindGenerator(const std::string& name);
+
+}  // namespace remat

@@ -1,0 +1,41 @@
+// Building blocks of the results JSON, version 1 (results/SCHEMA.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/graph.h"
+#include "harness/runner.h"
+
+namespace remat {
+
+// The per-graph figures every tool reports (also `remat graph info`).
+struct GraphSummary {
+  std::string name;
+  std::string spec;
+  int32_t nodes = 0;
+  int64_t edges = 0;
+  int64_t base_cost = 0;
+  int64_t static_bytes = 0;
+  int64_t lower_bound_bytes = 0;
+  int64_t noremat_peak_bytes = 0;
+  std::string content_hash;
+};
+
+GraphSummary Summarize(const Graph& graph, const std::string& spec);
+nlohmann::json ToJson(const GraphSummary& summary);
+
+// A 64-bit FNV-1a hash of everything the memory model reads (sizes, costs,
+// kinds, edges, targets, static bytes), as 16 hex digits: two graphs with
+// the same hash give the same figures to every algorithm.
+std::string ContentHash(const Graph& graph);
+
+// One point of a run; figures are null when there is no schedule.
+nlohmann::json ToJson(const SolveResult& result, int64_t budget_bytes);
+
+// Date, host, commit, build type, compiler, threads, command line.
+nlohmann::json RunContext(int threads, const std::string& command_line);
+
+}  // namespace remat

@@ -1,0 +1,74 @@
+#include "harness/runner.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <new>
+
+namespace remat {
+
+Attempt RunAlgorithm(const Graph& graph, const AlgorithmInfo& algorithm,
+                     const Params& params, int64_t budget_bytes,
+                     double timeout_seconds) {
+  Attempt attempt;
+  SolveRequest request{budget_bytes, params, Deadline::In(timeout_seconds)};
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    attempt.output = algorithm.create()->Solve(graph, request);
+  } catch (const std::bad_alloc&) {
+    attempt.output =
+        AlgorithmOutput::NoSchedule(Status::kError, "ran out of memory");
+  } catch (const std::exception& e) {
+    attempt.output = AlgorithmOutput::NoSchedule(
+        Status::kError, fmt::format("algorithm threw: {}", e.what()));
+  }
+  attempt.solve_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  if (attempt.output.schedule) {
+    attempt.simulation = Simulate(graph, *attempt.output.schedule);
+  }
+  return attempt;
+}
+
+SolveResult Judge(const Attempt& attempt, int64_t budget_bytes) {
+  const AlgorithmOutput& said = attempt.output;
+  SolveResult result;
+  result.message = said.message;
+  result.solve_seconds = attempt.solve_seconds;
+  result.extra = said.extra;
+  if (!attempt.simulation) {
+    result.status = said.status;
+    if (said.status == Status::kFeasible) {
+      result.status = Status::kError;
+      result.message = "algorithm claimed a schedule but returned none";
+    }
+    return result;
+  }
+  const SimulationResult& sim = *attempt.simulation;
+  result.has_schedule = true;
+  result.valid = sim.valid;
+  result.peak_bytes = sim.peak_bytes;
+  result.cost = sim.cost;
+  result.overhead = sim.overhead;
+  result.length = sim.length;
+  if (!sim.valid) {
+    result.status = Status::kError;
+    result.message = fmt::format("invalid schedule: event {}: {}",
+                                 sim.error_index, sim.error);
+    return result;
+  }
+  const bool fits = sim.peak_bytes <= budget_bytes;
+  if (said.status == Status::kTimeout) {
+    result.status = Status::kTimeout;
+  } else {
+    result.status = fits ? Status::kFeasible : Status::kInfeasible;
+  }
+  if (fits) {
+    result.lower_bound_cost = said.lower_bound_cost;
+    result.optimal = said.optimal && result.status == Status::kFeasible;
+  }
+  return result;
+}
+
+}  // namespace remat

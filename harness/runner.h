@@ -1,0 +1,53 @@
+// Runs one algorithm on one graph and judges its answer with the simulator.
+// The CLI's `solve` and the sweep both go through here, so a status means
+// the same thing everywhere.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/algorithm.h"
+#include "harness/registry.h"
+#include "harness/simulator.h"
+
+namespace remat {
+
+// One run of an algorithm, before it is judged against a budget.
+struct Attempt {
+  AlgorithmOutput output;  // its schedule, if any, is kept
+  std::optional<SimulationResult> simulation;  // of output.schedule
+  double solve_seconds = 0;
+};
+
+// What the harness reports for one (graph, algorithm, budget).
+struct SolveResult {
+  Status status = Status::kError;
+  std::string message;
+  bool has_schedule = false;  // figures below are the simulator's
+  bool valid = false;
+  int64_t peak_bytes = 0;
+  int64_t cost = 0;
+  double overhead = 0;
+  int64_t length = 0;
+  double solve_seconds = 0;
+  std::optional<int64_t> lower_bound_cost;
+  bool optimal = false;
+  nlohmann::json extra = nlohmann::json::object();
+};
+
+// Runs `algorithm` with the given budget and a deadline `timeout_seconds`
+// from now (<= 0: none). Exceptions thrown by the algorithm become status
+// error with their message.
+Attempt RunAlgorithm(const Graph& graph, const AlgorithmInfo& algorithm,
+                     const Params& params, int64_t budget_bytes,
+                     double timeout_seconds);
+
+// Decides the status from the simulation: an invalid schedule is an error;
+// a valid one is feasible iff its peak fits `budget_bytes` (a timeout stays
+// a timeout, with the figures of its best schedule).
+SolveResult Judge(const Attempt& attempt, int64_t budget_bytes);
+
+}  // namespace remat

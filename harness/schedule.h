@@ -1,0 +1,35 @@
+// A schedule: a sequence of compute and free events (DESIGN.md section 1),
+// and its text format (`c <id>` / `f <id>`, one per line; blank lines and
+// lines starting with '#' are ignored).
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "harness/graph.h"
+
+namespace remat {
+
+struct Event {
+  enum class Op : uint8_t { kCompute, kFree };
+  Op op;
+  NodeId node;
+
+  static Event Compute(NodeId v) { return {Op::kCompute, v}; }
+  static Event Free(NodeId v) { return {Op::kFree, v}; }
+  bool operator==(const Event&) const = default;
+};
+
+using Schedule = std::vector<Event>;
+
+// Parses schedule text. `source` names the input in error messages. Node ids
+// must be in 0..num_nodes-1. Throws InputError naming the line.
+Schedule ParseScheduleText(std::istream& in, const std::string& source,
+                           int32_t num_nodes);
+Schedule ReadScheduleFile(const std::string& path, int32_t num_nodes);
+
+void WriteScheduleText(std::ostream& out, const Schedule& schedule);
+
+}  // namespace remat
