@@ -1,1 +1,189 @@
+// The `remat` command line end to end: outputs, exit statuses (0 success,
+// 1 negative answer, 2 bad input), and no partial files on bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
 
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/file_io.h"
+#include "tests/test_support.h"
+
+namespace remat {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int status;
+  std::string out, err;
+};
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("remat_cli_test_" + std::to_string(getpid()) + "_" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Outcome Remat(const std::string& args) {
+    const std::string err_file = (dir_ / "stderr.txt").string();
+    const std::string command =
+        std::string(REMAT_BINARY) + " " + args + " 2>" + err_file;
+    Outcome run;
+    FILE* pipe = popen(command.c_str(), "r");
+    char buffer[4096];
+    size_t n;
+    while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) {
+      run.out.append(buffer, n);
+    }
+    int raw = pclose(pipe);
+    run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    run.err = ReadFile(err_file);
+    return run;
+  }
+
+  std::string Write(const std::string& name, const std::string& text) {
+    std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(Cli, SolveNoRematOnAChainReportsTheHandComputedPeak) {
+  Outcome run = Remat("solve --algorithm noremat --graph chain:n=16 --json");
+  ASSERT_EQ(run.status, 0) << run.err;
+  auto result = nlohmann::json::parse(run.out);
+  EXPECT_EQ(result["status"], "feasible");
+  EXPECT_EQ(result["valid"], true);
+  EXPECT_EQ(result["peak_bytes"], 18);
+  EXPECT_EQ(result["cost"], 33);
+  EXPECT_EQ(result["overhead"], 1.0);
+}
+
+TEST_F(Cli, SolveBelowThePeakIsANegativeAnswer) {
+  Outcome run = Remat("solve -a noremat -g chain:n=16 --budget 17 --json");
+  EXPECT_EQ(run.status, 1);
+  EXPECT_EQ(nlohmann::json::parse(run.out)["status"], "infeasible");
+}
+
+TEST_F(Cli, SolveWritesTheScheduleThatValidateAccepts) {
+  std::string schedule = (dir_ / "s.txt").string();
+  ASSERT_EQ(Remat("solve -a checkpoint_last -g chain:n=8 --schedule-out " +
+                  schedule).status,
+            0);
+  Outcome run = Remat("validate --graph chain:n=8 --schedule " + schedule +
+                  " --budget 3 --json");
+  ASSERT_EQ(run.status, 0) << run.err;
+  auto result = nlohmann::json::parse(run.out);
+  EXPECT_EQ(result["valid"], true);
+  EXPECT_EQ(result["peak_bytes"], 3);
+  // Over budget: valid but a negative answer.
+  EXPECT_EQ(Remat("validate -g chain:n=8 -s " + schedule + " -b 2").status, 1);
+}
+
+TEST_F(Cli, ValidateRejectsAComputeBeforeItsInputNamingTheEvent) {
+  // f2 (id 1) reads f1 (id 0), which is not live yet.
+  std::string schedule = Write("bad.txt", "c 1\nc 0\n");
+  Outcome run = Remat("validate --graph chain:n=4 --schedule " + schedule +
+                  " --json");
+  EXPECT_EQ(run.status, 1);
+  auto result = nlohmann::json::parse(run.out);
+  EXPECT_EQ(result["valid"], false);
+  EXPECT_EQ(result["error"]["event"], 0);
+  EXPECT_NE(result["error"]["reason"].get<std::string>().find(
+                "input 0 ('f1') is not live"),
+            std::string::npos);
+}
+
+TEST_F(Cli, BadInputIsOneLineAndExitStatus2) {
+  std::string truncated = Write("truncated.json",
+                                "{\"format\": \"rematbench-graph\",\n\"nod");
+  std::string bad_schedule = Write("bad_schedule.txt", "c 0\nhello\n");
+  struct Case {
+    std::string args, expected;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"graph info " + truncated, "truncated.json:2: not valid JSON"},
+           {"graph info nowhere.json", "nowhere.json"},
+           {"graph info chain:n=0", "must be >= 1"},
+           {"graph info chain:n=4,size=2", "unknown parameter 'size'"},
+           {"solve -a nothing -g chain:n=4", "unknown algorithm 'nothing'"},
+           {"solve -a noremat -g chain:n=4 -p order=up", "expected one of"},
+           {"solve -a noremat -g chain:n=4 -b lots", "not a byte count"},
+           {"validate -g chain:n=4 -s " + bad_schedule,
+            "bad_schedule.txt:2: expected 'c <id>' or 'f <id>'"},
+           {"frobnicate", ""},
+       }) {
+    Outcome run = Remat(c.args);
+    EXPECT_EQ(run.status, 2) << c.args << "\n" << run.err;
+    EXPECT_NE(run.err.find(c.expected), std::string::npos)
+        << c.args << "\n" << run.err;
+    if (c.args != "frobnicate") {
+      EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1)
+          << c.args << "\n" << run.err;
+    }
+  }
+}
+
+TEST_F(Cli, ConvertWritesJsonThatReadsBackAndDot) {
+  std::string json = (dir_ / "chain.json").string();
+  std::string dot = (dir_ / "chain.dot").string();
+  ASSERT_EQ(Remat("graph convert chain:n=5 --to json -o " + json).status, 0);
+  ASSERT_EQ(Remat("graph convert " + json + " --to dot -o " + dot).status, 0);
+  EXPECT_NE(ReadFile(dot).find("digraph"), std::string::npos);
+  Outcome info = Remat("graph info " + json + " --json");
+  ASSERT_EQ(info.status, 0) << info.err;
+  auto result = nlohmann::json::parse(info.out);
+  EXPECT_EQ(result["nodes"], 11);
+  EXPECT_EQ(result["noremat_peak_bytes"], 7);
+  EXPECT_EQ(result["lower_bound_bytes"], 3);
+}
+
+TEST_F(Cli, FailedCommandsLeaveNoOutputFileBehind) {
+  std::string out = (dir_ / "out.json").string();
+  EXPECT_EQ(Remat("graph convert chain:n=5 --to nonsense -o " + out).status, 2);
+  EXPECT_EQ(Remat("sweep --graphs chain:n=4,missing.json --algorithms "
+                  "noremat --out " + out).status,
+            2);
+  EXPECT_FALSE(fs::exists(out));
+  for (const auto& entry : fs::directory_iterator(dir_)) {
+    EXPECT_EQ(entry.path().string().find(".tmp."), std::string::npos)
+        << entry.path();
+  }
+}
+
+TEST_F(Cli, SweepWritesAResultsFile) {
+  std::string out = (dir_ / "results.json").string();
+  Outcome run = Remat("sweep --graphs chain:n=8,chain:n=4,mem=2 --algorithms all "
+                  "--budgets 3 --threads 2 --out " + out + " --json");
+  ASSERT_EQ(run.status, 0) << run.err;
+  auto results = nlohmann::json::parse(ReadFile(out));
+  EXPECT_EQ(results["format"], "rematbench-results");
+  EXPECT_EQ(results["graphs"].size(), 2u);
+  EXPECT_EQ(results["graphs"][0]["name"], "chain:n=4,mem=2");
+  EXPECT_NE(results["context"]["command_line"].get<std::string>().find(
+                "sweep --graphs"),
+            std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(run.out)["out"], out);
+}
+
+TEST_F(Cli, HelpAndListSucceed) {
+  EXPECT_EQ(Remat("--help").status, 0);
+  EXPECT_EQ(Remat("sweep --help").status, 0);
+  Outcome list = Remat("list --json");
+  ASSERT_EQ(list.status, 0);
+  auto algorithms = nlohmann::json::parse(list.out)["algorithms"];
+  EXPECT_GE(algorithms.size(), 2u);
+}
+
+}  // namespace
+}  // namespace remat

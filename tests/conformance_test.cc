@@ -1,1 +1,68 @@
+// The conformance suite: every registered algorithm on every fixture graph
+// at several budgets. Whatever an algorithm answers must be consistent with
+// the simulator — so a new algorithm is covered without new test code.
+#include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include "harness/graph_source.h"
+#include "harness/registry.h"
+#include "harness/runner.h"
+#include "harness/simulator.h"
+#include "harness/sweep.h"
+#include "tests/test_support.h"
+
+namespace remat {
+namespace {
+
+class Conformance : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(Conformance, EveryAnswerAgreesWithTheSimulator) {
+  const AlgorithmInfo& algorithm = FindAlgorithm(GetParam());
+  const Params params = Params::Parse({}, algorithm.params, algorithm.name);
+  for (const std::string& spec : testing::FixtureGraphSpecs()) {
+    Graph graph = LoadGraph(spec);
+    const int64_t base_cost = BaseCost(graph);
+    const int64_t lower_bound = MemoryLowerBound(graph);
+    for (int64_t budget :
+         BudgetGrid(lower_bound, NoRematPeak(graph), /*count=*/4)) {
+      SCOPED_TRACE(fmt::format("{} on {} at budget {}", algorithm.name, spec,
+                               budget));
+      Attempt attempt = RunAlgorithm(graph, algorithm, params, budget,
+                                     /*timeout_seconds=*/20);
+      SolveResult result = Judge(attempt, budget);
+      ASSERT_NE(result.status, Status::kError) << result.message;
+      if (!attempt.output.schedule) continue;
+      // The harness's own verdict, re-derived here from the simulator.
+      SimulationResult sim = Simulate(graph, *attempt.output.schedule);
+      ASSERT_TRUE(sim.valid) << sim.error;
+      EXPECT_GE(sim.cost, base_cost);
+      EXPECT_GE(sim.peak_bytes, lower_bound);
+      EXPECT_EQ(result.peak_bytes, sim.peak_bytes);
+      EXPECT_EQ(result.cost, sim.cost);
+      if (result.status == Status::kFeasible) {
+        EXPECT_LE(sim.peak_bytes, budget);
+      }
+      if (result.status == Status::kInfeasible) {
+        EXPECT_GT(sim.peak_bytes, budget);
+      }
+      if (result.lower_bound_cost) {
+        EXPECT_LE(*result.lower_bound_cost, sim.cost);
+        EXPECT_GE(*result.lower_bound_cost, base_cost);
+      }
+    }
+  }
+}
+
+std::vector<std::string> AlgorithmNames() {
+  std::vector<std::string> names;
+  for (const AlgorithmInfo* info : AllAlgorithms()) names.push_back(info->name);
+  return names;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllAlgorithms, Conformance,
+                         ::testing::ValuesIn(AlgorithmNames()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace remat

@@ -1,1 +1,139 @@
+// The simulator against hand-computed answers on tiny inline graphs.
+#include <gtest/gtest.h>
 
+#include "harness/graph_source.h"
+#include "harness/simulator.h"
+#include "tests/test_support.h"
+
+namespace remat {
+namespace {
+
+using testing::GraphFromNodes;
+using E = Event;
+
+// a(4) -> b(2, workspace 3), a -> c(2), {b, c} -> d(1); d is the target.
+Graph Diamond() {
+  return GraphFromNodes(R"([
+    {"id": 0, "mem": 4, "cost": 10, "inputs": []},
+    {"id": 1, "mem": 2, "cost": 5, "workspace": 3, "inputs": [0]},
+    {"id": 2, "mem": 2, "cost": 5, "inputs": [0]},
+    {"id": 3, "mem": 1, "cost": 1, "inputs": [1, 2]}])");
+}
+
+TEST(Simulator, PeakCountsLiveValuesTheNewValueAndItsWorkspace) {
+  Graph g = Diamond();
+  Schedule s = {E::Compute(0), E::Compute(1), E::Compute(2), E::Free(0),
+                E::Compute(3), E::Free(1),    E::Free(2),    E::Free(3)};
+  SimulationResult r = Simulate(g, s, {.record_timeline = true});
+  ASSERT_TRUE(r.valid) << r.error;
+  // compute b: a(4) live + b(2) + workspace 3 = 9; compute c: 4+2+2 = 8.
+  EXPECT_EQ(r.peak_bytes, 9);
+  EXPECT_EQ(r.cost, 21);
+  EXPECT_EQ(r.base_cost, 21);
+  EXPECT_DOUBLE_EQ(r.overhead, 1.0);
+  EXPECT_EQ(r.length, 4);
+  EXPECT_EQ(r.memory_at_event,
+            (std::vector<int64_t>{4, 9, 8, 4, 5, 3, 1, 0}));
+}
+
+TEST(Simulator, RecomputationAddsCostAndCanLowerThePeak) {
+  Graph g = Diamond();
+  // Free a after b and recompute it for c: the cost grows by a's 10, the
+  // peak stays b's 9 (a live, b and its workspace).
+  Schedule s = {E::Compute(0), E::Compute(1), E::Free(0), E::Compute(0),
+                E::Compute(2), E::Free(0),    E::Compute(3)};
+  SimulationResult r = Simulate(g, s);
+  ASSERT_TRUE(r.valid) << r.error;
+  EXPECT_EQ(r.cost, 31);
+  EXPECT_EQ(r.length, 5);
+  EXPECT_DOUBLE_EQ(r.overhead, 31.0 / 21.0);
+  EXPECT_EQ(r.peak_bytes, 9);
+}
+
+TEST(Simulator, ComputeWithAMissingInputIsIllegal) {
+  SimulationResult r =
+      Simulate(Diamond(), Schedule{E::Compute(0), E::Free(0), E::Compute(1)});
+  EXPECT_FALSE(r.valid);
+  EXPECT_EQ(r.error_index, 2);
+  EXPECT_NE(r.error.find("input 0 ('n0') is not live"), std::string::npos)
+      << r.error;
+}
+
+TEST(Simulator, ComputingALiveValueAgainIsIllegal) {
+  SimulationResult r =
+      Simulate(Diamond(), Schedule{E::Compute(0), E::Compute(0)});
+  EXPECT_FALSE(r.valid);
+  EXPECT_EQ(r.error_index, 1);
+  EXPECT_NE(r.error.find("already live"), std::string::npos) << r.error;
+}
+
+TEST(Simulator, FreeingADeadValueIsIllegal) {
+  SimulationResult r = Simulate(Diamond(), Schedule{E::Compute(0), E::Free(1)});
+  EXPECT_FALSE(r.valid);
+  EXPECT_EQ(r.error_index, 1);
+  EXPECT_NE(r.error.find("is not live"), std::string::npos) << r.error;
+}
+
+TEST(Simulator, UnknownNodesAreIllegal) {
+  SimulationResult r = Simulate(Diamond(), Schedule{E::Compute(7)});
+  EXPECT_FALSE(r.valid);
+  EXPECT_EQ(r.error_index, 0);
+}
+
+TEST(Simulator, EveryTargetMustBeComputed) {
+  SimulationResult r = Simulate(Diamond(), Schedule{E::Compute(0)});
+  EXPECT_FALSE(r.valid);
+  EXPECT_EQ(r.error_index, 1);  // the schedule's length: nothing was illegal
+  EXPECT_NE(r.error.find("target 3 ('n3') is never computed"),
+            std::string::npos);
+}
+
+TEST(Simulator, TargetsMayBeFreedRightAway) {
+  Graph g = GraphFromNodes(R"([{"id": 0, "mem": 3, "cost": 1, "inputs": []}])");
+  EXPECT_TRUE(Simulate(g, Schedule{E::Compute(0), E::Free(0)}).valid);
+}
+
+TEST(Simulator, EmptyScheduleOfAGraphWithoutTargetsIsValid) {
+  Graph g = GraphFromNodes(
+      R"([{"id": 0, "mem": 3, "cost": 1, "inputs": [], "target": false}])");
+  SimulationResult r = Simulate(g, Schedule{});
+  EXPECT_TRUE(r.valid);
+  EXPECT_EQ(r.base_cost, 0);
+  EXPECT_DOUBLE_EQ(r.overhead, 1.0);
+}
+
+TEST(Bounds, DiamondByHand) {
+  Graph g = Diamond();
+  EXPECT_EQ(MemoryLowerBound(g), 9);  // b: 2 + 3 + a's 4
+  EXPECT_EQ(BaseCost(g), 21);
+  EXPECT_EQ(NoRematPeak(g), 9);
+}
+
+TEST(Bounds, NodesNoTargetNeedsAreIgnored) {
+  // Node 2 is a sink marked not a target: it adds neither cost nor memory.
+  Graph g = GraphFromNodes(R"([
+    {"id": 0, "mem": 1, "cost": 1, "inputs": []},
+    {"id": 1, "mem": 1, "cost": 1, "inputs": [0]},
+    {"id": 2, "mem": 50, "cost": 50, "inputs": [0], "target": false}])");
+  EXPECT_EQ(BaseCost(g), 2);
+  EXPECT_EQ(MemoryLowerBound(g), 2);
+  EXPECT_EQ(NoRematPeak(g), 2);
+}
+
+// chain:n=N (unit sizes): the NoRemat order is f1..fn, loss, gn..g1. When gn
+// is computed, f1..fn and the loss are live: peak = n + 2. The lower bound
+// is a gradient with its two inputs: 3. Base cost = 2n + 1.
+TEST(Bounds, ChainByFormula) {
+  for (int n : {1, 2, 16, 100}) {
+    Graph g = LoadGraph("chain:n=" + std::to_string(n));
+    EXPECT_EQ(NoRematPeak(g), n + 2) << n;
+    EXPECT_EQ(MemoryLowerBound(g), 3) << n;
+    EXPECT_EQ(BaseCost(g), 2 * n + 1) << n;
+  }
+  Graph scaled = LoadGraph("chain:n=16,mem=1KiB,cost=7");
+  EXPECT_EQ(NoRematPeak(scaled), 18 * 1024);
+  EXPECT_EQ(BaseCost(scaled), 33 * 7);
+}
+
+}  // namespace
+}  // namespace remat
