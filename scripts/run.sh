@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The main job: set-up, Release build, the default sweep (every registered
+# algorithm on the default corpus), a results file and plots:
+#   results/default/sweep.json, results/default/plots/*.png|pdf
+# Extra arguments go to `remat sweep` (e.g. --budgets 8 --timeout 30).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+scripts/build.sh
+mkdir -p results/default
+build/remat sweep --corpus graphs/corpus/default.json --algorithms all \
+  --out results/default/sweep.json "$@"
+/usr/bin/python3 scripts/plot_tradeoff.py results/default/sweep.json \
+  --out results/default/plots
+echo "results: results/default/sweep.json, plots: results/default/plots/"

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the Debian packages rematbench needs; a no-op when all are there.
+# Run as root (or with sudo available). Used by scripts/run.sh and
+# scripts/test.sh, so a fresh machine needs nothing else.
+set -euo pipefail
+
+packages=(
+  cmake g++ make pkg-config git
+  libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev coinor-libcbc-dev
+  python3 python3-matplotlib python3-numpy
+)
+# Extra packages for a caller that needs more (scripts/export_torch.py sets
+# REMAT_EXTRA_PACKAGES="python3-torch python3-torchvision").
+read -r -a extra <<< "${REMAT_EXTRA_PACKAGES:-}"
+packages+=("${extra[@]}")
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "setup.sh: installing ${missing[*]}" >&2
+sudo=()
+if [[ $(id -u) -ne 0 ]]; then
+  command -v sudo >/dev/null || {
+    echo "setup.sh: need root to install: ${missing[*]}" >&2
+    exit 1
+  }
+  sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -q
+"${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
