@@ -1,0 +1,62 @@
+// dp_exact — Kusumoto et al., "A Graph Theoretic Framework of Recomputation
+// Algorithms for Memory-Efficient Backpropagation", NeurIPS 2019: the exact
+// dynamic program over all lower sets of the forward graph.
+//
+// A strategy cuts the forward graph into segments along a chain of lower
+// sets ∅ = L0 ⊂ L1 ⊂ ... ⊂ Lk = G; only each segment's boundary values
+// (those read by later segments) are kept through the forward pass, and
+// the backward pass recomputes one segment at a time from them. The DP
+// walks every lower set, subsets first, holding per set the Pareto front of
+// (extra time, kept memory); a segment is allowed when the kept memory plus
+// 2 M(segment) + M(A(L')) + M(B(L')) fits the budget. This is optimal over
+// all such strategies for the paper's memory estimate (not a proven optimum
+// of the harness's model: the liveness pass and the simulator decide the
+// reported figures), so it is not registered as exact.
+//
+// The number of lower sets can grow exponentially with the graph's width
+// (GoogLeNet: 27,358), hence `max_lower_sets` and `max_states`. The shared
+// machinery is in lower_sets.h (families, cache) and lower_set_dp.h (DP,
+// canonical schedule).
+#include "algorithms/lower_set_dp.h"
+#include "harness/registry.h"
+
+namespace remat {
+namespace {
+
+class DpExact : public Algorithm {
+ private:
+  AlgorithmOutput Run(const Graph& graph, const SolveRequest& request) override {
+    return SolveLowerSetDp(graph, request, LowerSetKind::kAll);
+  }
+};
+
+const bool kRegistered = RegisterAlgorithm({
+    .name = "dp_exact",
+    .description = "Dynamic program over all lower sets of the forward graph "
+                   "(segments recomputed in the backward pass)",
+    .citation = "Kusumoto et al., NeurIPS 2019",
+    .exact = false,
+    .uses_budget = true,
+    .params = {{.name = "strategy",
+                .type = ParamSpec::Type::kChoice,
+                .default_value = "auto",
+                .description = "time (least extra time), memory (least kept "
+                               "memory) or auto (time, then memory when the "
+                               "simulated peak exceeds the budget)",
+                .choices = {"auto", "time", "memory"}},
+               {.name = "max_lower_sets",
+                .type = ParamSpec::Type::kInt,
+                .default_value = "2000000",
+                .description = "refuse (too_large) graphs with more lower sets",
+                .min_int = 1},
+               {.name = "max_states",
+                .type = ParamSpec::Type::kInt,
+                .default_value = "50000000",
+                .description = "refuse (too_large) when the DP holds more "
+                               "Pareto points",
+                .min_int = 1}},
+    .create = [] { return std::make_unique<DpExact>(); },
+});
+
+}  // namespace
+}  // namespace remat

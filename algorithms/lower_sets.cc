@@ -1,0 +1,348 @@
+#include "algorithms/lower_sets.h"
+
+#include <algorithm>
+#include <bit>
+#include <map>
+#include <mutex>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "algorithms/forward_backward.h"
+#include "harness/results.h"
+#include "harness/simulator.h"
+
+namespace remat {
+namespace {
+
+int32_t WordsFor(int32_t n) { return (n + 63) / 64; }
+
+// True when `to` is `from` or reachable from it in G. Kusumoto's and the
+// chain's graphs only ever ask about a direct successor; the search is for
+// other exporters' conventions.
+bool ReachesInG(const ForwardGraph& g, int32_t from, int32_t to) {
+  if (from == to) return true;
+  std::vector<uint8_t> seen(g.size(), 0);
+  std::vector<int32_t> stack = {from};
+  while (!stack.empty()) {
+    int32_t v = stack.back();
+    stack.pop_back();
+    for (int32_t w : g.succ(v)) {
+      if (w == to) return true;
+      if (!seen[w] && w < to) {  // local order is topological
+        seen[w] = 1;
+        stack.push_back(w);
+      }
+    }
+  }
+  return false;
+}
+
+// Every lower set, each generated once without a hash table: in a
+// topological numbering the largest member of a lower set is maximal, so
+// each nonempty set has one parent (itself minus that member) and the
+// children of L are L ∪ {v} for v beyond max(L) whose predecessors are in L.
+LowerSetLookup EnumerateAll(const ForwardGraph& g, int64_t max_sets,
+                            const Deadline& deadline,
+                            std::vector<uint64_t>& bits) {
+  const int32_t n = g.size();
+  const int32_t words = WordsFor(n);
+  bits.assign(words, 0);
+  std::vector<std::pair<int64_t, int32_t>> stack = {{0, -1}};  // (set, max)
+  int64_t sets = 1;
+  while (!stack.empty()) {
+    auto [s, top] = stack.back();
+    stack.pop_back();
+    for (int32_t v = top + 1; v < n; ++v) {
+      const uint64_t* set = bits.data() + s * words;
+      bool closed = true;
+      for (int32_t p : g.pred(v)) {
+        if (!((set[p >> 6] >> (p & 63)) & 1)) {
+          closed = false;
+          break;
+        }
+      }
+      if (!closed) continue;
+      if (sets >= max_sets) {
+        return {nullptr, Status::kTooLarge,
+                fmt::format("more than max_lower_sets={} lower sets (stopped "
+                            "at {}; G has {} nodes)",
+                            max_sets, sets, n)};
+      }
+      if ((sets & 4095) == 0 && deadline.Expired()) {
+        return {nullptr, Status::kTimeout,
+                fmt::format("deadline reached after enumerating {} lower sets",
+                            sets)};
+      }
+      bits.insert(bits.end(), bits.begin() + s * words,
+                  bits.begin() + (s + 1) * words);
+      bits[sets * words + (v >> 6)] |= uint64_t{1} << (v & 63);
+      stack.push_back({sets, v});
+      ++sets;
+    }
+  }
+  return {};
+}
+
+// ∅, the ancestor closure {v} ∪ ancestors(v) of every v (distinct: v is
+// the only maximal member of its own), and G when no closure is all of G.
+void AncestorClosures(const ForwardGraph& g, std::vector<uint64_t>& bits) {
+  const int32_t n = g.size();
+  const int32_t words = WordsFor(n);
+  bits.assign(static_cast<size_t>(n + 1) * words, 0);
+  bool has_full = false;
+  for (int32_t v = 0; v < n; ++v) {
+    uint64_t* set = bits.data() + static_cast<size_t>(v + 1) * words;
+    for (int32_t p : g.pred(v)) {
+      const uint64_t* closure = bits.data() + static_cast<size_t>(p + 1) * words;
+      for (int32_t w = 0; w < words; ++w) set[w] |= closure[w];
+    }
+    set[v >> 6] |= uint64_t{1} << (v & 63);
+    int64_t members = 0;
+    for (int32_t w = 0; w < words; ++w) members += std::popcount(set[w]);
+    has_full = has_full || members == n;
+  }
+  if (!has_full) {
+    bits.resize(bits.size() + words, 0);
+    uint64_t* full = bits.data() + bits.size() - words;
+    for (int32_t v = 0; v < n; ++v) full[v >> 6] |= uint64_t{1} << (v & 63);
+  }
+}
+
+struct CacheSlot {
+  std::mutex mu;
+  std::shared_ptr<const LowerSetAnalysis> analysis;
+  std::string unsupported;  // why the graph is refused, once known
+  int64_t last_use = 0;
+};
+
+// A few graphs at a time: a sweep works on one graph's budgets at once.
+constexpr size_t kMaxCachedGraphs = 8;
+
+std::mutex cache_mu;
+std::map<std::pair<std::string, LowerSetKind>, std::shared_ptr<CacheSlot>>
+    cache;
+int64_t cache_clock = 0;
+
+std::shared_ptr<CacheSlot> Slot(const Graph& graph, LowerSetKind kind) {
+  auto key = std::make_pair(ContentHash(graph), kind);
+  std::lock_guard<std::mutex> lock(cache_mu);
+  auto it = cache.find(key);
+  if (it == cache.end()) {
+    if (cache.size() >= kMaxCachedGraphs) {
+      auto oldest = std::min_element(
+          cache.begin(), cache.end(), [](const auto& a, const auto& b) {
+            return a.second->last_use < b.second->last_use;
+          });
+      cache.erase(oldest);  // holders keep their shared_ptr alive
+    }
+    it = cache.emplace(key, std::make_shared<CacheSlot>()).first;
+  }
+  it->second->last_use = ++cache_clock;
+  return it->second;
+}
+
+}  // namespace
+
+std::optional<ForwardGraph> ExtractForwardGraph(const Graph& graph,
+                                                std::string& why) {
+  std::optional<ForwardBackward> split = SplitForwardBackward(graph, why);
+  if (!split) return std::nullopt;
+  const std::vector<uint8_t> needed = NeededNodes(graph);
+  ForwardGraph g;
+  g.local.assign(graph.num_nodes(), -1);
+  for (NodeId v : split->forward) {
+    if (!needed[v]) continue;
+    g.local[v] = g.size();
+    g.node.push_back(v);
+    g.mem.push_back(graph.mem(v));
+    g.cost.push_back(graph.cost(v));
+  }
+  if (g.size() == 0) {
+    why = "no needed forward values";
+    return std::nullopt;
+  }
+  auto name = [&](NodeId v) {
+    return fmt::format("{} ('{}')", v, graph.node_name(v));
+  };
+  // Adjacency inside G; a forward value may only read forward values,
+  // because the forward pass runs before any backward node.
+  std::vector<std::vector<int32_t>> succ_lists(g.size());
+  g.pred_offsets.push_back(0);
+  for (int32_t v = 0; v < g.size(); ++v) {
+    for (NodeId u : graph.inputs(g.node[v])) {
+      if (g.local[u] < 0) {
+        why = fmt::format("forward value {} reads {}, which is not a forward "
+                          "value",
+                          name(g.node[v]), name(u));
+        return std::nullopt;
+      }
+      g.preds.push_back(g.local[u]);
+      succ_lists[g.local[u]].push_back(v);
+    }
+    g.pred_offsets.push_back(static_cast<int32_t>(g.preds.size()));
+  }
+  g.succ_offsets.push_back(0);
+  for (const auto& list : succ_lists) {
+    g.succs.insert(g.succs.end(), list.begin(), list.end());
+    g.succ_offsets.push_back(static_cast<int32_t>(g.succs.size()));
+  }
+  // The backward pass runs segment by segment from the last: a backward
+  // node may read gradients only of its own value's descendants, which are
+  // in the same or a later segment under every strategy.
+  g.backward_of.assign(g.size(), {});
+  for (NodeId b : graph.topological_order()) {
+    if (!needed[b] || split->is_forward[b]) continue;
+    if (graph.kind(b) != NodeKind::kBackward) {
+      why = fmt::format("needed node {} is of kind {}: the canonical schedule "
+                        "places only forward and backward nodes",
+                        name(b), NodeKindName(graph.kind(b)));
+      return std::nullopt;
+    }
+    const int32_t f = g.local[graph.grad_of(b)];
+    if (f < 0) {
+      why = fmt::format("backward node {} is the gradient of {}, which is not "
+                        "needed",
+                        name(b), name(graph.grad_of(b)));
+      return std::nullopt;
+    }
+    for (NodeId u : graph.inputs(b)) {
+      if (split->is_forward[u]) continue;
+      if (graph.kind(u) != NodeKind::kBackward ||
+          !ReachesInG(g, f, g.local[graph.grad_of(u)])) {
+        why = fmt::format("backward node {} reads {}, which is not the "
+                          "gradient of a descendant of {}",
+                          name(b), name(u), name(graph.grad_of(b)));
+        return std::nullopt;
+      }
+    }
+    g.backward_of[f].push_back(b);
+  }
+  return g;
+}
+
+LowerSetFamily LowerSetFamily::FromBitsets(const ForwardGraph& g,
+                                           std::vector<uint64_t> bits) {
+  const int32_t n = g.size();
+  const int32_t words = WordsFor(n);
+  const auto sets = static_cast<int32_t>(bits.size() / words);
+  // Unsorted per-set figures first, then one permutation.
+  std::vector<int64_t> mem(sets), cost(sets), ab(sets), bmem(sets), bcost(sets);
+  std::vector<int32_t> count(sets);
+  std::vector<std::vector<int32_t>> boundary(sets);
+  std::vector<int32_t> stamp(n, -1), members, outside;
+  for (int32_t s = 0; s < sets; ++s) {
+    const uint64_t* set = bits.data() + static_cast<size_t>(s) * words;
+    auto in = [&](int32_t v) { return (set[v >> 6] >> (v & 63)) & 1; };
+    members.clear();
+    for (int32_t w = 0; w < words; ++w) {
+      for (uint64_t x = set[w]; x; x &= x - 1) {
+        members.push_back(w * 64 + std::countr_zero(x));
+      }
+    }
+    count[s] = static_cast<int32_t>(members.size());
+    outside.clear();  // A(L), marked with stamp s
+    for (int32_t v : members) {
+      mem[s] += g.mem[v];
+      cost[s] += g.cost[v];
+      bool on_boundary = false;
+      for (int32_t w : g.succ(v)) {
+        if (in(w)) continue;
+        on_boundary = true;
+        if (stamp[w] != s) {
+          stamp[w] = s;
+          outside.push_back(w);
+          ab[s] += g.mem[w];
+        }
+      }
+      if (on_boundary) {
+        boundary[s].push_back(v);
+        bmem[s] += g.mem[v];
+        bcost[s] += g.cost[v];
+      }
+    }
+    for (size_t i = 0, a_size = outside.size(); i < a_size; ++i) {
+      for (int32_t p : g.pred(outside[i])) {
+        if (!in(p) && stamp[p] != s) {  // B(L): not in L, not yet in A or B
+          stamp[p] = s;
+          outside.push_back(p);
+          ab[s] += g.mem[p];
+        }
+      }
+    }
+  }
+  std::vector<int32_t> order(sets);
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return mem[a] != mem[b] ? mem[a] < mem[b] : count[a] < count[b];
+  });
+  LowerSetFamily f;
+  f.words_ = words;
+  f.node_mem_ = g.mem;
+  f.node_cost_ = g.cost;
+  f.bits_.resize(bits.size());
+  f.boundary_offsets_.push_back(0);
+  for (int32_t s : order) {
+    std::copy_n(bits.data() + static_cast<size_t>(s) * words, words,
+                f.bits_.data() + f.mem_.size() * words);
+    f.mem_.push_back(mem[s]);
+    f.cost_.push_back(cost[s]);
+    f.count_.push_back(count[s]);
+    f.ab_mem_.push_back(ab[s]);
+    f.boundary_mem_.push_back(bmem[s]);
+    f.boundary_cost_.push_back(bcost[s]);
+    f.boundary_.insert(f.boundary_.end(), boundary[s].begin(),
+                       boundary[s].end());
+    f.boundary_offsets_.push_back(static_cast<int32_t>(f.boundary_.size()));
+  }
+  return f;
+}
+
+int32_t LowerSetFamily::UpperBoundByMem(int64_t mem) const {
+  return static_cast<int32_t>(
+      std::upper_bound(mem_.begin(), mem_.end(), mem) - mem_.begin());
+}
+
+LowerSetLookup GetLowerSets(const Graph& graph, LowerSetKind kind,
+                            int64_t max_sets, const Deadline& deadline) {
+  std::shared_ptr<CacheSlot> slot = Slot(graph, kind);
+  // Held while building, so that parallel solves of the same graph wait
+  // for one enumeration instead of repeating it.
+  std::lock_guard<std::mutex> lock(slot->mu);
+  if (slot->analysis) {
+    if (slot->analysis->family.size() > max_sets) {
+      return {nullptr, Status::kTooLarge,
+              fmt::format("{} lower sets exceed max_lower_sets={}",
+                          slot->analysis->family.size(), max_sets)};
+    }
+    return {slot->analysis};
+  }
+  if (!slot->unsupported.empty()) {
+    return {nullptr, Status::kUnsupported, slot->unsupported};
+  }
+  std::string why;
+  std::optional<ForwardGraph> g = ExtractForwardGraph(graph, why);
+  if (!g) {
+    slot->unsupported = why;
+    return {nullptr, Status::kUnsupported, why};
+  }
+  std::vector<uint64_t> bits;
+  if (kind == LowerSetKind::kAll) {
+    LowerSetLookup failed = EnumerateAll(*g, max_sets, deadline, bits);
+    if (failed.status != Status::kFeasible) return failed;
+  } else {
+    AncestorClosures(*g, bits);
+  }
+  auto analysis = std::make_shared<LowerSetAnalysis>();
+  analysis->family = LowerSetFamily::FromBitsets(*g, std::move(bits));
+  analysis->graph = std::move(*g);
+  slot->analysis = analysis;
+  return {analysis};
+}
+
+void ClearLowerSetCache() {
+  std::lock_guard<std::mutex> lock(cache_mu);
+  cache.clear();
+}
+
+}  // namespace remat

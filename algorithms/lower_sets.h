@@ -1,0 +1,139 @@
+// Lower sets of the forward graph, the state space of Kusumoto et al.'s
+// dynamic programs (ALGORITHMS.md, "Kusumoto et al. 2019").
+//
+// The forward graph G is the needed forward and loss values of a training
+// graph, numbered 0..n-1 in the graph's topological order. A lower set L is
+// closed under predecessors in G. For each set of a family this file keeps
+// what the DP reads per transition, computed once per graph: the set as a
+// bitset, M(L), T(L), the boundary ∂L (nodes of L with a successor outside
+// L) with M(∂L) and T(∂L), and M(A(L)) + M(B(L)) (A: successors of L outside
+// L; B: the other predecessors of A outside L and outside A).
+//
+// Sets are stored sorted by (M(L), |L|). A proper subset has a smaller size
+// and no larger memory, so this is a subsets-first order, and the supersets
+// of L that a budget allows (M grows by at most budget/2 per segment) form a
+// contiguous index range: the DP finds it by binary search instead of
+// testing every pair.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "harness/algorithm.h"
+#include "harness/graph.h"
+
+namespace remat {
+
+// The forward graph G plus what the canonical schedule needs from the rest
+// of the training graph.
+struct ForwardGraph {
+  std::vector<NodeId> node;     // local index -> graph node, topological
+  std::vector<int32_t> local;   // graph node -> local index, or -1
+  std::vector<int64_t> mem, cost;
+  // CSR adjacency inside G, local indices.
+  std::vector<int32_t> pred_offsets, preds, succ_offsets, succs;
+  // Needed backward nodes by local index of their grad_of, each list in
+  // topological order.
+  std::vector<std::vector<NodeId>> backward_of;
+
+  int32_t size() const { return static_cast<int32_t>(node.size()); }
+  std::span<const int32_t> pred(int32_t v) const {
+    return {preds.data() + pred_offsets[v], preds.data() + pred_offsets[v + 1]};
+  }
+  std::span<const int32_t> succ(int32_t v) const {
+    return {succs.data() + succ_offsets[v], succs.data() + succ_offsets[v + 1]};
+  }
+};
+
+enum class LowerSetKind {
+  kAll,                // every lower set (dp_exact)
+  kAncestorClosures,   // ∅, each {v} ∪ ancestors(v), and G (dp_approx)
+};
+
+class LowerSetFamily {
+ public:
+  int32_t size() const { return static_cast<int32_t>(mem_.size()); }
+  int32_t words() const { return words_; }
+  const uint64_t* bits(int32_t s) const {
+    return bits_.data() + static_cast<size_t>(s) * words_;
+  }
+  bool Contains(int32_t s, int32_t v) const {
+    return (bits(s)[v >> 6] >> (v & 63)) & 1;
+  }
+  // True when set a is a subset of set b.
+  bool IsSubset(int32_t a, int32_t b) const {
+    const uint64_t* x = bits(a);
+    const uint64_t* y = bits(b);
+    for (int32_t w = 0; w < words_; ++w) {
+      if (x[w] & ~y[w]) return false;
+    }
+    return true;
+  }
+  int64_t mem(int32_t s) const { return mem_[s]; }
+  int64_t cost(int32_t s) const { return cost_[s]; }
+  int32_t count(int32_t s) const { return count_[s]; }
+  // M(A(L)) + M(B(L)).
+  int64_t ab_mem(int32_t s) const { return ab_mem_[s]; }
+  std::span<const int32_t> boundary(int32_t s) const {
+    return {boundary_.data() + boundary_offsets_[s],
+            boundary_.data() + boundary_offsets_[s + 1]};
+  }
+  int64_t boundary_mem(int32_t s) const { return boundary_mem_[s]; }
+  // M and T of one node of G (local index), copied for locality.
+  int64_t node_mem(int32_t v) const { return node_mem_[v]; }
+  int64_t node_cost(int32_t v) const { return node_cost_[v]; }
+  int64_t boundary_cost(int32_t s) const { return boundary_cost_[s]; }
+  // Sets are sorted by memory: the first index whose M exceeds `mem`.
+  int32_t UpperBoundByMem(int64_t mem) const;
+  // Index of the empty set and of G (first and last in the order).
+  int32_t empty_set() const { return 0; }
+  int32_t full_set() const { return size() - 1; }
+
+  // Builds the per-set quantities from raw bitsets (any order, no
+  // duplicates, containing ∅ and G).
+  static LowerSetFamily FromBitsets(const ForwardGraph& g,
+                                    std::vector<uint64_t> bits);
+
+ private:
+  int32_t words_ = 0;
+  std::vector<uint64_t> bits_;
+  std::vector<int64_t> mem_, cost_, ab_mem_, boundary_mem_, boundary_cost_;
+  std::vector<int64_t> node_mem_, node_cost_;
+  std::vector<int32_t> count_, boundary_offsets_, boundary_;
+};
+
+// Everything the DP needs about one graph, shared across budgets.
+struct LowerSetAnalysis {
+  ForwardGraph graph;
+  LowerSetFamily family;
+};
+
+// The forward graph of `graph`, or nullopt with `why` when the graph is not
+// a training graph the canonical schedule can handle.
+std::optional<ForwardGraph> ExtractForwardGraph(const Graph& graph,
+                                                std::string& why);
+
+// Result of GetLowerSets: an analysis, or a status (unsupported, too_large,
+// timeout) with a message.
+struct LowerSetLookup {
+  std::shared_ptr<const LowerSetAnalysis> analysis;
+  Status status = Status::kFeasible;
+  std::string message;
+};
+
+// The analysis of `graph` for `kind`, from a process-wide cache keyed by the
+// graph's content: the sweep creates a fresh algorithm object per budget and
+// runs budgets in parallel, so the enumeration must outlive the object.
+// Enumerating all lower sets stops with too_large beyond `max_sets` sets
+// and with timeout at `deadline`; failures are not cached.
+LowerSetLookup GetLowerSets(const Graph& graph, LowerSetKind kind,
+                            int64_t max_sets, const Deadline& deadline);
+
+// Forgets every cached analysis (benchmarks measure cold solves with it).
+void ClearLowerSetCache();
+
+}  // namespace remat
