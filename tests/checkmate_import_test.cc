@@ -58,21 +58,23 @@ TEST(CheckmateImport, ReadsRandomLayeredGraph) {
 
 TEST(CheckmateImport, RefusesMalformedKerasGraphs) {
   const std::string good = ReadText(ImporterFile("tiny_train.json"));
-  EXPECT_TRUE(Refused("truncated.json", good.substr(0, good.size() / 2), 4,
+  // Cut in the middle of the fourth node, on line 6.
+  EXPECT_TRUE(Refused("truncated.json", good.substr(0, good.size() / 2), 6,
                       "not valid JSON"));
   EXPECT_TRUE(Refused("negative.json",
                       Replace(good, "\"cost_ram\": 10, \"id\": 1",
                               "\"cost_ram\": -10, \"id\": 1"),
-                      0, "nodes[1]: 'cost_ram' must be a non-negative integer"));
-  EXPECT_TRUE(Refused("fraction.json",
-                      Replace(good, "\"cost_cpu\": 1,", "\"cost_cpu\": 1.5,"),
-                      0, "nodes[1]: 'cost_cpu' must be a non-negative integer"));
-  EXPECT_TRUE(Refused("overflow.json",
-                      Replace(good, "\"cost_cpu\": 1,",
-                              "\"cost_cpu\": 9223372036854775808,"),
-                      0, "int64"));
-  EXPECT_TRUE(Refused("missing.json", Replace(good, "\"cost_ram\": 4, ", ""),
-                      0, "nodes[2]: missing 'cost_ram'"));
+                      0,
+                      "nodes[1]: 'cost_ram' must be a non-negative integer"));
+  EXPECT_TRUE(Refused(
+      "fraction.json", Replace(good, "\"cost_cpu\": 1,", "\"cost_cpu\": 1.5,"),
+      0, "nodes[1]: 'cost_cpu' must be a non-negative integer"));
+  EXPECT_TRUE(Refused(
+      "overflow.json",
+      Replace(good, "\"cost_cpu\": 1,", "\"cost_cpu\": 9223372036854775808,"),
+      0, "int64"));
+  EXPECT_TRUE(Refused("missing.json", Replace(good, "\"cost_ram\": 4, ", ""), 0,
+                      "nodes[2]: missing 'cost_ram'"));
   EXPECT_TRUE(Refused("unknown.json",
                       Replace(good, "{\"source\": 3, \"target\": 4}",
                               "{\"source\": 3, \"target\": 9}"),
@@ -85,24 +87,26 @@ TEST(CheckmateImport, RefusesMalformedKerasGraphs) {
   EXPECT_TRUE(Refused("orphan.json",
                       Replace(good, "relu_backward", "gelu_backward"), 0,
                       "no node named 'gelu'"));
-  EXPECT_TRUE(Refused("no_links.json",
-                      Replace(good, "\"links\"", "\"edges\""), 0,
-                      "needs arrays 'nodes' and 'links'"));
+  EXPECT_TRUE(Refused("no_links.json", Replace(good, "\"links\"", "\"edges\""),
+                      0, "needs arrays 'nodes' and 'links'"));
 }
 
 TEST(CheckmateImport, RefusesMalformedLayeredGraphs) {
   const std::string good = ReadText(ImporterFile("random_layered_tiny.json"));
   EXPECT_TRUE(Refused("layered_truncated.json", good.substr(0, good.size() - 3),
                       13, "not valid JSON"));
-  EXPECT_TRUE(Refused("layered_number.json",
-                      Replace(good, "\"param_cost\": 5", "\"param_cost\": \"5\""),
-                      0, "nodes[2]: 'param_cost' must be a non-negative"));
-  EXPECT_TRUE(Refused("layered_unknown.json",
-                      Replace(good, "{\"0\": 3, \"1\": 1}", "{\"0\": 3, \"1\": 4}"),
-                      0, "links[4]: unknown node 4"));
-  EXPECT_TRUE(Refused("layered_cycle.json",
-                      Replace(good, "{\"0\": 2, \"1\": 3}", "{\"0\": 3, \"1\": 0}"),
-                      0, "cycle"));
+  EXPECT_TRUE(
+      Refused("layered_number.json",
+              Replace(good, "\"param_cost\": 5", "\"param_cost\": \"5\""), 0,
+              "nodes[2]: 'param_cost' must be a non-negative"));
+  EXPECT_TRUE(
+      Refused("layered_unknown.json",
+              Replace(good, "{\"0\": 3, \"1\": 1}", "{\"0\": 3, \"1\": 4}"), 0,
+              "links[4]: unknown node 4"));
+  EXPECT_TRUE(
+      Refused("layered_cycle.json",
+              Replace(good, "{\"0\": 2, \"1\": 3}", "{\"0\": 3, \"1\": 0}"), 0,
+              "cycle"));
   EXPECT_TRUE(Refused("layered_duplicate.json",
                       Replace(good, "\"name\": 3}", "\"name\": 2}"), 0,
                       "nodes[3]: id 2 is used twice"));

@@ -35,7 +35,7 @@ TEST(KusumotoImport, ReadsTinyGraphByTheBindingMapping) {
   EXPECT_EQ(g.kind(0), NodeKind::kForward);
   EXPECT_EQ(g.kind(2), NodeKind::kLoss);
   EXPECT_EQ(Inputs(g, 0), (std::vector<NodeId>{1}));
-  EXPECT_EQ(Inputs(g, 1), (std::vector<NodeId>{}));  // image and W are static
+  EXPECT_EQ(Inputs(g, 1), (std::vector<NodeId>{}));   // image and W are static
   EXPECT_EQ(Inputs(g, 2), (std::vector<NodeId>{3}));  // labels are static
   EXPECT_EQ(Inputs(g, 3), (std::vector<NodeId>{0, 1}));
   EXPECT_EQ(g.mem(1), 40);
@@ -79,13 +79,14 @@ TEST(KusumotoImport, RefusesMalformedFiles) {
   const std::string good = ReadText(ImporterFile("cg_tiny.txt"));
   // Truncated after the tensor table and one line.
   std::string truncated = good.substr(0, good.find("1 1\n") + 4);
-  EXPECT_TRUE(Refused("cg_truncated.txt", truncated, 11,
-                      "unexpected end of file"));
+  EXPECT_TRUE(
+      Refused("cg_truncated.txt", truncated, 11, "unexpected end of file"));
   EXPECT_TRUE(Refused("cg_empty.txt", "3 2\n", 2, "unexpected end of file"));
-  EXPECT_TRUE(Refused("cg_number.txt", Replace(good, "3 40 _", "3 4O _"), 5,
-                      "tensor bytes must be a non-negative integer (got '4O')"));
-  EXPECT_TRUE(Refused("cg_negative.txt", Replace(good, "3 40 _", "3 -40 _"),
-                      5, "non-negative"));
+  EXPECT_TRUE(
+      Refused("cg_number.txt", Replace(good, "3 40 _", "3 4O _"), 5,
+              "tensor bytes must be a non-negative integer (got '4O')"));
+  EXPECT_TRUE(Refused("cg_negative.txt", Replace(good, "3 40 _", "3 -40 _"), 5,
+                      "non-negative"));
   EXPECT_TRUE(Refused("cg_overflow.txt",
                       Replace(good, "3 40 _", "3 99999999999999999999 _"), 5,
                       "overflows int64"));
@@ -109,10 +110,10 @@ TEST(KusumotoImport, RefusesMalformedFiles) {
                       14, "not a one-line JSON object"));
   EXPECT_TRUE(Refused("cg_trailing.txt", good + "forward\n", 70,
                       "unexpected text after the last record"));
-  EXPECT_TRUE(Refused("cg_unpaired.txt",
-                      Replace(good, "7 8\n", "7 7\n").substr(
-                          0, good.rfind("backward\n")),
-                      0, "4 forward records but 3 backward records"));
+  EXPECT_TRUE(Refused(
+      "cg_unpaired.txt",
+      Replace(good, "7 8\n", "7 7\n").substr(0, good.rfind("backward\n")), 0,
+      "4 forward records but 3 backward records"));
 }
 
 }  // namespace

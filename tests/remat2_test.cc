@@ -38,16 +38,16 @@ TEST(Remat2, ReadsTinyFile) {
   // Only the marked node is a target, though node 3 has no consumer either.
   ASSERT_EQ(g.targets().size(), 1u);
   EXPECT_EQ(g.targets()[0], 2);
-  EXPECT_EQ(BaseCost(g), 6);  // nodes 0, 1, 2
+  EXPECT_EQ(BaseCost(g), 6);           // nodes 0, 1, 2
   EXPECT_EQ(MemoryLowerBound(g), 14);  // node 2 with its inputs: 2 + 4 + 8
   EXPECT_EQ(NoRematPeak(g), 14);
 }
 
 TEST(Remat2, WithoutMarkedTargetsTheSinksAreTargets) {
-  Graph g = LoadGraph(WriteTemp(
-      "untargeted.remat2",
-      "p remat2\nnode 1 deps 0 cpu 2 mem 8\n\nnode 0 cpu 1 mem 4\n"
-      "node 2 deps 0 cpu 1 mem 1\n"));
+  Graph g = LoadGraph(
+      WriteTemp("untargeted.remat2",
+                "p remat2\nnode 1 deps 0 cpu 2 mem 8\n\nnode 0 cpu 1 mem 4\n"
+                "node 2 deps 0 cpu 1 mem 1\n"));
   std::vector<NodeId> targets(g.targets().begin(), g.targets().end());
   EXPECT_EQ(targets, (std::vector<NodeId>{1, 2}));
 }
@@ -98,8 +98,9 @@ TEST(Remat2, WriterRefusesWorkspace) {
 
 TEST(Remat2, RefusesMalformedFiles) {
   const std::string good = ReadText(ImporterFile("tiny.remat2"));
-  EXPECT_TRUE(Refused("truncated.remat2", good.substr(0, good.find("mem 8")) + "mem",
-                      4, "line ends where the mem size was expected"));
+  EXPECT_TRUE(Refused("truncated.remat2",
+                      good.substr(0, good.find("mem 8")) + "mem", 4,
+                      "line ends where the mem size was expected"));
   EXPECT_TRUE(Refused("header_only.remat2", "p remat2\n", 1, "no nodes"));
   EXPECT_TRUE(Refused("number.remat2", Replace(good, "cpu 2", "cpu 2x"), 4,
                       "cpu must be a non-negative integer (got '2x')"));

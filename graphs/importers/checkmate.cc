@@ -62,7 +62,8 @@ NodeSpec ReadModelNode(const json& node, const std::string& where) {
     throw InputError(fmt::format("{}: 'name' must be a string", where));
   }
   if (backward == node.end() || !backward->is_boolean()) {
-    throw InputError(fmt::format("{}: 'backward' must be true or false", where));
+    throw InputError(
+        fmt::format("{}: 'backward' must be true or false", where));
   }
   spec.name = name->get<std::string>();
   spec.mem = Count(node, "cost_ram", where);
@@ -89,9 +90,10 @@ void LinkGradients(std::vector<NodeSpec>& nodes, const std::string& path) {
         node.name.substr(0, node.name.size() - kBackwardSuffix.size());
     auto it = by_name.find(forward);
     if (it == by_name.end()) {
-      throw InputError(fmt::format("{}: node {} ('{}'): no node named '{}' "
-                                   "to be the gradient of",
-                                   path, node.id, node.name, forward));
+      throw InputError(
+          fmt::format("{}: node {} ('{}'): no node named '{}' "
+                      "to be the gradient of",
+                      path, node.id, node.name, forward));
     }
     node.grad_of = it->second;
   }
@@ -104,11 +106,11 @@ Graph ReadCheckmate(const std::string& path) {
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
     // e.byte is one past the offending character.
-    const size_t byte = std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0,
-                                         text.size());
-    throw InputError(fmt::format(
-        "{}:{}: not valid JSON", path,
-        1 + std::count(text.begin(), text.begin() + byte, '\n')));
+    const size_t byte =
+        std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
+    throw InputError(
+        fmt::format("{}:{}: not valid JSON", path,
+                    1 + std::count(text.begin(), text.begin() + byte, '\n')));
   }
   auto nodes = doc.find("nodes");
   auto links = doc.find("links");
@@ -117,8 +119,8 @@ Graph ReadCheckmate(const std::string& path) {
     throw InputError(fmt::format(
         "{}: not a node-link graph (needs arrays 'nodes' and 'links')", path));
   }
-  const bool layered =
-      !nodes->empty() && (*nodes)[0].is_object() && (*nodes)[0].contains("out_cost");
+  const bool layered = !nodes->empty() && (*nodes)[0].is_object() &&
+                       (*nodes)[0].contains("out_cost");
 
   std::vector<NodeSpec> specs;
   int64_t static_bytes = 0;

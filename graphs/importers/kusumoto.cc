@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <span>
 #include <unordered_map>
 
 #include "graphs/importers/text_lines.h"
@@ -115,8 +116,11 @@ File Parse(TextLines& lines) {
   const int64_t num_tensors = lines.Count(header[0], "number of tensors");
   const int64_t num_records = lines.Count(header[1], "number of records");
   for (int64_t i = 0; i < num_tensors; ++i) {
-    auto words = SplitWords(lines.Expect("a tensor line '<id> <bytes> <name>'"));
-    if (words.size() != 3) lines.Fail("expected a tensor '<id> <bytes> <name>'");
+    auto words =
+        SplitWords(lines.Expect("a tensor line '<id> <bytes> <name>'"));
+    if (words.size() != 3) {
+      lines.Fail("expected a tensor '<id> <bytes> <name>'");
+    }
     int64_t id = lines.Count(words[0], "tensor id");
     Tensor t{.bytes = lines.Count(words[1], "tensor bytes")};
     if (words[2] == "_") {
@@ -131,8 +135,8 @@ File Parse(TextLines& lines) {
   for (int64_t i = 0; i < num_records; ++i) {
     std::string_view word = lines.Expect("'forward' or 'backward'");
     if (word != "forward" && word != "backward") {
-      lines.Fail(fmt::format("expected 'forward' or 'backward', got '{}'",
-                             word));
+      lines.Fail(
+          fmt::format("expected 'forward' or 'backward', got '{}'", word));
     }
     bool forward = word == "forward";
     (forward ? file.forward : file.backward)
@@ -152,13 +156,15 @@ std::vector<int64_t> Retained(const TextLines& lines, const Record& r,
                               const char* key, size_t count) {
   auto it = r.attributes.find(key);
   if (it == r.attributes.end()) {
-    lines.FailAt(r.attributes_line,
-                 fmt::format("attributes lack '{}' (what the backward reads)",
-                             key));
+    lines.FailAt(
+        r.attributes_line,
+        fmt::format("attributes lack '{}' (what the backward reads)", key));
   }
   std::vector<int64_t> indexes;
   if (it->is_null()) return indexes;
-  if (!it->is_array()) lines.FailAt(r.attributes_line, fmt::format("'{}' is not a list", key));
+  if (!it->is_array()) {
+    lines.FailAt(r.attributes_line, fmt::format("'{}' is not a list", key));
+  }
   for (const json& index : *it) {
     if (!index.is_number_integer() || index.get<int64_t>() < 0 ||
         index.get<int64_t>() >= static_cast<int64_t>(count)) {
@@ -192,7 +198,7 @@ void AddOnce(std::vector<NodeId>& inputs, NodeId v) {
 // Marks loss functions and the arithmetic that combines their outputs
 // (GoogLeNet adds three losses, PSPNet scales and adds two) as `loss`:
 // forward nodes all of whose inputs are losses, in topological order.
-void MarkLosses(std::vector<NodeSpec>& forward) {
+void MarkLosses(std::span<NodeSpec> forward) {
   const size_t n = forward.size();
   std::vector<std::vector<NodeId>> consumers(n);
   std::vector<size_t> pending(n);
@@ -272,10 +278,10 @@ Graph ReadKusumoto(const std::string& path) {
     const Record& fr = file.forward[i];
     const Record& br = file.backward[i];
     if (br.type != fr.type || Rank(br) != Rank(fr)) {
-      lines.FailAt(br.line, fmt::format(
-                                "backward record #{} ({}) does not match "
-                                "forward record #{} ({}, line {})",
-                                i, br.type, i, fr.type, fr.line));
+      lines.FailAt(br.line,
+                   fmt::format("backward record #{} ({}) does not match "
+                               "forward record #{} ({}, line {})",
+                               i, br.type, i, fr.type, fr.line));
     }
     const int64_t cost = fr.type.starts_with("Conv") ? 10 : 1;
     NodeSpec& f = nodes[i];
@@ -303,8 +309,8 @@ Graph ReadKusumoto(const std::string& path) {
         for (NodeId g : gradient_producers[t]) AddOnce(b.inputs, g);
       }
     }
-    for (int64_t k : Retained(lines, fr, "_input_indexes_to_retain",
-                              fr.inputs.size())) {
+    for (int64_t k :
+         Retained(lines, fr, "_input_indexes_to_retain", fr.inputs.size())) {
       int64_t t = fr.inputs[k].first;
       if (is_activation(t)) AddOnce(b.inputs, producer_of(fr, t));
     }
@@ -318,9 +324,7 @@ Graph ReadKusumoto(const std::string& path) {
       }
     }
   }
-  std::vector<NodeSpec> forward(nodes.begin(), nodes.begin() + n);
-  MarkLosses(forward);
-  for (NodeId i = 0; i < n; ++i) nodes[i].kind = forward[i].kind;
+  MarkLosses(std::span<NodeSpec>(nodes.data(), n));
 
   // Parameters count twice: their values and their gradients.
   int64_t static_bytes = 0;
@@ -329,8 +333,8 @@ Graph ReadKusumoto(const std::string& path) {
     const int64_t gradient = t.role == Role::kParameter ? t.bytes : 0;
     if (__builtin_add_overflow(static_bytes, t.bytes, &static_bytes) ||
         __builtin_add_overflow(static_bytes, gradient, &static_bytes)) {
-      throw InputError(fmt::format(
-          "{}: parameter and data bytes overflow int64", path));
+      throw InputError(
+          fmt::format("{}: parameter and data bytes overflow int64", path));
     }
   }
 
@@ -340,8 +344,9 @@ Graph ReadKusumoto(const std::string& path) {
       .set_units("bytes", "abstract")
       .set_provenance({{"format", "kusumoto"},
                        {"file", path},
-                       {"cost_model", "authors: 10 for Conv* functions, 1 "
-                                      "otherwise; backward 2x forward"}});
+                       {"cost_model",
+                        "authors: 10 for Conv* functions, 1 "
+                        "otherwise; backward 2x forward"}});
   for (NodeSpec& node : nodes) builder.add_node(std::move(node));
   return std::move(builder).Build();
 }

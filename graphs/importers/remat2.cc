@@ -78,9 +78,10 @@ void ReadNodeLine(const TextLines& lines,
     node.target = true;
   }
   if (i < words.size()) {
-    lines.Fail(fmt::format("unexpected '{}' (expected node <id> deps <ids> "
-                           "cpu <c> mem <m> [target])",
-                           words[i]));
+    lines.Fail(
+        fmt::format("unexpected '{}' (expected node <id> deps <ids> "
+                    "cpu <c> mem <m> [target])",
+                    words[i]));
   }
 }
 
@@ -112,9 +113,8 @@ Graph ReadRemat2(const std::string& path) {
       continue;
     }
     if (words[0] != "node") {
-      lines.Fail(fmt::format(
-          "unexpected '{}' (expected a 'node' line{})", words[0],
-          nodes.empty() ? " or 'memlimit'" : ""));
+      lines.Fail(fmt::format("unexpected '{}' (expected a 'node' line{})",
+                             words[0], nodes.empty() ? " or 'memlimit'" : ""));
     }
     NodeSpec node;
     ReadNodeLine(lines, words, node);
@@ -166,10 +166,10 @@ void WriteRemat2(std::ostream& out, const Graph& g) {
           "{}: node {} ('{}') has workspace {}, which remat2 cannot represent",
           g.name(), v, g.node_name(v), g.workspace(v)));
     }
-    fmt::format_to(std::back_inserter(text), "node {} deps{}{} cpu {} mem {}{}\n",
-                   v, g.inputs(v).empty() ? "" : " ",
-                   fmt::join(g.inputs(v), " "), g.cost(v), g.mem(v),
-                   g.is_target(v) ? " target" : "");
+    fmt::format_to(std::back_inserter(text),
+                   "node {} deps{}{} cpu {} mem {}{}\n", v,
+                   g.inputs(v).empty() ? "" : " ", fmt::join(g.inputs(v), " "),
+                   g.cost(v), g.mem(v), g.is_target(v) ? " target" : "");
   }
   out << text;
 }
@@ -180,8 +180,8 @@ const bool kRegistered = RegisterGraphFormat({
     .sniff =
         [](const std::string&, const std::string& head) {
           std::string_view rest = head;
-          while (!rest.empty() && std::isspace(static_cast<unsigned char>(
-                                      rest.front()))) {
+          while (!rest.empty() &&
+                 std::isspace(static_cast<unsigned char>(rest.front()))) {
             rest.remove_prefix(1);
           }
           return rest.starts_with("p remat2");
