@@ -1,0 +1,842 @@
+#!/usr/bin/python3
+"""Exports real PyTorch training graphs to the native rematbench graph format.
+
+Usage (install torch first:
+  REMAT_EXTRA_PACKAGES="python3-torch python3-torchvision" scripts/setup.sh):
+
+  scripts/export_torch.py --model resnet50 --batch 2 --image 64 \
+      --granularity aten -o resnet50.json
+
+One training step (forward, loss, gradients of every parameter) is traced
+into the joint forward+backward graph of ATen operations and written as a
+graph of ../shared/DESIGN.md section 2, following its "Training graphs"
+convention (section 1).
+
+How the graph is obtained (mirrors functorch 1.13's aot_autograd, which
+DESIGN.md section 7 describes; we run its two tracing passes ourselves so
+that every op can be tagged with where it came from):
+ 1. `make_fx` traces `loss = model(batch); torch.autograd.grad(loss, params)`
+    on real tensors. During the forward, a TorchFunctionMode records, for
+    each autograd Function (`grad_fn`) created, the FX node that produced
+    its output, and module hooks record which module call each op ran in.
+    During the backward, a pre-hook on every `grad_fn` tags the FX nodes
+    that the autograd engine emits while running it; a post-hook tags the
+    gradient accumulations that follow it. The tags travel in FX's
+    `stack_trace` field, exactly as aot_autograd's own stack-trace hooks do.
+ 2. The graph is traced again through `functionalize` (no in-place ops and
+    no mutation of batch-norm buffers are left), each new node inheriting
+    the tag of the node of pass 1 it came from.
+See `Mapping` in graphs/corpus/torch/README.md for how ops become nodes.
+"""
+
+import argparse
+import collections
+import json
+import math
+import operator
+import os
+import platform
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.fx import traceback as fx_traceback
+from torch.fx.experimental.proxy_tensor import get_proxy, make_fx
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten
+
+from functorch.experimental import functionalize
+
+import torchvision
+
+aten = torch.ops.aten
+
+# --------------------------------------------------------------------------
+# Models defined here (torchvision supplies the others).
+
+
+class UNet(nn.Module):
+    """A small U-Net: padded 3x3 conv-bn-relu pairs, max-pool down,
+    transposed-conv up, concatenated skips."""
+
+    def __init__(self, levels=4, base=16, in_ch=3, classes=2):
+        super().__init__()
+
+        def block(cin, cout):
+            return nn.Sequential(
+                nn.Conv2d(cin, cout, 3, padding=1, bias=False),
+                nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+                nn.Conv2d(cout, cout, 3, padding=1, bias=False),
+                nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+        chans = [base * 2**i for i in range(levels)]
+        self.down = nn.ModuleList()
+        cin = in_ch
+        for c in chans:
+            self.down.append(block(cin, c))
+            cin = c
+        self.pool = nn.MaxPool2d(2)
+        self.up = nn.ModuleList()
+        self.dec = nn.ModuleList()
+        for c in reversed(chans[:-1]):
+            self.up.append(nn.ConvTranspose2d(cin, c, 2, stride=2))
+            self.dec.append(block(2 * c, c))
+            cin = c
+        self.head = nn.Conv2d(cin, classes, 1)
+
+    def forward(self, x):
+        skips = []
+        for i, blk in enumerate(self.down):
+            x = blk(x)
+            if i + 1 < len(self.down):
+                skips.append(x)
+                x = self.pool(x)
+        for up, dec in zip(self.up, self.dec):
+            x = dec(torch.cat([up(x), skips.pop()], dim=1))
+        return self.head(x)
+
+
+class PSPNet(nn.Module):
+    """PSPNet (Zhao et al. 2017): a dilated torchvision ResNet (output stride
+    8), pyramid pooling with bins 1, 2, 3, 6, concat, a 3x3 head and
+    bilinear upsampling to the input size. No auxiliary loss."""
+
+    def __init__(self, backbone="resnet50", classes=21, bins=(1, 2, 3, 6)):
+        super().__init__()
+        res = getattr(torchvision.models, backbone)(
+            weights=None,
+            replace_stride_with_dilation=None
+            if backbone in ("resnet18", "resnet34") else [False, True, True])
+        self.stem = nn.Sequential(res.conv1, res.bn1, res.relu, res.maxpool)
+        self.layers = nn.Sequential(res.layer1, res.layer2, res.layer3,
+                                    res.layer4)
+        feat = res.fc.in_features
+        red = feat // len(bins)
+        self.stages = nn.ModuleList(
+            nn.Sequential(nn.AdaptiveAvgPool2d(b),
+                          nn.Conv2d(feat, red, 1, bias=False),
+                          nn.BatchNorm2d(red), nn.ReLU(inplace=True))
+            for b in bins)
+        self.head = nn.Sequential(
+            nn.Conv2d(feat + red * len(bins), 512, 3, padding=1, bias=False),
+            nn.BatchNorm2d(512), nn.ReLU(inplace=True),
+            nn.Conv2d(512, classes, 1))
+
+    def forward(self, x):
+        size = x.shape[-2:]
+        f = self.layers(self.stem(x))
+        pyramid = [f] + [
+            F.interpolate(s(f), size=f.shape[-2:], mode="bilinear",
+                          align_corners=False) for s in self.stages
+        ]
+        out = self.head(torch.cat(pyramid, dim=1))
+        return F.interpolate(out, size=size, mode="bilinear",
+                             align_corners=False)
+
+
+class Seq2Seq(nn.Module):
+    """torch.nn.Transformer (post-norm encoder-decoder) with a linear head
+    to a vocabulary; source and target are given as embeddings."""
+
+    def __init__(self, d_model, heads, layers, ffn, vocab, dropout):
+        super().__init__()
+        self.transformer = nn.Transformer(
+            d_model=d_model, nhead=heads, num_encoder_layers=layers,
+            num_decoder_layers=layers, dim_feedforward=ffn, dropout=dropout)
+        self.head = nn.Linear(d_model, vocab)
+
+    def forward(self, src, tgt):
+        return self.head(self.transformer(src, tgt))
+
+
+TORCHVISION_CLASSIFIERS = ("resnet18", "resnet34", "resnet50", "resnet101",
+                           "resnet152", "vgg11", "vgg16", "vgg19",
+                           "densenet121", "densenet161", "googlenet",
+                           "vit_b_16")
+MODELS = TORCHVISION_CLASSIFIERS + ("deeplabv3_resnet50", "unet", "pspnet",
+                                    "transformer")
+
+
+class TrainStep(nn.Module):
+    """The traced module: model and loss. The loss is a leaf module so that
+    the module granularity has one loss node."""
+
+    def __init__(self, model, segmentation=False, key=None):
+        super().__init__()
+        self.model = model
+        self.loss = nn.CrossEntropyLoss()
+        self.key = key
+
+    def forward(self, *inputs):
+        *xs, target = inputs
+        out = self.model(*xs)
+        if self.key is not None:
+            out = out[self.key]
+        if out.dim() == 3:  # transformer: (seq, batch, vocab)
+            out = out.reshape(-1, out.shape[-1])
+            target = target.reshape(-1)
+        return self.loss(out, target)
+
+
+def build(args):
+    """Returns (TrainStep, inputs tuple, description)."""
+    n, h = args.batch, args.image
+    img = torch.randn(n, 3, h, h)
+    name = args.model
+    if name in TORCHVISION_CLASSIFIERS:
+        kw = {"weights": None, "num_classes": args.classes}
+        if name == "googlenet":
+            kw.update(aux_logits=False, init_weights=True)
+        if name == "vit_b_16":
+            kw["image_size"] = h
+        model = getattr(torchvision.models, name)(**kw)
+        return TrainStep(model), (img, torch.randint(args.classes, (n,)))
+    seg_target = torch.randint(args.classes, (n, h, h))
+    if name == "deeplabv3_resnet50":
+        model = torchvision.models.segmentation.deeplabv3_resnet50(
+            weights=None, weights_backbone=None, num_classes=args.classes,
+            aux_loss=False)
+        return TrainStep(model, key="out"), (img, seg_target)
+    if name == "unet":
+        model = UNet(levels=args.levels, base=args.base,
+                     classes=args.classes)
+        return TrainStep(model), (img, seg_target)
+    if name == "pspnet":
+        model = PSPNet(backbone=args.backbone, classes=args.classes)
+        return TrainStep(model), (img, seg_target)
+    if name == "transformer":
+        d, s = args.d_model, args.seq
+        model = Seq2Seq(d, args.heads, args.layers, args.ffn or 4 * d,
+                        args.classes, args.dropout)
+        src, tgt = torch.randn(s, n, d), torch.randn(s, n, d)
+        return TrainStep(model), (src, tgt,
+                                  torch.randint(args.classes, (s, n)))
+    raise SystemExit(f"export_torch.py: unknown model '{name}'")
+
+
+# --------------------------------------------------------------------------
+# Pass 1: the joint graph with tags.
+
+
+class _Tagger(TorchFunctionMode):
+    """During the forward: maps each new grad_fn to the FX node producing
+    its output (functions inside a composite call that are not an output
+    map to their saved result, else to the call's output)."""
+
+    def __init__(self, fwd_of):
+        super().__init__()
+        self.fwd_of = fwd_of  # grad_fn -> FX node name (pass 1)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor) and t.grad_fn is not None:
+                self._map(t.grad_fn, _node_of(t))
+        return out
+
+    def _map(self, root, node):
+        if root in self.fwd_of or node is None:
+            return
+        self.fwd_of[root] = node
+        stack = [root]
+        while stack:
+            g = stack.pop()
+            for nxt, _ in g.next_functions:
+                if nxt is None or nxt in self.fwd_of:
+                    continue
+                if type(nxt).__name__ == "AccumulateGrad":
+                    continue
+                saved = getattr(nxt, "_saved_result", None)
+                own = _node_of(saved) if isinstance(saved,
+                                                    torch.Tensor) else None
+                self.fwd_of[nxt] = own or node
+                stack.append(nxt)
+
+
+def _node_of(t):
+    p = get_proxy(t)
+    return None if p is None else p.proxy.node.name
+
+
+def trace_joint(step, inputs):
+    """Returns (graph-2 GraphModule, info) for one training step."""
+    params = [p for p in step.parameters()]
+    buffers = [b for b in step.buffers()]
+    n_p, n_b = len(params), len(buffers)
+    fwd_of = {}
+    groups = []  # index -> grad_fn, for the backward tags
+    calls = []  # call id -> (module path, is leaf)
+    names = {m: name for name, m in step.named_modules()}
+    stack = ["top"]
+
+    def pre_hook(mod, _inp):
+        if mod not in names:
+            return
+        calls.append((names[mod], len(list(mod.children())) == 0,
+                      type(mod).__name__))
+        stack.append(f"mod:{len(calls) - 1}")
+        fx_traceback.set_stack_trace([stack[-1]])
+
+    def post_hook(mod, _inp, _out):
+        if mod not in names:
+            return
+        stack.pop()
+        fx_traceback.set_stack_trace([stack[-1]])
+
+    def joint(*flat):
+        ps, rest = flat[:n_p], flat[n_p + n_b:]
+        *batch, tangent = rest
+        h1 = nn.modules.module.register_module_forward_pre_hook(pre_hook)
+        h2 = nn.modules.module.register_module_forward_hook(post_hook)
+        try:
+            with fx_traceback.override_stack_trace(), _Tagger(fwd_of):
+                fx_traceback.set_stack_trace(["top"])
+                loss = step(*batch)
+        finally:
+            h1.remove()
+            h2.remove()
+        for g in _reachable(loss.grad_fn):
+            k = len(groups)
+            groups.append(g)
+            g.register_prehook(_setter(f"bwd:{k}"))
+            g.register_hook(_setter(f"acc:{k}", post=True))
+        with fx_traceback.override_stack_trace():
+            fx_traceback.set_stack_trace(["seed"])
+            grads = torch.autograd.grad(loss, ps, grad_outputs=tangent)
+        return (loss, *grads)
+
+    flat = params + buffers + list(inputs) + [torch.ones(())]
+    g1 = make_fx(joint)(*flat)
+    for node in g1.graph.nodes:
+        node.stack_trace = f"{node.name}|{node.stack_trace or ''}"
+    fwd_node = {k: fwd_of.get(g) for k, g in enumerate(groups)}
+    grad_name = {k: g.name() for k, g in enumerate(groups)}
+
+    def replay(*a):
+        with fx_traceback.override_stack_trace():
+            return torch.fx.Interpreter(g1).run(*a)
+
+    fx_traceback.current_stack = []
+    g2 = make_fx(functionalize(replay))(*flat)
+    info = dict(n_params=n_p, n_buffers=n_b, n_inputs=len(inputs),
+                fwd_node=fwd_node, grad_name=grad_name, calls=calls,
+                g1=g1)
+    return g2, info
+
+
+def _setter(tag, post=False):
+    if post:
+        return lambda grad_inputs, grad_outputs: fx_traceback.set_stack_trace(
+            [tag])
+    return lambda grad_outputs: fx_traceback.set_stack_trace([tag])
+
+
+def _reachable(root):
+    seen, order, stack = set(), [], [root]
+    while stack:
+        g = stack.pop()
+        if g is None or g in seen:
+            continue
+        seen.add(g)
+        order.append(g)
+        stack.extend(n for n, _ in g.next_functions)
+    return order
+
+
+# --------------------------------------------------------------------------
+# From the FX graph to native nodes.
+
+
+def _is_alias(n):
+    """getitem of a multi-output op, views and in-place ops: their result
+    shares memory with an argument, so they are no node of their own."""
+    if n.target is operator.getitem:
+        return True
+    schema = getattr(n.target, "_schema", None)
+    return schema is not None and any(r.alias_info is not None
+                                      for r in schema.returns)
+
+
+def _metas(n):
+    m = n.meta.get("tensor_meta")
+    if m is None:  # a multi-output op: its getitem users have the metadata
+        outs = sorted((u for u in n.users if u.target is operator.getitem),
+                      key=lambda u: u.args[1])
+        return [x for u in outs for x in _metas(u)]
+    if isinstance(m, (list, tuple)) and not hasattr(m, "shape"):
+        return [x for x in m if hasattr(x, "shape")]
+    return [m]
+
+
+def _numel(n):
+    return sum(math.prod(m.shape) for m in _metas(n))
+
+
+def _bytes(n):
+    return sum(
+        math.prod(m.shape) * torch.empty((), dtype=m.dtype).element_size()
+        for m in _metas(n))
+
+
+def _shape(x):
+    ms = _metas(x) if isinstance(x, torch.fx.Node) else []
+    return list(ms[0].shape) if len(ms) == 1 else None
+
+
+def flops(n):
+    """FLOPs of one ATen op (one multiply-add = 2): convolutions and matrix
+    products from their shapes, everything else one per element of its
+    largest tensor (output or input)."""
+    t, a = n.target, n.args
+    if t is aten.convolution.default:
+        w = _shape(a[1])
+        base = _numel(a[0]) if a[6] else _numel(n)
+        return 2 * base * math.prod(w[1:])
+    if t is aten.convolution_backward.default:
+        w, mask = _shape(a[2]), a[10]
+        base = _numel(a[0]) if not a[7] else _numel(a[1])
+        conv = 2 * base * math.prod(w[1:])
+        return conv * (int(mask[0]) + int(mask[1])) + (_numel(a[0])
+                                                         if mask[2] else 0)
+    if t in (aten.mm.default, aten.addmm.default):
+        x, y = (a[0], a[1]) if t is aten.mm.default else (a[1], a[2])
+        (m, k), (_, c) = _shape(x), _shape(y)
+        return 2 * m * k * c + (m * c if t is aten.addmm.default else 0)
+    if t in (aten.bmm.default, aten.baddbmm.default):
+        x, y = (a[0], a[1]) if t is aten.bmm.default else (a[1], a[2])
+        (b, m, k), (_, _, c) = _shape(x), _shape(y)
+        return 2 * b * m * k * c + (b * m * c
+                                    if t is aten.baddbmm.default else 0)
+    if t in (aten.max_pool2d_with_indices.default, aten.avg_pool2d.default):
+        kernel = list(a[1]) if isinstance(a[1], (list, tuple)) else [a[1]]
+        window = kernel[0]**2 if len(kernel) == 1 else math.prod(kernel)
+        return math.prod(_metas(n)[0].shape) * window
+    sizes = [_numel(n)] + [
+        _numel(x) for x in a if isinstance(x, torch.fx.Node)
+    ] + [
+        _numel(y) for x in a if isinstance(x, (list, tuple))
+        for y in x if isinstance(y, torch.fx.Node)
+    ]
+    return max(sizes)
+
+
+def measure(g2, flat, repeats):
+    """Median CPU time of each op over `repeats` runs, in nanoseconds."""
+    times = {}
+
+    class Timer(torch.fx.Interpreter):
+
+        def run_node(self, n):
+            if n.op != "call_function" or _is_alias(n):
+                return super().run_node(n)
+            args, kwargs = self.fetch_args_kwargs_from_env(n)
+            samples = []
+            for _ in range(repeats):
+                t0 = time.perf_counter_ns()
+                res = n.target(*args, **kwargs)
+                samples.append(time.perf_counter_ns() - t0)
+            times[n.name] = int(statistics.median(samples))
+            return res
+
+    with torch.no_grad():
+        Timer(g2).run(*flat)
+    return times
+
+
+def to_native(g2, info, cost_of):
+    """Returns the aten-granularity nodes (FX order, which is topological):
+    a list of dicts with name, kind, op, mem, cost, inputs (indices),
+    grad_of (index or None), fx (member FX names), call (module call id of a
+    forward op or None)."""
+    nodes = list(g2.graph.nodes)
+    index = {n: i for i, n in enumerate(nodes)}
+    place = [n for n in nodes if n.op == "placeholder"]
+    tangent = place[-1]
+    out = nodes[-1]
+    out_vals = [x for x in tree_flatten(out.args)[0]
+                if isinstance(x, torch.fx.Node)]
+    loss_val, grad_vals = out_vals[0], set(out_vals[1:])
+
+    live = set()
+    stack = list(out_vals)
+    while stack:
+        n = stack.pop()
+        if n in live or n.op != "call_function":
+            continue
+        live.add(n)
+        stack.extend(x for x in n.all_input_nodes)
+
+    rep = {}  # FX node -> FX node that owns its memory (None: static)
+    for n in nodes:
+        if n.op == "placeholder":
+            rep[n] = None
+        elif n.op == "call_function" and n in live:
+            if _is_alias(n):
+                base = n.args[0]
+                rep[n] = rep.get(base) if isinstance(base,
+                                                     torch.fx.Node) else None
+            else:
+                rep[n] = n
+
+    counted = {}
+
+    def is_counted(v):
+        # A value occupies activation memory if a real op (or the loss
+        # output) reads it, directly or through views; parameter gradients
+        # are read only by the graph output and belong to static_bytes.
+        if v not in counted:
+            counted[v] = v is loss_val or any(
+                u in live and (is_counted(u) if _is_alias(u) else True)
+                for u in v.users)
+        return counted[v]
+
+    tags = {}
+    by_origin = collections.defaultdict(list)
+    for n in nodes:
+        origin, _, tag = (n.stack_trace or "").split("\n")[0].partition("|")
+        tags[n] = tag
+        if rep.get(n) is not None:
+            by_origin[origin].append(n)
+    g1_nodes = {n.name: n for n in info["g1"].graph.nodes}
+
+    def forward_of(g1name):
+        while g1name is not None:
+            if g1name in by_origin:
+                return rep[by_origin[g1name][-1]]
+            n1 = g1_nodes.get(g1name)
+            arg = n1.args[0] if n1 is not None and n1.args else None
+            g1name = arg.name if isinstance(arg, torch.fx.Node) else None
+        return None
+
+    reals = [n for n in nodes if rep.get(n) is n]
+    kind, grad_of = {}, {}
+    loss_node = rep[loss_val]
+    for n in reals:
+        tag = tags[n]
+        if tag.startswith("bwd:") or tag.startswith("acc:") or tag == "seed":
+            kind[n] = "backward"
+        elif tag.startswith("mod:") or tag == "top":
+            kind[n] = "forward"
+        else:  # made by functionalize itself: backward if after the seed
+            kind[n] = "backward" if any(
+                kind.get(rep.get(x)) == "backward" or x is tangent
+                for x in n.all_input_nodes) else "forward"
+        if n is loss_node:
+            kind[n] = "loss"
+        if tag.startswith("bwd:"):
+            f = forward_of(info["fwd_node"][int(tag[4:])])
+            if f is not None and kind.get(f) in ("forward", "loss"):
+                grad_of[n] = f
+
+    # Gradient accumulations (and the rare op whose grad_fn maps to a
+    # parameter) join the backward node that reads them: the convention
+    # has the reader sum its contributions.
+    backward = [n for n in reals if kind[n] == "backward"]
+    for _ in range(len(backward)):
+        missing = [n for n in backward if n not in grad_of]
+        if not missing:
+            break
+        for n in reversed(missing):
+            readers = sorted((rep[u] for u in _real_users(n, rep, live)
+                              if rep[u] in grad_of), key=index.get)
+            if readers:
+                grad_of[n] = grad_of[readers[0]]
+        for n in missing:
+            if n in grad_of:
+                continue
+            srcs = [rep[x] for x in n.all_input_nodes
+                    if rep.get(x) is not None and rep[x] in grad_of]
+            if srcs:
+                grad_of[n] = grad_of[srcs[-1]]
+    for n in backward:
+        if n not in grad_of:
+            grad_of[n] = loss_node
+
+    pos = {n: i for i, n in enumerate(reals)}
+    members = collections.defaultdict(list)
+    for n in nodes:
+        if rep.get(n) is not None:
+            members[rep[n]].append(n.name)
+    result = []
+    for n in reals:
+        outs = [u for u in n.users if u.target is operator.getitem]
+        if outs:
+            mem = sum(_bytes(u) for u in outs if is_counted(u))
+        else:
+            mem = _bytes(n) if is_counted(n) else 0
+        ins = sorted({pos[rep[x]] for x in n.all_input_nodes
+                      if rep.get(x) is not None})
+        tag = tags[n]
+        result.append({
+            "name": n.name,
+            "kind": kind[n],
+            "op": str(n.target),
+            "mem": mem,
+            "cost": cost_of(n),
+            "inputs": ins,
+            "grad_of": pos[grad_of[n]] if n in grad_of else None,
+            "fx": members[n],
+            "call": int(tag[4:]) if tag.startswith("mod:") else None,
+        })
+    return result
+
+
+def _real_users(n, rep, live):
+    """Users of n's value through views."""
+    out, stack = [], list(n.users)
+    while stack:
+        u = stack.pop()
+        if u not in live:
+            continue
+        if rep.get(u) is u:
+            out.append(u)
+        elif _is_alias(u):
+            stack.extend(u.users)
+    return out
+
+
+def by_module(aten_nodes, calls):
+    """Merges the aten nodes into one forward node per leaf-module call and
+    one backward node per such forward node; ops outside leaf modules stay
+    one node each. A merged node's mem is what its members hand to other
+    nodes; what only its own members read is workspace."""
+    key = []
+    for i, n in enumerate(aten_nodes):
+        if n["kind"] == "backward":
+            key.append(None)
+        elif n["call"] is not None and calls[n["call"]][1]:
+            key.append(("m", n["call"]))
+        else:
+            key.append(("op", i))
+    for i, n in enumerate(aten_nodes):
+        if key[i] is None:
+            key[i] = ("b", key[n["grad_of"]])
+    groups = collections.OrderedDict()
+    for i, k in enumerate(key):
+        groups.setdefault(k, []).append(i)
+    gid = {k: j for j, k in enumerate(groups)}
+    g_inputs = [set() for _ in groups]
+    read_outside, read = set(), set()
+    for i, n in enumerate(aten_nodes):
+        for x in n["inputs"]:
+            read.add(x)
+            if key[x] != key[i]:
+                g_inputs[gid[key[i]]].add(gid[key[x]])
+                read_outside.add(x)
+    # Topological order of the groups, smallest first FX position first.
+    import heapq
+    indeg = [len(s) for s in g_inputs]
+    users = [[] for _ in groups]
+    for j, s in enumerate(g_inputs):
+        for x in s:
+            users[x].append(j)
+    first = [members[0] for members in groups.values()]
+    heap = [(first[j], j) for j in range(len(groups)) if indeg[j] == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        _, j = heapq.heappop(heap)
+        order.append(j)
+        for u in users[j]:
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                heapq.heappush(heap, (first[u], u))
+    if len(order) != len(groups):
+        raise SystemExit("export_torch.py: module grouping made a cycle")
+    new_id = {j: k for k, j in enumerate(order)}
+    keys = list(groups)
+    seen_calls = collections.Counter()
+    fwd_name = {}
+    result = [None] * len(groups)
+    for j in order:
+        k, members = keys[j], groups[keys[j]]
+        ns = [aten_nodes[i] for i in members]
+        head = ns[0]
+        if k[0] == "m":
+            path = calls[k[1]][0]
+            seen_calls[path] += 1
+            name = path if seen_calls[path] == 1 else \
+                f"{path}#{seen_calls[path] - 1}"
+            op = calls[k[1]][2]
+        elif k[0] == "op":
+            name, op = head["name"], head["op"]
+        else:
+            name, op = fwd_name[k[1]] + "_bwd", None
+        if k[0] != "b":
+            fwd_name[k] = name
+        mem = sum(aten_nodes[i]["mem"] for i in members
+                  if i in read_outside or i not in read)
+        total = sum(n["mem"] for n in ns)
+        kind = "loss" if any(n["kind"] == "loss" for n in ns) else \
+            ns[0]["kind"]
+        result[new_id[j]] = {
+            "name": name,
+            "kind": kind,
+            "op": op,
+            "mem": mem,
+            "workspace": total - mem,
+            "cost": sum(n["cost"] for n in ns),
+            "inputs": sorted(new_id[x] for x in g_inputs[j]),
+            "grad_of": new_id[gid[k[1]]] if k[0] == "b" else None,
+            "fx": [f for n in ns for f in n["fx"]],
+        }
+    for j in order:
+        k = keys[j]
+        if k[0] == "b":
+            fwd = result[new_id[gid[k[1]]]]
+            result[new_id[j]]["op"] = f"{fwd['op']}_backward"
+    return result
+
+
+
+# --------------------------------------------------------------------------
+# Command line.
+
+DEFAULT_CLASSES = {"unet": 2, "pspnet": 21, "deeplabv3_resnet50": 21}
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        description="Export a PyTorch training step (forward, loss, "
+        "backward) as a rematbench graph (format v1).")
+    p.add_argument("--model", required=True, choices=MODELS)
+    p.add_argument("--granularity", choices=("aten", "module"),
+                   default="aten")
+    p.add_argument("--cost", choices=("flop", "measured"), default="flop",
+                   help="FLOPs from shapes, or the median CPU time of each "
+                   "op in nanoseconds")
+    p.add_argument("--repeats", type=int, default=5,
+                   help="runs per op for --cost measured (median)")
+    p.add_argument("--batch", type=int, default=2,
+                   help="batch size (>= 2: batch norm trains)")
+    p.add_argument("--image", type=int, default=224, help="image side")
+    p.add_argument("--classes", type=int, default=None,
+                   help="classes (vocabulary for the transformer); default "
+                   "1000, 21 for pspnet and deeplabv3, 2 for unet")
+    p.add_argument("--levels", type=int, default=4, help="unet levels")
+    p.add_argument("--base", type=int, default=16, help="unet base channels")
+    p.add_argument("--backbone", default="resnet50",
+                   choices=("resnet18", "resnet34", "resnet50", "resnet101"),
+                   help="pspnet backbone")
+    p.add_argument("--d-model", type=int, default=512)
+    p.add_argument("--heads", type=int, default=8)
+    p.add_argument("--layers", type=int, default=6,
+                   help="transformer encoder and decoder layers (each)")
+    p.add_argument("--ffn", type=int, default=0, help="0: 4 x d-model")
+    p.add_argument("--seq", type=int, default=32,
+                   help="transformer source and target length")
+    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--name", default=None, help="graph name")
+    p.add_argument("-o", "--out", required=True,
+                   help="output file (.json, or .json.gz to compress)")
+    args = p.parse_args(argv)
+    if args.batch < 2:
+        p.error("--batch must be at least 2 (training-mode batch norm)")
+    if args.classes is None:
+        args.classes = DEFAULT_CLASSES.get(args.model, 1000)
+    return args
+
+
+def size_suffix(args):
+    if args.model == "transformer":
+        return (f"l{args.layers}_d{args.d_model}_h{args.heads}_s{args.seq}"
+                f"_b{args.batch}")
+    return f"b{args.batch}_i{args.image}"
+
+
+def write(path, graph):
+    head = {k: v for k, v in graph.items() if k != "nodes"}
+    lines = json.dumps(head, indent=1)[:-2] + ',\n "nodes": [\n'
+    lines += ",\n".join(
+        json.dumps(n, separators=(",", ":")) for n in graph["nodes"])
+    text = lines + "\n ]\n}\n"
+    if path.endswith(".gz"):
+        import gzip
+        with open(path, "wb") as f:
+            with gzip.GzipFile(filename="", mode="wb", fileobj=f,
+                               mtime=0) as z:
+                z.write(text.encode())
+    else:
+        with open(path, "w") as f:
+            f.write(text)
+
+
+def main(argv):
+    args = parse_args(argv)
+    torch.manual_seed(0)
+    t0 = time.time()
+    step, inputs = build(args)
+    step.train()
+    g2, info = trace_joint(step, inputs)
+    t_trace = time.time() - t0
+    if args.cost == "measured":
+        flat = [p for p in step.parameters()] + list(step.buffers()) + \
+            list(inputs) + [torch.ones(())]
+        times = measure(g2, flat, args.repeats)
+        cost_of = lambda n: times.get(n.name, 0)
+    else:
+        cost_of = flops
+    nodes = to_native(g2, info, cost_of)
+    if args.granularity == "module":
+        nodes = by_module(nodes, info["calls"])
+    out = []
+    for i, n in enumerate(nodes):
+        m = {"id": i, "name": n["name"], "kind": n["kind"], "op": n["op"],
+             "mem": n["mem"], "cost": n["cost"]}
+        if n.get("workspace"):
+            m["workspace"] = n["workspace"]
+        if n["grad_of"] is not None:
+            m["grad_of"] = n["grad_of"]
+        m["inputs"] = n["inputs"]
+        if len(n["fx"]) > 1:
+            m["fx"] = n["fx"]
+        out.append(m)
+    n_params = sum(p.numel() for p in step.parameters())
+    p_bytes = sum(p.numel() * p.element_size() for p in step.parameters())
+    in_bytes = sum(t.numel() * t.element_size() for t in inputs)
+    command = " ".join(["scripts/export_torch.py"] + argv)
+    provenance = {
+        "generator": "scripts/export_torch.py",
+        "command": command,
+        "model": args.model,
+        "granularity": args.granularity,
+        "source": "make_fx joint graph of loss + autograd.grad, "
+                  "functionalized (functorch aot_autograd recipe)",
+        "torch": torch.__version__,
+        "torchvision": torchvision.__version__,
+        "python": platform.python_version(),
+        "parameters": n_params,
+        "parameter_bytes": p_bytes,
+        "input_bytes": in_bytes,
+        "fx_nodes": len(g2.graph.nodes),
+    }
+    if args.cost == "flop":
+        provenance["forward_flop"] = sum(
+            n["cost"] for n in out if n["kind"] != "backward")
+    else:
+        provenance["cost_repeats"] = args.repeats
+        provenance["host"] = platform.node()
+    name = args.name or f"torch_{args.model}_{size_suffix(args)}_" \
+        f"{args.granularity}"
+    graph = {
+        "format": "rematbench-graph",
+        "version": 1,
+        "name": name,
+        "static_bytes": 2 * p_bytes + in_bytes,
+        "units": {"memory": "bytes",
+                  "cost": "flop" if args.cost == "flop" else "ns"},
+        "provenance": provenance,
+        "nodes": out,
+    }
+    write(args.out, graph)
+    kinds = collections.Counter(n["kind"] for n in out)
+    print(f"export_torch.py: {name}: {len(out)} nodes "
+          f"({dict(sorted(kinds.items()))}), traced in {t_trace:.1f} s, "
+          f"total {time.time() - t0:.1f} s -> {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
