@@ -1,0 +1,279 @@
+#include "algorithms/segment_schedule.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "harness/liveness.h"
+#include "harness/simulator.h"
+
+namespace remat {
+
+SegmentChain::SegmentChain(const Graph& graph, const ForwardGraph& fwd,
+                           std::vector<NodeId> checkpoints)
+    : graph_(graph), fwd_(fwd), checkpoints_(std::move(checkpoints)) {
+  const int32_t n = graph.num_nodes();
+  const int32_t last = num_steps();
+  segment_.assign(n, 0);
+  std::vector<uint8_t> is_checkpoint(n, 0);
+  for (NodeId x : checkpoints_) is_checkpoint[x] = 1;
+  int32_t current = 1;
+  for (NodeId v : fwd.forward) {
+    segment_[v] = current;
+    if (is_checkpoint[v]) ++current;
+  }
+  const auto& is_forward = fwd.split.is_forward;
+  std::vector<int32_t> stage(n, 0);
+  for (NodeId v : graph.topological_order()) {
+    if (!fwd.needed[v]) continue;
+    if (is_forward[v]) {
+      if (graph.is_target(v)) stage[v] = segment_[v];
+      continue;
+    }
+    int32_t rule = 0;
+    const NodeId f = graph.grad_of(v);
+    if (f != kNoNode && segment_[f] > 0) {
+      rule = segment_[f];
+      if (is_checkpoint[f]) {
+        bool reads_only_later = true;
+        for (NodeId u : graph.inputs(v)) {
+          if (is_forward[u] && u != f && segment_[u] <= segment_[f]) {
+            reads_only_later = false;
+          }
+        }
+        if (reads_only_later) ++rule;
+      }
+    } else {
+      for (NodeId u : graph.inputs(v)) {
+        if (is_forward[u]) rule = std::max(rule, segment_[u]);
+      }
+      if (rule == 0) rule = last;
+    }
+    // Stages run from last to first, so a node's non-forward inputs must
+    // sit in its stage or a later one.
+    for (NodeId u : graph.inputs(v)) {
+      if (!is_forward[u]) rule = std::min(rule, stage[u]);
+    }
+    stage[v] = rule;
+  }
+  stage_offsets_.assign(last + 2, 0);
+  for (NodeId v = 0; v < n; ++v) {
+    if (stage[v] > 0) ++stage_offsets_[stage[v] + 1];
+  }
+  for (int32_t j = 0; j <= last; ++j) {
+    stage_offsets_[j + 1] += stage_offsets_[j];
+  }
+  stage_nodes_.resize(stage_offsets_[last + 1]);
+  std::vector<int64_t> fill(stage_offsets_.begin(), stage_offsets_.end() - 1);
+  for (NodeId v : graph.topological_order()) {
+    if (stage[v] > 0) stage_nodes_[fill[stage[v]]++] = v;
+  }
+}
+
+ParamSpec MaxComputesParam() {
+  return {.name = "max_computes",
+          .type = ParamSpec::Type::kInt,
+          .default_value = "20000000",
+          .description = "refuse (too_large) schedules with more computes "
+                         "than this",
+          .min_int = 1};
+}
+
+BuildLimits LimitsOf(const SolveRequest& request) {
+  return {.max_computes = request.params.Int("max_computes"),
+          .deadline = request.deadline};
+}
+
+ScheduleBuilder::ScheduleBuilder(const SegmentChain& chain, BuildLimits limits)
+    : chain_(chain), graph_(chain.graph()), limits_(limits) {
+  const int32_t n = graph_.num_nodes();
+  at_hand_.assign(n, 0);
+  held_.assign(n, 0);
+  mark_.assign(n, 0);
+}
+
+void ScheduleBuilder::Compute(NodeId v) {
+  if (num_computes() >= limits_.max_computes) {
+    stopped_ = Status::kTooLarge;
+    return;
+  }
+  // Checking the clock every compute would dominate short builds.
+  if ((computes_.size() & 4095) == 0 && limits_.deadline.Expired()) {
+    stopped_ = Status::kTimeout;
+    return;
+  }
+  computes_.push_back(v);
+}
+
+void ScheduleBuilder::Ensure(NodeId v) {
+  if (stopped_ || at_hand_[v]) return;
+  const int32_t call = ++ensure_calls_;
+  cone_.clear();
+  stack_.assign(1, v);
+  mark_[v] = call;
+  while (!stack_.empty()) {
+    NodeId u = stack_.back();
+    stack_.pop_back();
+    cone_.push_back(u);
+    for (NodeId w : graph_.inputs(u)) {
+      if (!at_hand_[w] && mark_[w] != call) {
+        mark_[w] = call;
+        stack_.push_back(w);
+      }
+    }
+  }
+  std::sort(cone_.begin(), cone_.end(), [&](NodeId a, NodeId b) {
+    return graph_.topo_rank(a) < graph_.topo_rank(b);
+  });
+  for (NodeId u : cone_) {
+    Compute(u);
+    if (stopped_) return;
+    at_hand_[u] = 1;
+    working_.push_back(u);
+  }
+}
+
+void ScheduleBuilder::Release(NodeId v) {
+  held_[v] = 0;
+  at_hand_[v] = 0;
+}
+
+void ScheduleBuilder::RunStage(int32_t j) {
+  const auto& is_forward = chain_.forward_graph().split.is_forward;
+  for (NodeId v : chain_.stage(j)) {
+    if (stopped_) return;
+    if (is_forward[v]) {
+      Ensure(v);
+      continue;
+    }
+    for (NodeId u : graph_.inputs(v)) {
+      if (is_forward[u]) Ensure(u);
+    }
+    Compute(v);
+  }
+  DropUnheld();
+}
+
+void ScheduleBuilder::DropUnheld(int32_t keep_segment) {
+  size_t kept = 0;
+  for (NodeId v : working_) {
+    if (!at_hand_[v]) continue;  // released since
+    if (held_[v] || chain_.segment_of(v) == keep_segment) {
+      working_[kept++] = v;
+    } else {
+      at_hand_[v] = 0;
+    }
+  }
+  working_.resize(kept);
+}
+
+Schedule ScheduleBuilder::Finish() const {
+  return InsertFrees(graph_, computes_);
+}
+
+namespace {
+
+BuildResult Conclude(const ScheduleBuilder& builder, BuildLimits limits) {
+  if (!builder.stopped()) return {.schedule = builder.Finish()};
+  if (*builder.stopped() == Status::kTooLarge) {
+    return {.status = Status::kTooLarge,
+            .message = fmt::format("schedule would exceed max_computes={}",
+                                   limits.max_computes)};
+  }
+  return {.status = Status::kTimeout,
+          .message = "deadline reached while building the schedule"};
+}
+
+}  // namespace
+
+BuildResult ChenSchedule(const SegmentChain& chain, BuildLimits limits) {
+  ScheduleBuilder builder(chain, limits);
+  for (NodeId x : chain.checkpoints()) builder.Hold(x);
+  for (NodeId v : chain.forward_graph().forward) builder.Ensure(v);
+  // The last segment's backward follows at once: nothing to recompute.
+  builder.DropUnheld(chain.num_steps());
+  for (int32_t j = chain.num_steps(); j >= 1; --j) builder.RunStage(j);
+  return Conclude(builder, limits);
+}
+
+BuildResult NestedSchedule(const SegmentChain& chain, int64_t slots,
+                           const SplitRule& split, BuildLimits limits) {
+  ScheduleBuilder builder(chain, limits);
+  // Reverse steps first+1..last with x_first held (x_0 is free) and
+  // `slots` slots counting x_first's; or, with `release` set, unpin it.
+  struct Task {
+    int32_t first, last;
+    int64_t slots;
+    NodeId release = kNoNode;
+  };
+  // An explicit stack: with many slots the nesting is as deep as the chain.
+  std::vector<Task> tasks = {{0, chain.num_steps(), slots}};
+  while (!tasks.empty() && !builder.stopped()) {
+    const Task task = tasks.back();
+    tasks.pop_back();
+    if (task.release != kNoNode) {
+      builder.Release(task.release);
+      continue;
+    }
+    const int32_t length = task.last - task.first;
+    if (length == 1) {
+      builder.RunStage(task.last);
+      continue;
+    }
+    const int32_t advance = split(length, task.slots);
+    if (advance == 0) {
+      for (int32_t j = task.last; j > task.first; --j) builder.RunStage(j);
+      continue;
+    }
+    const int32_t mid = task.first + advance;
+    const NodeId x = chain.checkpoint(mid);
+    builder.Ensure(x);
+    builder.Hold(x);
+    builder.DropUnheld();
+    tasks.push_back({task.first, mid, task.slots});
+    tasks.push_back({0, 0, 0, x});
+    tasks.push_back({mid, task.last, task.slots - 1});
+  }
+  return Conclude(builder, limits);
+}
+
+bool BestSchedule::Offer(Schedule schedule, nlohmann::json note) {
+  const SimulationResult sim = Simulate(graph_, schedule);
+  if (!sim.valid) {
+    // A bug in the builder; the harness reports the exception as an error.
+    throw std::logic_error("segment schedule is invalid: " + sim.error);
+  }
+  const bool fits = sim.peak_bytes <= budget_;
+  bool better;
+  if (!best_) {
+    better = true;
+  } else if (fits != best_fits_) {
+    better = fits;
+  } else if (fits) {
+    better = sim.cost < best_cost_ ||
+             (sim.cost == best_cost_ && sim.peak_bytes < best_peak_);
+  } else {
+    better = sim.peak_bytes < best_peak_ ||
+             (sim.peak_bytes == best_peak_ && sim.cost < best_cost_);
+  }
+  if (better) {
+    best_ = std::move(schedule);
+    best_fits_ = fits;
+    best_peak_ = sim.peak_bytes;
+    best_cost_ = sim.cost;
+    note_ = std::move(note);
+  }
+  return fits;
+}
+
+AlgorithmOutput BestSchedule::Take(Status status, std::string message) {
+  AlgorithmOutput output =
+      AlgorithmOutput::Found(std::move(*best_), std::move(message));
+  output.status = status;
+  output.extra = std::move(note_);
+  best_.reset();
+  return output;
+}
+
+}  // namespace remat

@@ -1,0 +1,350 @@
+// Chen et al.'s checkpointing and revolve against numbers derived by hand
+// from their formulas (never from a run of the code), and every schedule
+// they return on the fixture and peer graphs checked by the simulator.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "algorithms/checkpoint_candidates.h"
+#include "harness/graph_source.h"
+#include "harness/registry.h"
+#include "harness/runner.h"
+#include "harness/simulator.h"
+#include "tests/test_support.h"
+
+namespace remat {
+namespace {
+
+const std::vector<std::string> kAlgorithms = {"chen_sqrtn", "chen_greedy",
+                                              "chen_recursive", "revolve"};
+
+SolveResult Solve(const std::string& algorithm, const Graph& graph,
+                  int64_t budget, std::vector<std::string> params = {},
+                  double timeout = 0) {
+  const AlgorithmInfo& info = FindAlgorithm(algorithm);
+  Attempt attempt = RunAlgorithm(
+      graph, info, Params::Parse(params, info.params, algorithm), budget,
+      timeout);
+  return Judge(attempt, budget);
+}
+
+Graph Chain(int64_t n, int64_t mem = 1, int64_t cost = 1) {
+  return LoadGraph(
+      fmt::format("chain:n={},mem={},cost={}", n, mem, cost));
+}
+
+// C(n, k) for the small arguments the formulas below need.
+int64_t Binomial(int64_t n, int64_t k) {
+  if (k < 0 || k > n) return 0;
+  __int128 c = 1;
+  for (int64_t i = 1; i <= k; ++i) c = c * (n - k + i) / i;
+  return static_cast<int64_t>(c);
+}
+
+// ALGORITHMS.md, revolve: t(l, s) = r*l - C(s + r, r - 1) with r the least
+// integer such that C(s + r, s) >= l.
+int64_t GriewankT(int64_t l, int64_t s) {
+  int64_t r = 0;
+  while (Binomial(s + r, s) < l) ++r;
+  return r * l - Binomial(s + r, r - 1);
+}
+
+// The optimal cost on chain:n=N (unit sizes) at budget B >= 3.
+int64_t OptimalChainCost(int64_t n, int64_t budget) {
+  return n + 1 + GriewankT(n + 1, budget - 2);
+}
+
+TEST(RevolveFormula, MatchesTheSpecifiedNumbersForN16) {
+  const int64_t expected[] = {153, 67, 53, 47, 44, 43};
+  for (int64_t b = 3; b <= 8; ++b) {
+    EXPECT_EQ(OptimalChainCost(16, b), expected[b - 3]) << b;
+  }
+  EXPECT_EQ(OptimalChainCost(16, 17), 34);
+  EXPECT_EQ(OptimalChainCost(16, 18), 33);
+}
+
+TEST(Revolve, ReachesTheOptimalCostOnUniformChainsAtEveryBudget) {
+  for (int64_t n : {1, 2, 3, 5, 12, 16, 33, 100, 1000}) {
+    const Graph g = Chain(n);
+    // Beyond N + 2 slots nothing is recomputed: check a few budgets past it.
+    for (int64_t b = 3; b <= n + 6; ++b) {
+      const SolveResult r = Solve("revolve", g, b);
+      ASSERT_EQ(r.status, Status::kFeasible) << "n=" << n << " B=" << b;
+      ASSERT_EQ(r.cost, OptimalChainCost(n, b)) << "n=" << n << " B=" << b;
+      ASSERT_LE(r.peak_bytes, b);
+    }
+  }
+}
+
+TEST(Revolve, SlotsParameterGivesTheBinomialCostAndPeak) {
+  // s slots (one holding the free input) keep s - 1 states, plus the two
+  // values of a step and the gradient in flight: peak s + 2.
+  const int64_t n = 200;
+  const Graph g = Chain(n);
+  for (int64_t s = 1; s <= n + 1; ++s) {
+    const SolveResult r = Solve("revolve", g, kUnboundedBudget,
+                                {"slots=" + std::to_string(s)});
+    ASSERT_EQ(r.cost, n + 1 + GriewankT(n + 1, s)) << s;
+    ASSERT_EQ(r.peak_bytes, std::min(s + 2, n + 2)) << s;
+  }
+}
+
+TEST(Revolve, ScalesWithMemAndCost) {
+  const Graph g = Chain(16, 3, 2);
+  for (int64_t b = 3; b <= 8; ++b) {
+    const SolveResult r = Solve("revolve", g, 3 * b);
+    EXPECT_EQ(r.status, Status::kFeasible);
+    EXPECT_EQ(r.cost, 2 * OptimalChainCost(16, b)) << b;
+  }
+}
+
+TEST(Revolve, BelowTheLowerBoundReturnsItsSmallestPeakAsInfeasible) {
+  const SolveResult r = Solve("revolve", Chain(16), 2);
+  EXPECT_EQ(r.status, Status::kInfeasible);
+  EXPECT_TRUE(r.has_schedule);
+  EXPECT_EQ(r.peak_bytes, 3);
+  EXPECT_EQ(r.cost, OptimalChainCost(16, 3));
+  EXPECT_NE(r.message.find("over the budget"), std::string::npos);
+}
+
+TEST(Revolve, RefusesScheduleOverMaxComputes) {
+  // One slot on chain:n=1000 recomputes 1001*1000/2 times.
+  const SolveResult r =
+      Solve("revolve", Chain(1000), 3, {"max_computes=100000"});
+  EXPECT_EQ(r.status, Status::kTooLarge);
+  EXPECT_FALSE(r.has_schedule);
+}
+
+TEST(Revolve, ExpiredDeadlineIsATimeout) {
+  const SolveResult r = Solve("revolve", Chain(1000), 10, {}, 1e-9);
+  EXPECT_EQ(r.status, Status::kTimeout);
+}
+
+// Chen's sqrt(n) on chain:n=N, all N forward values candidates, s =
+// floor(sqrt(N)): checkpoints f_s, f_2s, ..., f_ms (m = floor(N/s)); each of
+// the m segments recomputes its s - 1 inner values once, the last q = N - ms
+// values are not recomputed. Peak: stage j holds j - 1 checkpoints, s - 1
+// recomputed values and two gradients (j + s, largest at j = m); the
+// backward of the last segment starts with m checkpoints, its q values, the
+// loss and g_N (m + q + 2).
+struct SqrtChain {
+  int64_t s, m, q;
+  explicit SqrtChain(int64_t n, int64_t step)
+      : s(step), m(n / step), q(n - (n / step) * step) {}
+  int64_t cost(int64_t n) const { return 2 * n + 1 + m * (s - 1); }
+  int64_t peak() const { return m + std::max(s, q + 2); }
+};
+
+int64_t FloorSqrt(int64_t k) {
+  int64_t s = 0;
+  while ((s + 1) * (s + 1) <= k) ++s;
+  return s;
+}
+
+TEST(ChenSqrtN, KeepsSqrtNCheckpointsForOneExtraForwardPass) {
+  for (int64_t n : {4, 10, 16, 50, 99, 100, 1000}) {
+    const SqrtChain expect(n, FloorSqrt(n));
+    for (const char* candidates : {"candidates=ap", "candidates=all"}) {
+      const SolveResult r =
+          Solve("chen_sqrtn", Chain(n), kUnboundedBudget, {candidates});
+      EXPECT_EQ(r.status, Status::kFeasible);
+      EXPECT_EQ(r.extra["candidates"], n) << n;
+      EXPECT_EQ(r.extra["checkpoints"], expect.m) << n;
+      EXPECT_EQ(r.cost, expect.cost(n)) << n;
+      EXPECT_LE(r.cost - (2 * n + 1), n) << "at most one extra forward pass";
+      EXPECT_EQ(r.peak_bytes, expect.peak()) << n;
+    }
+  }
+  const SolveResult r = Solve("chen_sqrtn", Chain(100, 5, 7), kUnboundedBudget);
+  EXPECT_EQ(r.cost, 7 * SqrtChain(100, 10).cost(100));
+  EXPECT_EQ(r.peak_bytes, 5 * SqrtChain(100, 10).peak());
+}
+
+TEST(ChenSqrtN, SpeedSelectionKeepsConvolutionAndMatmulOutputs) {
+  // in -> conv -> relu -> matmul -> relu2 -> loss, backward g_x of each x
+  // reading x and the gradient of its consumer. Speed mode keeps conv and
+  // matmul: relu is recomputed once (its stage runs from conv), so is the
+  // input (the first segment is recomputed from the graph's input), relu2
+  // sits in the last segment. Forward 6 + backward 5 + 2.
+  const Graph g = testing::GraphFromNodes(R"([
+    {"id": 0, "name": "in", "op": "input", "mem": 1, "cost": 1, "inputs": []},
+    {"id": 1, "name": "c", "op": "conv2d", "mem": 1, "cost": 1, "inputs": [0]},
+    {"id": 2, "name": "r", "op": "relu", "mem": 1, "cost": 1, "inputs": [1]},
+    {"id": 3, "name": "m", "op": "matmul", "mem": 1, "cost": 1, "inputs": [2]},
+    {"id": 4, "name": "r2", "op": "relu", "mem": 1, "cost": 1, "inputs": [3]},
+    {"id": 5, "name": "l", "kind": "loss", "mem": 1, "cost": 1, "inputs": [4]},
+    {"id": 6, "kind": "backward", "grad_of": 4, "mem": 1, "cost": 1, "inputs": [4, 5]},
+    {"id": 7, "kind": "backward", "grad_of": 3, "mem": 1, "cost": 1, "inputs": [3, 6]},
+    {"id": 8, "kind": "backward", "grad_of": 2, "mem": 1, "cost": 1, "inputs": [2, 7]},
+    {"id": 9, "kind": "backward", "grad_of": 1, "mem": 1, "cost": 1, "inputs": [1, 8]},
+    {"id": 10, "kind": "backward", "grad_of": 0, "mem": 1, "cost": 1, "inputs": [0, 9]}])");
+  const SolveResult r =
+      Solve("chen_sqrtn", g, kUnboundedBudget, {"select=speed"});
+  EXPECT_EQ(r.status, Status::kFeasible);
+  EXPECT_EQ(r.extra["checkpoints"], 2);
+  EXPECT_EQ(r.cost, 13);
+  // The chain has no convolutions: nothing is kept, and it says so.
+  const SolveResult none =
+      Solve("chen_sqrtn", Chain(9), kUnboundedBudget, {"select=speed"});
+  EXPECT_EQ(none.cost, 19);
+  EXPECT_NE(none.message.find("nothing is checkpointed"), std::string::npos);
+}
+
+TEST(ChenGreedy, FixedThresholdKeepsEveryBPlusOneth) {
+  // Unit memory: the running sum first exceeds b at the (b+1)-th value.
+  for (int64_t b : {1, 3, 7, 20}) {
+    const SqrtChain expect(100, b + 1);
+    const SolveResult r = Solve("chen_greedy", Chain(100), kUnboundedBudget,
+                                {"threshold=" + std::to_string(b)});
+    EXPECT_EQ(r.extra["checkpoints"], expect.m) << b;
+    EXPECT_EQ(r.cost, expect.cost(100)) << b;
+    EXPECT_EQ(r.peak_bytes, expect.peak()) << b;
+  }
+}
+
+TEST(ChenGreedy, SearchFindsTheCheapestPlanThatFits) {
+  // chain:n=100. b = 0 keeps all (x = 100, y = 1): next b = sqrt(50) -> 7;
+  // b = 7 keeps 12 (y = 8): sqrt(48) -> 6; b = 6 keeps 14 (y = 7):
+  // sqrt(49) = 7. Grid: from the smallest y (1) to 7 sqrt 2 = 9.9 in 6
+  // steps of 1: b = 2..7. Peaks (SqrtChain with s = b + 1): b=7: 20,
+  // b=6: 21, b=5: 22, b=4: 25, b=3: 29, b=2: 36; b=0 keeps everything.
+  const Graph g = Chain(100);
+  SolveResult r = Solve("chen_greedy", g, kUnboundedBudget);
+  EXPECT_EQ(r.cost, 201);  // b = 0: no recomputation
+  r = Solve("chen_greedy", g, 25);
+  EXPECT_EQ(r.status, Status::kFeasible);
+  EXPECT_EQ(r.cost, SqrtChain(100, 5).cost(100));  // b = 4: 281, cheapest
+  r = Solve("chen_greedy", g, 20);
+  EXPECT_EQ(r.status, Status::kFeasible);
+  EXPECT_EQ(r.cost, SqrtChain(100, 8).cost(100));
+  r = Solve("chen_greedy", g, 19);
+  EXPECT_EQ(r.status, Status::kInfeasible);
+  EXPECT_EQ(r.peak_bytes, 20);
+  EXPECT_NE(r.message.find("no threshold tried fits"), std::string::npos);
+}
+
+// Split in halves: T(1) = 0, T(L) = k + T(L - k) + T(k) with k = floor(L/2)
+// forward steps to reverse L steps; the nesting holds ceil(log2 L) states.
+int64_t BisectionT(int64_t l) {
+  if (l <= 1) return 0;
+  const int64_t k = l / 2;
+  return k + BisectionT(l - k) + BisectionT(k);
+}
+
+TEST(ChenRecursive, LogarithmicMemoryForNLogNRecomputation) {
+  for (int64_t n : {1, 2, 7, 16, 100, 1000, 4000}) {
+    const SolveResult r = Solve("chen_recursive", Chain(n), kUnboundedBudget);
+    EXPECT_EQ(r.status, Status::kFeasible);
+    EXPECT_EQ(r.cost, n + 1 + BisectionT(n + 1)) << n;
+    const auto depth =
+        static_cast<int64_t>(std::ceil(std::log2(static_cast<double>(n + 1))));
+    EXPECT_LE(r.peak_bytes, depth + 3) << n;
+    EXPECT_LE(r.cost, 2 * n + 1 + n * depth) << n;
+  }
+}
+
+// U-Net in miniature: the input x and the labels y both start the forward
+// graph, the encoder output e1 skips to the decoder. Every path from the
+// inputs to the loss can go around any single node, so no articulation
+// point is left once the loss is excluded.
+Graph SkipEverywhere() {
+  return testing::GraphFromNodes(R"([
+    {"id": 0, "name": "x", "mem": 1, "cost": 1, "inputs": []},
+    {"id": 1, "name": "y", "mem": 1, "cost": 1, "inputs": []},
+    {"id": 2, "name": "e1", "mem": 1, "cost": 1, "inputs": [0]},
+    {"id": 3, "name": "e2", "mem": 1, "cost": 1, "inputs": [2]},
+    {"id": 4, "name": "d2", "mem": 1, "cost": 1, "inputs": [3]},
+    {"id": 5, "name": "d1", "mem": 1, "cost": 1, "inputs": [4, 2]},
+    {"id": 6, "name": "loss", "kind": "loss", "mem": 1, "cost": 1, "inputs": [5, 1]},
+    {"id": 7, "kind": "backward", "grad_of": 5, "mem": 1, "cost": 1, "inputs": [5, 6]},
+    {"id": 8, "kind": "backward", "grad_of": 4, "mem": 1, "cost": 1, "inputs": [4, 7]},
+    {"id": 9, "kind": "backward", "grad_of": 3, "mem": 1, "cost": 1, "inputs": [3, 8]},
+    {"id": 10, "kind": "backward", "grad_of": 2, "mem": 1, "cost": 1, "inputs": [2, 9, 7]}])");
+}
+
+TEST(Candidates, ArticulationPointsOfTheForwardGraph) {
+  std::string why;
+  const Graph unet = SkipEverywhere();
+  auto fwd = PrepareForwardGraph(unet, why);
+  ASSERT_TRUE(fwd) << why;
+  EXPECT_TRUE(ArticulationCandidates(unet, *fwd).empty());
+  EXPECT_EQ(AllCandidates(unet, *fwd).size(), 6u);
+  // The fixture's skip goes from conv1 into concat: conv1 (the only input)
+  // and concat are cut points, pool, conv2 and up are not.
+  const Graph skip =
+      LoadGraph(testing::SourceDir() + "/tests/fixtures/skip_connections.json");
+  fwd = PrepareForwardGraph(skip, why);
+  ASSERT_TRUE(fwd) << why;
+  EXPECT_EQ(ArticulationCandidates(skip, *fwd), (std::vector<NodeId>{0, 4}));
+  const Graph chain = Chain(5);
+  fwd = PrepareForwardGraph(chain, why);
+  EXPECT_EQ(ArticulationCandidates(chain, *fwd),
+            (std::vector<NodeId>{0, 1, 2, 3, 4}));
+}
+
+TEST(Candidates, SkipConnectionsEverywhereAreReportedNotHidden) {
+  const Graph g = SkipEverywhere();
+  const int64_t lb = MemoryLowerBound(g);
+  for (const std::string& algorithm : kAlgorithms) {
+    const SolveResult r = Solve(algorithm, g, lb);
+    EXPECT_TRUE(r.valid) << algorithm;
+    EXPECT_EQ(r.status, Status::kInfeasible) << algorithm;
+    EXPECT_NE(r.message.find("no articulation-point candidates"),
+              std::string::npos)
+        << algorithm << ": " << r.message;
+  }
+}
+
+TEST(Candidates, GraphsWithoutBackwardAreUnsupported) {
+  const Graph g =
+      LoadGraph(testing::SourceDir() + "/tests/fixtures/diamond.json");
+  for (const std::string& algorithm : kAlgorithms) {
+    const SolveResult r = Solve(algorithm, g, kUnboundedBudget);
+    EXPECT_EQ(r.status, Status::kUnsupported) << algorithm;
+    EXPECT_FALSE(r.message.empty());
+  }
+}
+
+// Every schedule on every fixture and corpus graph, at budgets from the
+// lower bound to the NoRemat peak, must be valid; a budget algorithm must
+// fit whenever it says feasible, which Judge decides from the simulation.
+void CheckEverySchedule(const Graph& graph, const std::string& label) {
+  const int64_t lb = MemoryLowerBound(graph);
+  const int64_t top = NoRematPeak(graph);
+  for (const std::string& algorithm : kAlgorithms) {
+    for (int64_t budget : {lb, (lb + top) / 2, top, kUnboundedBudget}) {
+      const SolveResult r = Solve(algorithm, graph, budget);
+      if (r.status == Status::kUnsupported) continue;
+      EXPECT_TRUE(r.valid) << label << " " << algorithm << ": " << r.message;
+      EXPECT_NE(r.status, Status::kError) << label << " " << algorithm;
+    }
+  }
+}
+
+TEST(Conformance, EveryFixtureAndCorpusGraph) {
+  std::vector<std::string> specs = testing::FixtureGraphSpecs();
+  specs.push_back("chain:n=64,mem=4MiB,cost=100");
+  for (const std::string& spec : specs) CheckEverySchedule(LoadGraph(spec), spec);
+}
+
+TEST(Conformance, EveryPeerGraph) {
+  const std::filesystem::path dir =
+      testing::SourceDir() + "/../shared/peer-graphs";
+  if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no " << dir;
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    const std::string ext = entry.path().extension().string();
+    if (ext == ".txt" || ext == ".json") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const std::string& file : files) {
+    CheckEverySchedule(LoadGraph(file), file);
+  }
+}
+
+}  // namespace
+}  // namespace remat
