@@ -1,0 +1,141 @@
+// checkmate_lp — the LP relaxation with deterministic threshold rounding
+// of Jain et al., "Checkmate: Breaking the Memory Wall with Optimal Tensor
+// Rematerialization", MLSys 2020 (section 5, "approximation").
+//
+// The staged model of algorithms/checkmate_model.h with its integrality
+// dropped is solved by Clp, first at the budget (its value bounds every
+// staged schedule: staged_lower_bound_cost) and then at a fraction of it
+// (`lp_fraction`, 0.9 as in the paper) to leave room for rounding. The
+// keep decisions S of both solutions are rounded at several thresholds;
+// for each, the cheapest R consistent with S is rebuilt, the schedule is
+// extracted and simulated, and the cheapest one within the budget is kept
+// (or, when none fits, the one with the lowest peak, reported infeasible).
+#include <OsiClpSolverInterface.hpp>
+
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "algorithms/checkmate_model.h"
+#include "harness/registry.h"
+#include "harness/simulator.h"
+
+namespace remat {
+namespace {
+
+class CheckmateLp : public Algorithm {
+ private:
+  AlgorithmOutput Run(const Graph& graph, const SolveRequest& request) override {
+    const int64_t budget = request.budget_bytes;
+    if (budget < MemoryLowerBound(graph)) {
+      return AlgorithmOutput::NoSchedule(
+          Status::kInfeasible, "budget is below the memory lower bound");
+    }
+    const int64_t max_nodes = request.params.Int("max_nodes");
+    const size_t needed = NoRematOrder(graph).size();
+    if (static_cast<int64_t>(needed) > max_nodes) {
+      return AlgorithmOutput::NoSchedule(
+          Status::kTooLarge,
+          fmt::format("{} needed nodes > max_nodes={}", needed, max_nodes));
+    }
+    const CheckmateModel model(graph, budget);
+    OsiClpSolverInterface lp;
+    lp.messageHandler()->setLogLevel(0);
+    lp.getModelPtr()->setMaximumSeconds(
+        std::min(request.deadline.SecondsLeft(), 1e9));
+    lp.loadProblem(model.num_cols(), model.num_rows(),
+                   model.col_starts().data(), model.row_index().data(),
+                   model.values().data(), model.col_lower().data(),
+                   model.col_upper().data(), model.objective().data(),
+                   model.row_lower().data(), model.row_upper().data());
+    lp.initialSolve();
+    if (lp.isProvenPrimalInfeasible()) {
+      return AlgorithmOutput::NoSchedule(
+          Status::kInfeasible,
+          "the LP relaxation is infeasible: no staged schedule fits the "
+          "budget (other schedules may)");
+    }
+    if (!lp.isProvenOptimal()) {
+      return AlgorithmOutput::NoSchedule(
+          Status::kTimeout, "Clp did not solve the LP relaxation in time");
+    }
+    const double scale = static_cast<double>(model.cost_scale());
+    const double lp_value = lp.getObjValue() * scale;
+    std::vector<std::vector<double>> solutions = {std::vector<double>(
+        lp.getColSolution(), lp.getColSolution() + model.num_cols())};
+
+    const double tight = model.ScaledBudget(static_cast<int64_t>(
+        std::floor(request.params.Double("lp_fraction") * budget)));
+    for (int row : model.budget_rows()) lp.setRowUpper(row, tight);
+    lp.resolve();
+    if (lp.isProvenOptimal()) {
+      solutions.insert(solutions.begin(),
+                       std::vector<double>(lp.getColSolution(),
+                                           lp.getColSolution() +
+                                               model.num_cols()));
+    }
+
+    std::optional<Schedule> best;
+    int64_t best_cost = 0, best_peak = 0;
+    bool best_fits = false;
+    int tried = 0;
+    for (const std::vector<double>& x : solutions) {
+      for (double threshold : {0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8,
+                               0.9, 0.99}) {
+        if (request.deadline.Expired()) break;
+        const auto s = model.RoundS(x, threshold);
+        Schedule schedule = model.Extract(model.RebuildR(s), s);
+        const SimulationResult sim = Simulate(graph, schedule);
+        ++tried;
+        const bool fits = sim.valid && sim.peak_bytes <= budget;
+        const bool better =
+            !best || (fits && (!best_fits || sim.cost < best_cost)) ||
+            (!fits && !best_fits && sim.peak_bytes < best_peak);
+        if (sim.valid && better) {
+          best = std::move(schedule);
+          best_cost = sim.cost;
+          best_peak = sim.peak_bytes;
+          best_fits = fits;
+        }
+      }
+    }
+    const int64_t staged_bound =
+        static_cast<int64_t>(std::ceil(lp_value / scale - 1e-6)) *
+        model.cost_scale();
+    AlgorithmOutput out =
+        best ? AlgorithmOutput::Found(std::move(*best))
+             : AlgorithmOutput::NoSchedule(Status::kTimeout,
+                                           "deadline before any rounding");
+    out.message = fmt::format(
+        "LP value {:.1f} at the budget; best of {} roundings{}", lp_value,
+        tried, best_fits ? "" : " (none fits the budget)");
+    out.extra["staged_lower_bound_cost"] = staged_bound;
+    return out;
+  }
+};
+
+const bool kRegistered = RegisterAlgorithm({
+    .name = "checkmate_lp",
+    .description = "Checkmate's LP relaxation with threshold rounding of the "
+                   "keep decisions",
+    .citation = "Jain et al., Checkmate: Breaking the Memory Wall with "
+                "Optimal Tensor Rematerialization, MLSys 2020",
+    .exact = false,
+    .uses_budget = true,
+    .params = {{.name = "lp_fraction",
+                .type = ParamSpec::Type::kDouble,
+                .default_value = "0.9",
+                .description = "budget fraction the rounded LP is solved at"},
+               {.name = "max_nodes",
+                .type = ParamSpec::Type::kInt,
+                .default_value = "1000",
+                .description = "refuse (too_large) graphs with more needed "
+                               "nodes than this",
+                .min_int = 1}},
+    .create = [] { return std::make_unique<CheckmateLp>(); },
+});
+
+}  // namespace
+}  // namespace remat

@@ -1,0 +1,172 @@
+// checkmate_milp — Jain et al., "Checkmate: Breaking the Memory Wall with
+// Optimal Tensor Rematerialization", MLSys 2020.
+//
+// The staged MILP of algorithms/checkmate_model.h solved by COIN-OR CBC
+// (the paper used Gurobi). Each stage computes one new node and may
+// recompute earlier ones; the MILP picks what to recompute and what to keep
+// between stages at least cost under the budget. It starts from the
+// cheapest schedule the registered heuristics find, when that schedule is
+// in the staged class, and stops at the request's deadline. The result
+// carries CBC's proven bound and gap; `optimal` means optimal among staged
+// schedules only, so the bound is reported as staged_lower_bound_cost and
+// never as a bound on other algorithms (exact_search tells what the staged
+// class gives away). The schedule is extracted stage by stage from R and S
+// and simulated like every other.
+#include <Cbc_C_Interface.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "algorithms/checkmate_model.h"
+#include "algorithms/warm_start.h"
+#include "harness/registry.h"
+#include "harness/simulator.h"
+
+namespace remat {
+namespace {
+
+// CbcMain1, which Cbc_solve runs, keeps static state in CBC 2.10, so two
+// solves in one process (the sweep's threads) must not overlap.
+std::mutex cbc_mutex;
+
+struct CbcDeleter {
+  void operator()(Cbc_Model* model) const { Cbc_deleteModel(model); }
+};
+
+class CheckmateMilp : public Algorithm {
+ private:
+  AlgorithmOutput Run(const Graph& graph, const SolveRequest& request) override {
+    const int64_t budget = request.budget_bytes;
+    if (budget < MemoryLowerBound(graph)) {
+      return AlgorithmOutput::NoSchedule(
+          Status::kInfeasible, "budget is below the memory lower bound");
+    }
+    const int64_t max_nodes = request.params.Int("max_nodes");
+    const size_t needed = NoRematOrder(graph).size();
+    if (static_cast<int64_t>(needed) > max_nodes) {
+      return AlgorithmOutput::NoSchedule(
+          Status::kTooLarge,
+          fmt::format("{} needed nodes > max_nodes={} (the model has O(n^2) "
+                      "binaries per edge)",
+                      needed, max_nodes));
+    }
+    const CheckmateModel model(graph, budget);
+
+    // The warm start: the cheapest heuristic schedule that is a point of
+    // the model (CBC would reject any other). Each run may use a tenth of
+    // the time left.
+    const std::optional<Incumbent> incumbent = BestHeuristicSchedule(
+        graph, budget, request.deadline, {},
+        std::min(request.params.Double("warm_start_seconds"),
+                 request.deadline.SecondsLeft() / 10),
+        [&](const Schedule& s) { return model.PointOf(s).has_value(); });
+    std::optional<std::vector<double>> start;
+    if (incumbent) start = model.PointOf(incumbent->schedule);
+
+    std::unique_ptr<Cbc_Model, CbcDeleter> cbc(Cbc_newModel());
+    Cbc_loadProblem(cbc.get(), model.num_cols(), model.num_rows(),
+                    model.col_starts().data(), model.row_index().data(),
+                    model.values().data(), model.col_lower().data(),
+                    model.col_upper().data(), model.objective().data(),
+                    model.row_lower().data(), model.row_upper().data());
+    for (int col : model.integer_cols()) Cbc_setInteger(cbc.get(), col);
+    if (start) {
+      std::vector<int> cols(model.num_cols());
+      for (int i = 0; i < model.num_cols(); ++i) cols[i] = i;
+      Cbc_setMIPStartI(cbc.get(), model.num_cols(), cols.data(),
+                       start->data());
+    }
+    Cbc_setLogLevel(cbc.get(), 0);
+    Cbc_setParameter(cbc.get(), "log", "0");
+    Cbc_setParameter(
+        cbc.get(), "threads",
+        std::to_string(request.params.Int("threads")).c_str());
+
+    std::unique_lock lock(cbc_mutex);
+    // Leave a little time to extract and return the schedule.
+    const double seconds = request.deadline.SecondsLeft() - 0.2;
+    if (seconds <= 0) {
+      return AlgorithmOutput::NoSchedule(Status::kTimeout,
+                                         "no time left to run CBC");
+    }
+    if (seconds < 1e9) Cbc_setMaximumSeconds(cbc.get(), seconds);
+    Cbc_solve(cbc.get());
+    lock.unlock();
+
+    const bool proven_infeasible = Cbc_isProvenInfeasible(cbc.get());
+    const bool has_solution = Cbc_numberSavedSolutions(cbc.get()) > 0 ||
+                              (Cbc_isProvenOptimal(cbc.get()) != 0);
+    if (proven_infeasible) {
+      return AlgorithmOutput::NoSchedule(
+          Status::kInfeasible,
+          "CBC proved that no staged schedule fits the budget (other "
+          "schedules may)");
+    }
+    if (!has_solution) {
+      return AlgorithmOutput::NoSchedule(
+          Status::kTimeout, "CBC found no staged schedule within the time limit");
+    }
+    const double scale = static_cast<double>(model.cost_scale());
+    const bool optimal = Cbc_isProvenOptimal(cbc.get()) != 0;
+    const double objective = Cbc_getObjValue(cbc.get());
+    // The objective takes integer values, so a fractional bound rounds up;
+    // at a proven optimum CBC's last bound may lag behind the objective.
+    const double bound =
+        optimal ? objective
+                : std::ceil(Cbc_getBestPossibleObjValue(cbc.get()) - 1e-6);
+    const std::span<const double> x(Cbc_getColSolution(cbc.get()),
+                                    model.num_cols());
+    AlgorithmOutput out = AlgorithmOutput::Found(
+        model.Extract(model.RoundR(x, 0.5), model.RoundS(x, 0.5)),
+        fmt::format("{}; MILP cost {:.0f}, staged bound {:.0f}; warm start: {}",
+                    optimal ? "optimal among staged schedules"
+                            : "time limit before proving optimality",
+                    objective * scale, bound * scale,
+                    incumbent ? incumbent->algorithm : "none staged"));
+    if (!optimal) out.status = Status::kTimeout;
+    out.optimal = optimal;
+    out.extra["staged_lower_bound_cost"] =
+        static_cast<int64_t>(std::llround(bound)) * model.cost_scale();
+    out.extra["mip_gap"] =
+        objective > 0 ? std::max(0.0, (objective - bound) / objective) : 0.0;
+    out.extra["variables"] = model.num_cols();
+    out.extra["constraints"] = model.num_rows();
+    return out;
+  }
+};
+
+const bool kRegistered = RegisterAlgorithm({
+    .name = "checkmate_milp",
+    .description = "Checkmate's staged MILP solved by COIN-OR CBC, warm-"
+                   "started from the best heuristic (optimal among staged "
+                   "schedules)",
+    .citation = "Jain et al., Checkmate: Breaking the Memory Wall with "
+                "Optimal Tensor Rematerialization, MLSys 2020",
+    .exact = true,
+    .uses_budget = true,
+    .params = {{.name = "threads",
+                .type = ParamSpec::Type::kInt,
+                .default_value = "1",
+                .description = "CBC threads",
+                .min_int = 1},
+               {.name = "warm_start_seconds",
+                .type = ParamSpec::Type::kDouble,
+                .default_value = "5",
+                .description = "time limit of each heuristic run for the "
+                               "warm start (at most a tenth of the time left)"},
+               {.name = "max_nodes",
+                .type = ParamSpec::Type::kInt,
+                .default_value = "1000",
+                .description = "refuse (too_large) graphs with more needed "
+                               "nodes than this",
+                .min_int = 1}},
+    .create = [] { return std::make_unique<CheckmateMilp>(); },
+});
+
+}  // namespace
+}  // namespace remat

@@ -1,0 +1,299 @@
+#include "algorithms/checkmate_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <tuple>
+
+#include "harness/simulator.h"
+
+namespace remat {
+
+CheckmateModel::CheckmateModel(const Graph& graph, int64_t budget_bytes)
+    : graph_(graph) {
+  node_ = NoRematOrder(graph);
+  const int n = static_cast<int>(node_.size());
+  index_.assign(graph.num_nodes(), -1);
+  for (int i = 0; i < n; ++i) index_[node_[i]] = i;
+  inputs_.resize(n);
+  consumers_.resize(n);
+  for (int k = 0; k < n; ++k) {
+    mem_.push_back(graph.mem(node_[k]));
+    workspace_.push_back(graph.workspace(node_[k]));
+    for (NodeId u : graph.inputs(node_[k])) {
+      inputs_[k].push_back(index_[u]);
+      consumers_[index_[u]].push_back(k);
+    }
+  }
+  int64_t mem_gcd = 0, cost_gcd = 0;
+  for (int k = 0; k < n; ++k) {
+    mem_gcd = std::gcd(mem_gcd, std::gcd(mem_[k], workspace_[k]));
+    cost_gcd = std::gcd(cost_gcd, graph.cost(node_[k]));
+  }
+  mem_scale_ = std::max<int64_t>(mem_gcd, 1);
+  cost_scale_ = std::max<int64_t>(cost_gcd, 1);
+  auto scaled_mem = [&](int k) { return double(mem_[k] / mem_scale_); };
+  const double inf = std::numeric_limits<double>::infinity();
+
+  r_col_.assign(n, std::vector<int>(n, -1));
+  s_col_.assign(n, std::vector<int>(n, -1));
+  u_col_.assign(n, std::vector<int>(n, -1));
+  free_col_.assign(n, std::vector<std::vector<std::pair<int, int>>>(n));
+  for (int t = 0; t < n; ++t) {
+    for (int i = 0; i <= t; ++i) {
+      r_col_[t][i] = AddCol(i == t ? 1 : 0, 1,
+                            double(graph.cost(node_[i]) / cost_scale_), true);
+    }
+    for (int i = 0; i < t; ++i) s_col_[t][i] = AddCol(0, 1, 0, true);
+    for (int k = 0; k <= t; ++k) {
+      u_col_[t][k] = AddCol(0, inf, 0, false);
+      for (int i : inputs_[k]) free_col_[t][k].push_back({AddCol(0, 1, 0, true), i});
+      free_col_[t][k].push_back({AddCol(0, 1, 0, true), k});
+    }
+  }
+  const double budget = ScaledBudget(budget_bytes);
+  for (int t = 0; t < n; ++t) {
+    for (int k = 0; k <= t; ++k) {
+      // An input of a computed node is computed in the stage or kept.
+      for (int i : inputs_[k]) {
+        AddRow(-inf, 0, {{R(t, k), 1}, {R(t, i), -1}, {S(t, i), -1}});
+      }
+      // Kept into stage t+1 only if kept into t or computed in t.
+      if (t + 1 < n) {
+        if (k < t) {
+          AddRow(-inf, 0, {{S(t + 1, k), 1}, {S(t, k), -1}, {R(t, k), -1}});
+        } else {
+          AddRow(-inf, 0, {{S(t + 1, k), 1}, {R(t, k), -1}});
+        }
+      }
+      // Memory at the compute of k: what was there before, plus k, minus
+      // what was freed after the previous compute.
+      std::vector<std::pair<int, double>> terms = {{u_col_[t][k], 1},
+                                                   {R(t, k), -scaled_mem(k)}};
+      if (k == 0) {
+        for (int i = 0; i < t; ++i) terms.push_back({S(t, i), -scaled_mem(i)});
+      } else {
+        terms.push_back({u_col_[t][k - 1], -1});
+        for (auto [col, i] : free_col_[t][k - 1]) {
+          terms.push_back({col, scaled_mem(i)});
+        }
+      }
+      AddRow(0, 0, terms);
+      budget_rows_.push_back(num_rows());
+      AddRow(-inf, budget,
+             {{u_col_[t][k], 1},
+              {R(t, k), double(workspace_[k] / mem_scale_)}});
+      // F[t,i,k] = 1 exactly when k is computed, i is not kept into t+1
+      // and no later consumer of i is computed in stage t, i.e. when
+      // h = (1 - R[t,k]) + S[t+1,i] + sum R[t,j] is 0:
+      // 1 - F <= h and kappa (1 - F) >= h, kappa = 2 + #later consumers.
+      for (auto [col, i] : free_col_[t][k]) {
+        std::vector<std::pair<int, double>> h = {{R(t, k), -1}};
+        if (t + 1 < n) h.push_back({S(t + 1, i), 1});
+        double kappa = 2;
+        for (int j : consumers_[i]) {
+          if (j > k && j <= t) {
+            h.push_back({R(t, j), 1});
+            ++kappa;
+          }
+        }
+        h.push_back({col, 1});
+        AddRow(0, inf, h);
+        h.back().second = kappa;
+        AddRow(-inf, kappa - 1, h);
+      }
+    }
+  }
+  Finish();
+}
+
+double CheckmateModel::ScaledBudget(int64_t budget_bytes) const {
+  return std::floor(double(budget_bytes / mem_scale_));
+}
+
+int CheckmateModel::AddCol(double lower, double upper, double cost,
+                           bool integer) {
+  const int col = num_cols();
+  col_lower_.push_back(lower);
+  col_upper_.push_back(upper);
+  objective_.push_back(cost);
+  if (integer) integer_cols_.push_back(col);
+  return col;
+}
+
+void CheckmateModel::AddRow(
+    double lower, double upper,
+    std::initializer_list<std::pair<int, double>> terms) {
+  AddRow(lower, upper, std::vector<std::pair<int, double>>(terms));
+}
+
+void CheckmateModel::AddRow(double lower, double upper,
+                            const std::vector<std::pair<int, double>>& terms) {
+  const int row = num_rows();
+  row_lower_.push_back(lower);
+  row_upper_.push_back(upper);
+  for (auto [col, value] : terms) {
+    if (col >= 0 && value != 0) triplets_.push_back({col, row, value});
+  }
+}
+
+void CheckmateModel::Finish() {
+  std::sort(triplets_.begin(), triplets_.end());
+  col_starts_.assign(num_cols() + 1, 0);
+  for (const auto& [col, row, value] : triplets_) {
+    ++col_starts_[col + 1];
+    row_index_.push_back(row);
+    values_.push_back(value);
+  }
+  std::partial_sum(col_starts_.begin(), col_starts_.end(),
+                   col_starts_.begin());
+  triplets_.clear();
+  triplets_.shrink_to_fit();
+}
+
+std::optional<std::vector<double>> CheckmateModel::PointOf(
+    std::span<const Event> schedule) const {
+  const int n = static_cast<int>(node_.size());
+  std::vector<std::vector<uint8_t>> r(n, std::vector<uint8_t>(n, 0));
+  std::vector<std::vector<uint8_t>> s = r;
+  std::vector<uint8_t> live(n, 0), computed(n, 0);
+  int next_stage = 0;
+  bool stage_open = false;
+  for (const Event& e : schedule) {
+    const int v = index_[e.node];
+    if (v < 0) return std::nullopt;
+    if (e.op == Event::Op::kFree) {
+      live[v] = 0;
+      continue;
+    }
+    if (next_stage >= n) return std::nullopt;
+    const int t = next_stage;
+    if (!stage_open) {
+      for (int i = 0; i < t; ++i) s[t][i] = live[i];
+      stage_open = true;
+    }
+    if (!computed[v] && v != t) return std::nullopt;
+    if (r[t][v]) return std::nullopt;
+    r[t][v] = 1;
+    computed[v] = 1;
+    live[v] = 1;
+    if (v == t) {
+      ++next_stage;
+      stage_open = false;
+    }
+  }
+  if (next_stage != n) return std::nullopt;
+
+  std::vector<double> x(num_cols(), 0);
+  for (int t = 0; t < n; ++t) {
+    double memory = 0;
+    for (int i = 0; i < t; ++i) {
+      x[S(t, i)] = s[t][i];
+      memory += s[t][i] * double(mem_[i] / mem_scale_);
+    }
+    for (int k = 0; k <= t; ++k) {
+      x[R(t, k)] = r[t][k];
+      memory += r[t][k] * double(mem_[k] / mem_scale_);
+      x[u_col_[t][k]] = memory;
+      for (auto [col, i] : free_col_[t][k]) {
+        bool freed = r[t][k] && !(t + 1 < n && s[t + 1][i]);
+        for (int j : consumers_[i]) {
+          if (j > k && j <= t && r[t][j]) freed = false;
+        }
+        x[col] = freed;
+        if (freed) memory -= double(mem_[i] / mem_scale_);
+      }
+    }
+  }
+  std::vector<double> activity(num_rows(), 0);
+  for (int col = 0; col < num_cols(); ++col) {
+    for (int p = col_starts_[col]; p < col_starts_[col + 1]; ++p) {
+      activity[row_index_[p]] += values_[p] * x[col];
+    }
+  }
+  for (int row = 0; row < num_rows(); ++row) {
+    const double tolerance = 1e-6 * (1 + std::abs(activity[row]));
+    if (activity[row] < row_lower_[row] - tolerance ||
+        activity[row] > row_upper_[row] + tolerance) {
+      return std::nullopt;
+    }
+  }
+  return x;
+}
+
+std::vector<std::vector<uint8_t>> CheckmateModel::RoundR(
+    std::span<const double> x, double threshold) const {
+  const int n = static_cast<int>(node_.size());
+  std::vector<std::vector<uint8_t>> r(n, std::vector<uint8_t>(n, 0));
+  for (int t = 0; t < n; ++t) {
+    for (int i = 0; i <= t; ++i) r[t][i] = x[R(t, i)] > threshold;
+  }
+  return r;
+}
+
+std::vector<std::vector<uint8_t>> CheckmateModel::RoundS(
+    std::span<const double> x, double threshold) const {
+  const int n = static_cast<int>(node_.size());
+  std::vector<std::vector<uint8_t>> s(n, std::vector<uint8_t>(n, 0));
+  for (int t = 0; t < n; ++t) {
+    for (int i = 0; i < t; ++i) s[t][i] = x[S(t, i)] > threshold;
+  }
+  return s;
+}
+
+std::vector<std::vector<uint8_t>> CheckmateModel::RebuildR(
+    const std::vector<std::vector<uint8_t>>& s) const {
+  const int n = static_cast<int>(node_.size());
+  std::vector<std::vector<uint8_t>> r(n, std::vector<uint8_t>(n, 0));
+  for (int t = 0; t < n; ++t) {
+    r[t][t] = 1;
+    if (t + 1 < n) {
+      for (int i = 0; i < t; ++i) r[t][i] = s[t + 1][i] && !s[t][i];
+    }
+    // Inputs have smaller indices, so one descending pass closes R.
+    for (int k = t; k >= 0; --k) {
+      if (!r[t][k]) continue;
+      for (int i : inputs_[k]) {
+        if (!s[t][i]) r[t][i] = 1;
+      }
+    }
+  }
+  return r;
+}
+
+Schedule CheckmateModel::Extract(
+    const std::vector<std::vector<uint8_t>>& r,
+    const std::vector<std::vector<uint8_t>>& s) const {
+  const int n = static_cast<int>(node_.size());
+  std::vector<uint8_t> live(n, 0);
+  Schedule schedule;
+  auto release = [&](int i) {
+    live[i] = 0;
+    schedule.push_back(Event::Free(node_[i]));
+  };
+  for (int t = 0; t < n; ++t) {
+    for (int i = 0; i < n; ++i) {
+      if (live[i] && !(i < t && s[t][i])) release(i);
+    }
+    auto kept_on = [&](int i) { return t + 1 < n && s[t + 1][i]; };
+    for (int k = 0; k <= t; ++k) {
+      if (!r[t][k]) continue;
+      if (!live[k]) {
+        schedule.push_back(Event::Compute(node_[k]));
+        live[k] = 1;
+      }
+      std::vector<int> done = inputs_[k];
+      done.push_back(k);
+      for (int i : done) {
+        if (!live[i] || kept_on(i)) continue;
+        const bool read_later =
+            std::any_of(consumers_[i].begin(), consumers_[i].end(),
+                        [&](int j) { return j > k && j <= t && r[t][j]; });
+        if (!read_later) release(i);
+      }
+    }
+  }
+  return schedule;
+}
+
+}  // namespace remat

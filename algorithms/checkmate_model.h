@@ -1,0 +1,111 @@
+// The Checkmate MILP (Jain et al., MLSys 2020) shared by checkmate_milp and
+// checkmate_lp: building the model, turning a schedule into a start point
+// for it, and turning a (rounded) solution back into a schedule.
+//
+// The needed nodes are numbered 0..n-1 in the graph's topological order and
+// node t is computed in stage t; stage t may also recompute nodes i < t, in
+// increasing order. Variables (ALGORITHMS.md, "checkmate_milp"):
+//   R[t,i]  compute i in stage t                 (i <= t; R[t,t] fixed 1)
+//   S[t,i]  i is live entering stage t            (i < t)
+//   F[t,i,k] free i right after computing k in stage t, for each input i of
+//           k and for i = k itself (as in the paper, so that a value nobody
+//           in the stage reads is not counted to the end of the stage)
+//   U[t,k]  memory at the compute of k in stage t, workspace excluded.
+// Memory and costs are divided by their gcd so that CBC works with small
+// integers; the objective is then the schedule cost / cost_scale.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "harness/graph.h"
+#include "harness/schedule.h"
+
+namespace remat {
+
+class CheckmateModel {
+ public:
+  CheckmateModel(const Graph& graph, int64_t budget_bytes);
+
+  // The problem in column-major form, ready for Cbc_loadProblem or
+  // OsiSolverInterface::loadProblem.
+  int num_cols() const { return static_cast<int>(col_lower_.size()); }
+  int num_rows() const { return static_cast<int>(row_lower_.size()); }
+  const std::vector<int>& col_starts() const { return col_starts_; }
+  const std::vector<int>& row_index() const { return row_index_; }
+  const std::vector<double>& values() const { return values_; }
+  const std::vector<double>& col_lower() const { return col_lower_; }
+  const std::vector<double>& col_upper() const { return col_upper_; }
+  const std::vector<double>& objective() const { return objective_; }
+  const std::vector<double>& row_lower() const { return row_lower_; }
+  const std::vector<double>& row_upper() const { return row_upper_; }
+  // Integer columns (all but U).
+  const std::vector<int>& integer_cols() const { return integer_cols_; }
+  // The rows `U[t,k] + workspace_k R[t,k] <= budget`, and their bound for
+  // another budget (checkmate_lp solves at a fraction of the budget).
+  const std::vector<int>& budget_rows() const { return budget_rows_; }
+  double ScaledBudget(int64_t budget_bytes) const;
+
+  // Objective value -> cost in the graph's units.
+  int64_t cost_scale() const { return cost_scale_; }
+
+  // The point of `schedule` in the model, or nullopt when the schedule is
+  // not in the staged class (first computes out of the model's order, a
+  // node computed twice in one stage) or breaks a row (its staged memory
+  // accounting exceeds the budget).
+  std::optional<std::vector<double>> PointOf(
+      std::span<const Event> schedule) const;
+
+  // Reads R and S from a solution, rounding at `threshold`.
+  std::vector<std::vector<uint8_t>> RoundR(std::span<const double> x,
+                                           double threshold) const;
+  std::vector<std::vector<uint8_t>> RoundS(std::span<const double> x,
+                                           double threshold) const;
+  // The cheapest R consistent with `s`: stage t computes t, every value
+  // that `s` keeps into stage t+1 but not into stage t, and every input of
+  // those computes that `s` does not keep into stage t.
+  std::vector<std::vector<uint8_t>> RebuildR(
+      const std::vector<std::vector<uint8_t>>& s) const;
+  // Stage by stage: free every live value that `s` does not keep into the
+  // stage, compute each node R selects (unless still live), and free each
+  // input (and the node) that nothing later in the stage reads and `s`
+  // does not keep into the next stage. Valid whenever R satisfies the
+  // dependency rows for `s` (RebuildR's always does).
+  Schedule Extract(const std::vector<std::vector<uint8_t>>& r,
+                   const std::vector<std::vector<uint8_t>>& s) const;
+
+ private:
+  int AddCol(double lower, double upper, double cost, bool integer);
+  void AddRow(double lower, double upper,
+              std::initializer_list<std::pair<int, double>> terms);
+  void AddRow(double lower, double upper,
+              const std::vector<std::pair<int, double>>& terms);
+  int R(int t, int i) const { return r_col_[t][i]; }
+  int S(int t, int i) const { return s_col_[t][i]; }  // -1: fixed 0
+  void Finish();
+
+  const Graph& graph_;
+  std::vector<NodeId> node_;   // stage index -> graph node
+  std::vector<int> index_;     // graph node -> stage index (-1: not needed)
+  std::vector<std::vector<int>> inputs_, consumers_;  // in stage indices
+  std::vector<int64_t> mem_, workspace_;
+  int64_t mem_scale_ = 1, cost_scale_ = 1;
+
+  std::vector<std::vector<int>> r_col_, s_col_, u_col_;
+  // free_col_[t][k]: the F columns of the values freed after computing k
+  // in stage t, with the stage index of each value.
+  std::vector<std::vector<std::vector<std::pair<int, int>>>> free_col_;
+
+  std::vector<double> col_lower_, col_upper_, objective_;
+  std::vector<int> integer_cols_;
+  std::vector<double> row_lower_, row_upper_;
+  std::vector<int> budget_rows_;
+  // Rows as (row, col, value) until Finish() sorts them into columns.
+  std::vector<std::tuple<int, int, double>> triplets_;
+  std::vector<int> col_starts_, row_index_;
+  std::vector<double> values_;
+};
+
+}  // namespace remat
