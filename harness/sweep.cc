@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -144,6 +145,50 @@ void MakeNamesUnique(std::vector<GraphSummary>& summaries) {
   }
 }
 
+// Optimality gaps (issue 7): at each budget where some point proved a
+// global optimum (a lower_bound_cost equal to its own cost, which only exact
+// methods give), every feasible point of that graph gets gap = cost /
+// optimum - 1. Where a method reported a bound valid only for its staged
+// schedule class (details.staged_lower_bound_cost, the Checkmate MILP/LP),
+// points get staged_gap = cost / bound - 1, which can be negative for
+// schedules outside that class. The bounds are never mixed.
+void AddOptimalityGaps(nlohmann::json& runs) {
+  using Key = std::pair<std::string, int64_t>;  // graph, budget
+  std::map<Key, int64_t> optimum, staged_bound;
+  for (const auto& run : runs) {
+    for (const auto& point : run["points"]) {
+      Key key{run["graph"], point["budget_bytes"]};
+      if (point.contains("lower_bound_cost") && point["cost"].is_number() &&
+          point["status"] == "feasible" &&
+          point["lower_bound_cost"] == point["cost"]) {
+        auto [it, fresh] = optimum.emplace(key, point["cost"]);
+        if (!fresh) it->second = std::min<int64_t>(it->second, point["cost"]);
+      }
+      if (point.contains("details") &&
+          point["details"].contains("staged_lower_bound_cost") &&
+          point["details"]["staged_lower_bound_cost"].is_number()) {
+        int64_t bound = point["details"]["staged_lower_bound_cost"];
+        auto [it, fresh] = staged_bound.emplace(key, bound);
+        if (!fresh) it->second = std::max(it->second, bound);
+      }
+    }
+  }
+  for (auto& run : runs) {
+    for (auto& point : run["points"]) {
+      if (point["status"] != "feasible") continue;
+      Key key{run["graph"], point["budget_bytes"]};
+      const double cost = point["cost"].get<double>();
+      if (auto it = optimum.find(key); it != optimum.end() && it->second > 0) {
+        point["gap"] = cost / it->second - 1;
+      }
+      if (auto it = staged_bound.find(key);
+          it != staged_bound.end() && it->second > 0) {
+        point["staged_gap"] = cost / it->second - 1;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 nlohmann::json RunSweep(const SweepConfig& config) {
@@ -254,6 +299,7 @@ nlohmann::json RunSweep(const SweepConfig& config) {
                       {"points", std::move(points)}});
     }
   }
+  AddOptimalityGaps(runs);
   nlohmann::json context = RunContext(threads, config.command_line);
   context["timeout_seconds"] = config.timeout_seconds;
   context["budgets_per_graph"] = config.budgets_per_graph;

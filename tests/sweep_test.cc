@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "harness/errors.h"
+#include "harness/liveness.h"
+#include "harness/registry.h"
+#include "harness/simulator.h"
 #include "harness/sweep.h"
 #include "tests/test_support.h"
 
@@ -88,6 +91,51 @@ TEST(Sweep, RefusesUnknownAlgorithmsAndParametersBeforeRunning) {
   config.algorithm_specs = {"noremat"};
   config.graph_specs = {"no_such_file.json"};
   EXPECT_THROW(RunSweep(config), InputError);
+}
+
+// A stand-in exact method for the gap bookkeeping: the NoRemat schedule
+// costs exactly the base cost, which bounds every schedule, so wherever it
+// fits it is a proven optimum.
+class ProvenNoRemat : public Algorithm {
+ private:
+  AlgorithmOutput Run(const Graph& graph, const SolveRequest&) override {
+    AlgorithmOutput output = AlgorithmOutput::Found(
+        InsertFrees(graph, NoRematOrder(graph)), "proven by the base cost");
+    output.lower_bound_cost = BaseCost(graph);
+    output.optimal = true;
+    output.extra["staged_lower_bound_cost"] = BaseCost(graph) / 2;
+    return output;
+  }
+};
+
+const bool kProvenRegistered = RegisterAlgorithm({
+    .name = "test_proven_noremat",
+    .description = "test only",
+    .citation = "test",
+    .exact = true,
+    .create = [] { return std::make_unique<ProvenNoRemat>(); },
+});
+
+TEST(Sweep, PointsGetGapsAgainstProvenOptimaAndStagedBounds) {
+  SweepConfig config;
+  config.graph_specs = {"chain:n=4"};  // base cost 9, NoRemat peak 6
+  config.algorithm_specs = {"test_proven_noremat", "checkpoint_last"};
+  config.budgets_per_graph = 4;  // 3, 4, 5, 6
+  nlohmann::json results = RunSweep(config);
+  const auto& last = results["runs"][0];  // checkpoint_last sorts first
+  ASSERT_EQ(last["algorithm"], "checkpoint_last");
+  // checkpoint_last on chain:n=4 costs 4 + 1 + 10 + 4 = 19.
+  for (const auto& point : last["points"]) {
+    ASSERT_EQ(point["cost"], 19);
+    // A staged bound holds at its budget whether or not its own schedule
+    // fits; a global optimum exists only where the stand-in fits (6).
+    EXPECT_DOUBLE_EQ(point["staged_gap"].get<double>(), 19.0 / 4 - 1);
+    if (point["budget_bytes"] == 6) {
+      EXPECT_DOUBLE_EQ(point["gap"].get<double>(), 19.0 / 9 - 1);
+    } else {
+      EXPECT_FALSE(point.contains("gap")) << point.dump();
+    }
+  }
 }
 
 TEST(Corpus, TheDefaultCorpusLoads) {

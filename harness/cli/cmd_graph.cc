@@ -29,10 +29,28 @@ Json GraphInfo(const Graph& graph, const std::string& spec) {
                {"units", {{"memory", graph.memory_unit()},
                           {"cost", graph.cost_unit()}}}};
   std::map<std::string, int64_t> by_kind;
+  std::map<size_t, int64_t> by_in_degree;
+  int64_t forward_bytes = 0;
+  NodeId largest = kNoNode;
   for (NodeId v = 0; v < graph.num_nodes(); ++v) {
     ++by_kind[NodeKindName(graph.kind(v))];
+    ++by_in_degree[graph.inputs(v).size()];
+    if (graph.kind(v) == NodeKind::kForward) forward_bytes += graph.mem(v);
+    if (largest == kNoNode || graph.mem(v) > graph.mem(largest)) largest = v;
   }
   info["nodes_by_kind"] = by_kind;
+  info["forward_bytes"] = forward_bytes;
+  if (largest != kNoNode) {
+    info["largest_value"] = {{"node", largest},
+                             {"name", graph.node_name(largest)},
+                             {"mem_bytes", graph.mem(largest)}};
+  }
+  // Keys are strings in JSON; "in-degree: count" reads naturally.
+  Json in_degrees = Json::object();
+  for (const auto& [degree, count] : by_in_degree) {
+    in_degrees[std::to_string(degree)] = count;
+  }
+  info["nodes_by_in_degree"] = in_degrees;
   for (const GraphPropertyInfo* property : AllGraphProperties()) {
     info[property->name] = property->compute(graph);
   }
