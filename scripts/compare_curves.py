@@ -1,0 +1,148 @@
+#!/usr/bin/python3
+"""Compare the tradeoff curves of two rematbench results files.
+
+For each (graph, algorithm with parameters) present in both files A (the
+baseline) and B: which curve dominates, the mean overhead difference between
+the curves, the smallest feasible budget of each, and the geometric-mean
+slowdown (cost B / cost A) at the budgets both evaluated. A curve is the
+best feasible overhead at or below each budget, as scripts/plot_tradeoff.py
+draws it.
+
+    scripts/compare_curves.py old.json new.json --check revolve --tolerance 0.01
+
+Exit status: 0, or 1 if an algorithm named with --check got worse than the
+tolerance allows in B (usable in CI against regressions), 2 on bad input.
+"""
+import argparse
+import json
+import math
+import signal
+import sys
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            results = json.load(f)
+    except (OSError, json.JSONDecodeError) as e:
+        raise SystemExit(f"compare_curves: {path}: {e}")
+    if results.get("format") != "rematbench-results":
+        raise SystemExit(f"compare_curves: {path}: not a rematbench results file")
+    return results
+
+
+def run_key(run):
+    params = ",".join(f"{k}={v}" for k, v in sorted(run["params"].items()))
+    return run["graph"], run["algorithm"] + (f":{params}" if params else "")
+
+
+def feasible(points):
+    return {p["budget_bytes"]: p for p in points if p["status"] == "feasible"}
+
+
+def curve_at(points, budget):
+    """Best feasible overhead at or below `budget` (inf if none)."""
+    return min((p["overhead"] for b, p in feasible(points).items()
+                if b <= budget), default=math.inf)
+
+
+def compare_run(points_a, points_b):
+    budgets = sorted({p["budget_bytes"] for p in points_a + points_b})
+    a = [curve_at(points_a, b) for b in budgets]
+    b = [curve_at(points_b, b) for b in budgets]
+    a_better = any(x < y for x, y in zip(a, b))
+    b_better = any(y < x for x, y in zip(a, b))
+    dominance = ("equal" if not (a_better or b_better) else
+                 "A" if not b_better else "B" if not a_better else "crossing")
+    # Mean of (B - A) over the budget range where both curves are finite,
+    # integrating the step functions exactly.
+    area, width = 0.0, 0.0
+    for i in range(len(budgets) - 1):
+        if math.isfinite(a[i]) and math.isfinite(b[i]):
+            span = budgets[i + 1] - budgets[i]
+            area += (b[i] - a[i]) * span
+            width += span
+    mean_difference = area / width if width > 0 else None
+    common = sorted(set(feasible(points_a)) & set(feasible(points_b)))
+    ratios = [feasible(points_b)[x]["cost"] / feasible(points_a)[x]["cost"]
+              for x in common if feasible(points_a)[x]["cost"] > 0]
+    slowdown = (math.exp(sum(map(math.log, ratios)) / len(ratios))
+                if ratios else None)
+    lost = [x for x in sorted(feasible(points_a)) if x not in feasible(points_b)
+            and x in {p["budget_bytes"] for p in points_b}]
+    return {
+        "dominates": dominance,
+        "mean_overhead_difference": mean_difference,
+        "min_feasible_budget_a": min(feasible(points_a), default=None),
+        "min_feasible_budget_b": min(feasible(points_b), default=None),
+        "geomean_slowdown": slowdown,
+        "common_budgets": len(common),
+        "budgets_lost": lost,
+    }
+
+
+def worse(row, tolerance):
+    """Why B is worse than A beyond the tolerance, or None."""
+    if row["budgets_lost"]:
+        return f"no longer feasible at {len(row['budgets_lost'])} budget(s)"
+    if row["geomean_slowdown"] is not None and \
+            row["geomean_slowdown"] > 1 + tolerance:
+        return f"slower by {row['geomean_slowdown'] - 1:.1%}"
+    a, b = row["min_feasible_budget_a"], row["min_feasible_budget_b"]
+    if a is not None and (b is None or b > a * (1 + tolerance)):
+        return "smallest feasible budget grew"
+    return None
+
+
+def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet under `| head`
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Exit status: 0, 1 if a --check algorithm got worse, 2 on bad input.")
+    parser.add_argument("a", help="baseline results file")
+    parser.add_argument("b", help="results file to compare with the baseline")
+    parser.add_argument("--check", action="append", default=[],
+                        metavar="ALGORITHM",
+                        help="fail (exit 1) if this algorithm got worse "
+                        "(repeatable; 'all' for every algorithm)")
+    parser.add_argument("--tolerance", type=float, default=0.01,
+                        help="relative slack before a change counts as worse "
+                        "(default 0.01)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+    args = parser.parse_args()
+
+    runs_a = {run_key(r): r for r in load(args.a)["runs"]}
+    runs_b = {run_key(r): r for r in load(args.b)["runs"]}
+    rows = []
+    for key in sorted(set(runs_a) & set(runs_b)):
+        row = {"graph": key[0], "algorithm": key[1]}
+        row.update(compare_run(runs_a[key]["points"], runs_b[key]["points"]))
+        checked = "all" in args.check or \
+            runs_a[key]["algorithm"] in args.check or key[1] in args.check
+        row["regression"] = worse(row, args.tolerance) if checked else None
+        rows.append(row)
+
+    if args.json:
+        print(json.dumps({"a": args.a, "b": args.b, "rows": rows}, indent=2))
+    else:
+        def fmt(v, spec):
+            return "-" if v is None else format(v, spec)
+        print(f"{'graph':<28} {'algorithm':<24} {'better':<9} "
+              f"{'mean dOvh':>9} {'minB A':>12} {'minB B':>12} "
+              f"{'slowdown':>8}  regression")
+        for r in rows:
+            print(f"{r['graph'][:28]:<28} {r['algorithm'][:24]:<24} "
+                  f"{r['dominates']:<9} "
+                  f"{fmt(r['mean_overhead_difference'], '+.4f'):>9} "
+                  f"{fmt(r['min_feasible_budget_a'], 'd'):>12} "
+                  f"{fmt(r['min_feasible_budget_b'], 'd'):>12} "
+                  f"{fmt(r['geomean_slowdown'], '.4f'):>8}  "
+                  f"{r['regression'] or ''}")
+        only = (set(runs_a) ^ set(runs_b))
+        if only:
+            print(f"({len(only)} run(s) present in only one file are skipped)")
+    return 1 if any(r["regression"] for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# scripts/compare_curves.py: identical files compare equal (exit 0); a
+# deliberately degraded copy is flagged (exit 1) for the algorithm checked.
+set -euo pipefail
+remat=$1
+source_dir=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+compare=("/usr/bin/python3" "$source_dir/scripts/compare_curves.py")
+"$remat" sweep --graphs chain:n=8,"$source_dir"/tests/fixtures/skip_connections.json \
+  --algorithms noremat,checkpoint_last --budgets 4 --out "$work/a.json" >/dev/null
+
+"${compare[@]}" "$work/a.json" "$work/a.json" --check all >/dev/null
+
+# Degrade checkpoint_last: every cost 20% higher.
+/usr/bin/python3 - "$work/a.json" "$work/b.json" <<'PY'
+import json, sys
+results = json.load(open(sys.argv[1]))
+for run in results["runs"]:
+    if run["algorithm"] == "checkpoint_last":
+        for p in run["points"]:
+            if p["cost"] is not None:
+                p["cost"] = int(p["cost"] * 1.2)
+                p["overhead"] *= 1.2
+json.dump(results, open(sys.argv[2], "w"))
+PY
+status=0
+"${compare[@]}" "$work/a.json" "$work/b.json" --check checkpoint_last \
+  --json > "$work/out.json" || status=$?
+test "$status" -eq 1
+/usr/bin/python3 - "$work/out.json" <<'PY'
+import json, sys
+rows = json.load(open(sys.argv[1]))["rows"]
+flagged = {r["algorithm"] for r in rows if r["regression"]}
+assert flagged == {"checkpoint_last"}, flagged
+for r in rows:
+    if r["algorithm"] == "checkpoint_last":
+        assert r["dominates"] == "A", r
+        assert abs(r["geomean_slowdown"] - 1.2) < 0.05, r
+PY
+# Unchecked algorithms never fail the run.
+"${compare[@]}" "$work/a.json" "$work/b.json" --check noremat >/dev/null
+echo "compare_curves: ok"
