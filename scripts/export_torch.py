@@ -47,6 +47,7 @@ from torch.fx import traceback as fx_traceback
 from torch.fx.experimental.proxy_tensor import get_proxy, make_fx
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
+from torch.utils._python_dispatch import _get_current_dispatch_mode
 
 from functorch.experimental import functionalize
 
@@ -222,38 +223,105 @@ def build(args):
 
 
 class _Tagger(TorchFunctionMode):
-    """During the forward: maps each new grad_fn to the FX node producing
-    its output (functions inside a composite call that are not an output
-    map to their saved result, else to the call's output)."""
+    """During the forward: maps each new grad_fn to the FX node of pass 1
+    that made it. A grad_fn of a call's output maps to the output's node.
+    A call such as F.multi_head_attention_forward runs many ATen ops whose
+    grad_fns are not outputs (the mode does not see calls nested in a
+    call): each maps to the unclaimed node made during the call whose op
+    has the grad_fn's name (BmmBackward0 -> aten.bmm) and, if several do,
+    whose arguments include the grad_fn's saved tensors, first made first."""
 
-    def __init__(self, fwd_of):
+    def __init__(self, fwd_of, graph):
         super().__init__()
         self.fwd_of = fwd_of  # grad_fn -> FX node name (pass 1)
+        self.graph = graph
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
+        before = len(self.graph.nodes)
         out = func(*args, **(kwargs or {}))
+        roots = {}
         for t in tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor) and t.grad_fn is not None:
-                self._map(t.grad_fn, _node_of(t))
+                g = t.grad_fn
+                if g not in self.fwd_of and _node_of(t) is not None:
+                    self.fwd_of[g] = _node_of(t)
+                    roots[g] = None
+        if roots:
+            self._map_internal(list(roots), len(self.graph.nodes) - before)
         return out
 
-    def _map(self, root, node):
-        if root in self.fwd_of or node is None:
-            return
-        self.fwd_of[root] = node
-        stack = [root]
-        while stack:
-            g = stack.pop()
+    def _map_internal(self, roots, n_new):
+        order, seen = [], set(roots)
+
+        def visit(g):  # post-order: a grad_fn after those of its inputs
             for nxt, _ in g.next_functions:
-                if nxt is None or nxt in self.fwd_of:
+                if nxt is None or nxt in seen or nxt in self.fwd_of:
                     continue
                 if type(nxt).__name__ == "AccumulateGrad":
                     continue
-                saved = getattr(nxt, "_saved_result", None)
-                own = _node_of(saved) if isinstance(saved,
-                                                    torch.Tensor) else None
-                self.fwd_of[nxt] = own or node
-                stack.append(nxt)
+                seen.add(nxt)
+                visit(nxt)
+                order.append(nxt)
+
+        for r in roots:
+            visit(r)
+        if not order:
+            return
+        made = []
+        for n in reversed(self.graph.nodes):
+            if len(made) == n_new:
+                break
+            made.append(n)
+        made.reverse()
+        claimed = set(self.fwd_of[r] for r in roots)
+        for g in order:
+            want = _op_key(g.name())
+            saved = {_node_of(t) for t in _saved_tensors(g)} - {None}
+            best = None
+            for n in made:
+                if n.name in claimed or n.op != "call_function":
+                    continue
+                if _op_key(str(n.target)) != want:
+                    continue
+                args = {a.name for a in n.all_input_nodes}
+                if saved <= args | {n.name}:
+                    best = n
+                    break
+                best = best or n
+            if best is None:
+                own = getattr(g, "_saved_result", None)
+                own = _node_of(own) if isinstance(own, torch.Tensor) else None
+                self.fwd_of[g] = own or self.fwd_of[roots[0]]
+            else:
+                claimed.add(best.name)
+                self.fwd_of[g] = best.name
+
+
+def _op_key(name):
+    """'BmmBackward0' and 'aten.bmm.default' -> 'bmm';
+    'NllLossBackward0' and 'aten.nll_loss_forward.default' -> 'nllloss'."""
+    if name.startswith("aten."):
+        name = name.split(".")[1]
+        if name.endswith("_forward"):
+            name = name[:-len("_forward")]
+    else:
+        name = name.rstrip("0123456789")
+        if name.endswith("Backward"):
+            name = name[:-len("Backward")]
+    return name.replace("_", "").lower()
+
+
+def _saved_tensors(g):
+    out = []
+    for attr in dir(g):
+        if attr.startswith("_saved_"):
+            try:
+                v = getattr(g, attr)
+            except RuntimeError:  # freed or not available
+                continue
+            out.extend(x for x in tree_flatten(v)[0]
+                       if isinstance(x, torch.Tensor))
+    return out
 
 
 def _node_of(t):
@@ -292,7 +360,8 @@ def trace_joint(step, inputs):
         h1 = nn.modules.module.register_module_forward_pre_hook(pre_hook)
         h2 = nn.modules.module.register_module_forward_hook(post_hook)
         try:
-            with fx_traceback.override_stack_trace(), _Tagger(fwd_of):
+            graph = _get_current_dispatch_mode().tracer.graph
+            with fx_traceback.override_stack_trace(), _Tagger(fwd_of, graph):
                 fx_traceback.set_stack_trace(["top"])
                 loss = step(*batch)
         finally:
@@ -764,23 +833,20 @@ def write(path, graph):
             f.write(text)
 
 
-def main(argv):
-    args = parse_args(argv)
-    torch.manual_seed(0)
-    t0 = time.time()
-    step, inputs = build(args)
+def export(step, inputs, granularity="aten", cost="flop", repeats=5):
+    """The native nodes (JSON dicts with ids) of one training step of
+    `step` (a module returning the loss) on `inputs`."""
     step.train()
     g2, info = trace_joint(step, inputs)
-    t_trace = time.time() - t0
-    if args.cost == "measured":
+    if cost == "measured":
         flat = [p for p in step.parameters()] + list(step.buffers()) + \
             list(inputs) + [torch.ones(())]
-        times = measure(g2, flat, args.repeats)
+        times = measure(g2, flat, repeats)
         cost_of = lambda n: times.get(n.name, 0)
     else:
         cost_of = flops
     nodes = to_native(g2, info, cost_of)
-    if args.granularity == "module":
+    if granularity == "module":
         nodes = by_module(nodes, info["calls"])
     out = []
     for i, n in enumerate(nodes):
@@ -794,6 +860,16 @@ def main(argv):
         if len(n["fx"]) > 1:
             m["fx"] = n["fx"]
         out.append(m)
+    return out, len(g2.graph.nodes)
+
+
+def main(argv):
+    args = parse_args(argv)
+    torch.manual_seed(0)
+    t0 = time.time()
+    step, inputs = build(args)
+    out, fx_nodes = export(step, inputs, args.granularity, args.cost,
+                           args.repeats)
     n_params = sum(p.numel() for p in step.parameters())
     p_bytes = sum(p.numel() * p.element_size() for p in step.parameters())
     in_bytes = sum(t.numel() * t.element_size() for t in inputs)
@@ -811,7 +887,7 @@ def main(argv):
         "parameters": n_params,
         "parameter_bytes": p_bytes,
         "input_bytes": in_bytes,
-        "fx_nodes": len(g2.graph.nodes),
+        "fx_nodes": fx_nodes,
     }
     if args.cost == "flop":
         provenance["forward_flop"] = sum(
@@ -834,8 +910,8 @@ def main(argv):
     write(args.out, graph)
     kinds = collections.Counter(n["kind"] for n in out)
     print(f"export_torch.py: {name}: {len(out)} nodes "
-          f"({dict(sorted(kinds.items()))}), traced in {t_trace:.1f} s, "
-          f"total {time.time() - t0:.1f} s -> {args.out}", file=sys.stderr)
+          f"({dict(sorted(kinds.items()))}) in {time.time() - t0:.1f} s "
+          f"-> {args.out}", file=sys.stderr)
 
 
 if __name__ == "__main__":
