@@ -121,6 +121,8 @@ TEST(Remat2, RefusesMalformedFiles) {
                       "'pointer' nodes are not supported"));
   EXPECT_TRUE(Refused("junk.remat2", Replace(good, "target", "targets"), 5,
                       "unexpected 'targets'"));
+  EXPECT_TRUE(Refused("memlimit.remat2", good + "memlimit 5\n", 7,
+                      "'memlimit' may only come once, before the nodes"));
   EXPECT_TRUE(Refused("header.remat2", Replace(good, "p remat2", "p remat2 x"),
                       1, "the first line must be 'p remat2'"));
 }

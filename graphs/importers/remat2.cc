@@ -56,8 +56,7 @@ void ReadNodeLine(const TextLines& lines,
   node.target = false;
   if (i < words.size() && words[i] == "deps") {
     ++i;
-    while (i < words.size() && !words[i].empty() && words[i][0] >= '0' &&
-           words[i][0] <= '9') {
+    while (i < words.size() && words[i][0] >= '0' && words[i][0] <= '9') {
       node.inputs.push_back(ReadId(lines, words[i++]));
     }
   }
@@ -106,15 +105,17 @@ Graph ReadRemat2(const std::string& path) {
   while (lines.Next(line)) {
     words = SplitWords(line);
     if (words.empty()) continue;
-    if (words[0] == "memlimit" && nodes.empty() &&
-        !provenance.contains("memlimit")) {
+    if (words[0] == "memlimit") {
+      if (!nodes.empty() || provenance.contains("memlimit")) {
+        lines.Fail("'memlimit' may only come once, before the nodes");
+      }
       if (words.size() != 2) lines.Fail("expected 'memlimit <bytes>'");
       provenance["memlimit"] = lines.Count(words[1], "memlimit");
       continue;
     }
     if (words[0] != "node") {
-      lines.Fail(fmt::format("unexpected '{}' (expected a 'node' line{})",
-                             words[0], nodes.empty() ? " or 'memlimit'" : ""));
+      lines.Fail(
+          fmt::format("unexpected '{}' (expected a 'node' line)", words[0]));
     }
     NodeSpec node;
     ReadNodeLine(lines, words, node);
