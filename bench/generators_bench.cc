@@ -19,8 +19,9 @@ void BM_Generate(benchmark::State& state, const std::string& spec) {
     benchmark::DoNotOptimize(nodes);
   }
   state.counters["nodes"] = static_cast<double>(nodes);
-  state.counters["nodes_per_second"] = benchmark::Counter(
-      static_cast<double>(nodes), benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["nodes_per_second"] =
+      benchmark::Counter(static_cast<double>(nodes),
+                         benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // 36,000 encoder layers of 14 operations: 1,008,002 nodes.

@@ -87,10 +87,10 @@ TEST(TrainingGraph, BackwardReadsWhatTheOperationTableSays) {
 
   const int64_t bytes = 4 * 8 * 8 * 4;
   EXPECT_EQ(g.mem(0), bytes);
-  EXPECT_EQ(g.mem(4), 4);           // the scalar loss
-  EXPECT_EQ(g.mem(5), bytes);       // d loss / d s
-  EXPECT_EQ(g.mem(6), 2 * bytes);   // gradients of both addends
-  EXPECT_EQ(g.mem(9), 0);           // no gradient for the input batch
+  EXPECT_EQ(g.mem(4), 4);          // the scalar loss
+  EXPECT_EQ(g.mem(5), bytes);      // d loss / d s
+  EXPECT_EQ(g.mem(6), 2 * bytes);  // gradients of both addends
+  EXPECT_EQ(g.mem(9), 0);          // no gradient for the input batch
   const int64_t conv_flops = 2 * 3 * 3 * 4 * 4 * 8 * 8;
   EXPECT_EQ(g.cost(0), conv_flops);
   EXPECT_EQ(g.cost(7), 2 * conv_flops);
@@ -136,6 +136,10 @@ TEST(ResNet, FiftyLayersMatchTorchvision) {
   // 809,238,528; fc 2,048,000.
   EXPECT_EQ(ConvLinearFlops(g), int64_t{2} * 4'089'184'256);
   EXPECT_EQ(g.mem(ByName(g, "layer4.2.relu")), 2048 * 7 * 7 * 4);
+  // With the element-wise operations: about 8.2e9 in all.
+  const auto total = g.provenance()["forward_flop"].get<int64_t>();
+  EXPECT_GT(total, int64_t{2} * 4'089'184'256);
+  EXPECT_LT(total, 8'250'000'000);
 }
 
 TEST(ResNet, ParameterCountsOfTheImageNetFamily) {
@@ -147,7 +151,7 @@ TEST(ResNet, ParameterCountsOfTheImageNetFamily) {
 
 TEST(ResNet, StaticBytesAreParametersGradientsAndTheBatch) {
   Graph g = LoadGraph("resnet:depth=50,batch=32,image=224");
-  EXPECT_EQ(g.static_bytes(), 2 * 25'557'032 * 4      // weights and grads
+  EXPECT_EQ(g.static_bytes(), 2 * 25'557'032 * 4            // weights and grads
                                   + 32 * 3 * 224 * 224 * 4  // images
                                   + 32 * 8);                // int64 labels
   Graph half = LoadGraph("resnet:depth=50,batch=32,image=224,dtype=bf16");
@@ -210,6 +214,10 @@ TEST(UNet, SkipConnectionsAndCounts) {
   // up0 288+8+144+8, output 4*2+2.
   EXPECT_EQ(Parameters(LoadGraph("unet:levels=2,base=4,batch=1,image=8")),
             268 + 896 + 132 + 448 + 10);
+  // The paper's size, as the common PyTorch port (milesial/Pytorch-UNet
+  // with transposed convs) counts it.
+  EXPECT_EQ(Parameters(LoadGraph("unet:levels=5,base=64,batch=1,image=32")),
+            31'037'698);
 }
 
 TEST(PspNet, DilatedBackboneAndPyramid) {
@@ -226,8 +234,8 @@ TEST(PspNet, DilatedBackboneAndPyramid) {
 }
 
 TEST(Transformer, EncoderLayerByHand) {
-  Graph g = LoadGraph(
-      "transformer:layers=1,d_model=16,heads=4,seq=8,batch=2,ffn=32");
+  Graph g =
+      LoadGraph("transformer:layers=1,d_model=16,heads=4,seq=8,batch=2,ffn=32");
   EXPECT_EQ(CountKinds(g)[NodeKind::kForward], 14);
   EXPECT_EQ(CountKinds(g)[NodeKind::kBackward], 15);
   // q, k, v, out: 4 (D^2 + D); two norms 2 * 2D; FFN D F + F + F D + D.
@@ -269,6 +277,11 @@ TEST(Transformer, EncoderDecoderAndVocabulary) {
                          "dec1.cross_attn.k_bwd", "dec1.cross_attn.v_bwd"}));
   EXPECT_EQ(g.op(ByName(g, "embed")), "embedding");
   EXPECT_EQ(g.mem(ByName(g, "head")), 1 * 4 * 50 * 4);
+  // torch.nn.Transformer() with its defaults, and its encoder alone
+  // (3,152,384 per layer).
+  EXPECT_EQ(Parameters(LoadGraph("transformer:decoder=1,seq=4,batch=1")),
+            44'140'544);
+  EXPECT_EQ(Parameters(LoadGraph("transformer:seq=4,batch=1")), 6 * 3'152'384);
 }
 
 TEST(Lstm, UnrolledStepsByHand) {

@@ -22,14 +22,14 @@ int64_t WindowOutput(const Network& net, int64_t in, int64_t kernel,
 }
 
 Tensor Conv2d(Network& net, std::string name, const Tensor& x,
-              int64_t out_channels, int64_t kernel, int64_t stride,
-              int64_t pad, int64_t dilation, bool bias) {
+              int64_t out_channels, int64_t kernel, int64_t stride, int64_t pad,
+              int64_t dilation, bool bias) {
   const Shape& in = x.shape;
   const Shape out{in.n, out_channels,
                   WindowOutput(net, in.h, kernel, stride, pad, dilation),
                   WindowOutput(net, in.w, kernel, stride, pad, dilation)};
-  const int64_t weights = net.Mul(net.Mul(kernel, kernel),
-                                  net.Mul(in.c, out_channels));
+  const int64_t weights =
+      net.Mul(net.Mul(kernel, kernel), net.Mul(in.c, out_channels));
   const int64_t flops =
       net.Mul(2, net.Mul(weights, net.Mul(out.n, net.Mul(out.h, out.w))));
   return net.AddOp(Op::kConv2d, std::move(name), {x}, out, flops,
@@ -41,8 +41,8 @@ Tensor ConvTranspose2d(Network& net, std::string name, const Tensor& x,
   const Shape& in = x.shape;
   const Shape out{in.n, out_channels, net.Mul(in.h, kernel),
                   net.Mul(in.w, kernel)};
-  const int64_t weights = net.Mul(net.Mul(kernel, kernel),
-                                  net.Mul(in.c, out_channels));
+  const int64_t weights =
+      net.Mul(net.Mul(kernel, kernel), net.Mul(in.c, out_channels));
   const int64_t flops =
       net.Mul(2, net.Mul(weights, net.Mul(in.n, net.Mul(in.h, in.w))));
   return net.AddOp(Op::kConvTranspose2d, std::move(name), {x}, out, flops,
@@ -71,18 +71,17 @@ Tensor LayerNorm(Network& net, std::string name, const Tensor& x) {
 }
 
 Tensor Unary(Network& net, Op op, std::string name, const Tensor& x) {
-  return net.AddOp(op, std::move(name), {x}, x.shape, net.Elements(x.shape),
-                   0);
+  return net.AddOp(op, std::move(name), {x}, x.shape, net.Elements(x.shape), 0);
 }
 
 Tensor Binary(Network& net, Op op, std::string name, const Tensor& a,
               const Tensor& b) {
-  return net.AddOp(op, std::move(name), {a, b}, a.shape,
-                   net.Elements(a.shape), 0);
+  return net.AddOp(op, std::move(name), {a, b}, a.shape, net.Elements(a.shape),
+                   0);
 }
 
-Tensor MaxPool(Network& net, std::string name, const Tensor& x,
-               int64_t kernel, int64_t stride, int64_t pad) {
+Tensor MaxPool(Network& net, std::string name, const Tensor& x, int64_t kernel,
+               int64_t stride, int64_t pad) {
   const Shape& in = x.shape;
   const Shape out{in.n, in.c, WindowOutput(net, in.h, kernel, stride, pad),
                   WindowOutput(net, in.w, kernel, stride, pad)};
@@ -100,16 +99,15 @@ Tensor AdaptiveAvgPool(Network& net, std::string name, const Tensor& x,
 Tensor UpsampleBilinear(Network& net, std::string name, const Tensor& x,
                         int64_t out_h, int64_t out_w) {
   const Shape out{x.shape.n, x.shape.c, out_h, out_w};
-  return net.AddOp(Op::kUpsample, std::move(name), {x}, out,
-                   net.Elements(out), 0);
+  return net.AddOp(Op::kUpsample, std::move(name), {x}, out, net.Elements(out),
+                   0);
 }
 
 Tensor Concat(Network& net, std::string name, const std::vector<Tensor>& xs) {
   Shape out = xs.front().shape;
   out.c = 0;
   for (const Tensor& x : xs) out.c = net.Add(out.c, x.shape.c);
-  return net.AddOp(Op::kConcat, std::move(name), xs, out, net.Elements(out),
-                   0);
+  return net.AddOp(Op::kConcat, std::move(name), xs, out, net.Elements(out), 0);
 }
 
 Tensor Flatten(const Tensor& x) {
@@ -119,8 +117,7 @@ Tensor Flatten(const Tensor& x) {
 Tensor CrossEntropyLoss(Network& net, const Tensor& logits) {
   const Shape& s = logits.shape;
   net.Data({s.n, 1, s.h, s.w}, /*element_bytes=*/8);
-  return net.AddOp(Op::kCrossEntropy, "loss", {logits}, {},
-                   net.Elements(s), 0);
+  return net.AddOp(Op::kCrossEntropy, "loss", {logits}, {}, net.Elements(s), 0);
 }
 
 Tensor MseLoss(Network& net, const Tensor& prediction) {

@@ -46,8 +46,8 @@ Tensor Unary(Network& net, Op op, std::string name, const Tensor& x);
 Tensor Binary(Network& net, Op op, std::string name, const Tensor& a,
               const Tensor& b);
 
-Tensor MaxPool(Network& net, std::string name, const Tensor& x,
-               int64_t kernel, int64_t stride, int64_t pad);
+Tensor MaxPool(Network& net, std::string name, const Tensor& x, int64_t kernel,
+               int64_t stride, int64_t pad);
 // PyTorch's AdaptiveAvgPool2d to out_h x out_w.
 Tensor AdaptiveAvgPool(Network& net, std::string name, const Tensor& x,
                        int64_t out_h, int64_t out_w);

@@ -18,8 +18,8 @@ namespace {
 
 Graph GeneratePspNet(const Params& params, const std::string& spec) {
   ResNetLayout layout;
-  layout.blocks = ImageNetBlocks(params.String("backbone") == "resnet50" ? 50
-                                                                         : 101);
+  layout.blocks =
+      ImageNetBlocks(params.String("backbone") == "resnet50" ? 50 : 101);
   layout.dilate = {false, false, true, true};
   Network net(spec, DtypeBytes(params.String("dtype")));
   const int64_t image = params.Int("image");

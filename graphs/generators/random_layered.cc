@@ -62,8 +62,8 @@ double Fraction(const Params& params, const std::string& key,
                 const std::string& spec, double lo, double hi) {
   const double value = params.Double(key);
   if (!(value >= lo && value <= hi)) {
-    throw InputError(fmt::format("{}: {}={} must be in [{}, {}]", spec, key,
-                                 value, lo, hi));
+    throw InputError(
+        fmt::format("{}: {}={} must be in [{}, {}]", spec, key, value, lo, hi));
   }
   return value;
 }
@@ -151,9 +151,9 @@ Graph GenerateRandomLayered(const Params& params, const std::string& spec) {
     const auto wanted =
         std::llround(skip / (1 - skip) * static_cast<double>(adjacent_edges));
     if (adjacent_edges + wanted > kMaxEdges) {
-      throw InputError(fmt::format(
-          "{}: would have {} edges; at most {} are supported", spec,
-          adjacent_edges + wanted, kMaxEdges));
+      throw InputError(
+          fmt::format("{}: would have {} edges; at most {} are supported", spec,
+                      adjacent_edges + wanted, kMaxEdges));
     }
     const NodeId last_start = layer_start[layers - 2];
     int64_t added = 0;
@@ -164,8 +164,7 @@ Graph GenerateRandomLayered(const Params& params, const std::string& spec) {
       const auto u = static_cast<NodeId>(random.Between(0, last_start - 1));
       const auto v = static_cast<NodeId>(
           random.Between(layer_start[layer_of[u] + 2], n - 1));
-      if (std::find(inputs[v].begin(), inputs[v].end(), u) ==
-          inputs[v].end()) {
+      if (std::find(inputs[v].begin(), inputs[v].end(), u) == inputs[v].end()) {
         add_edge(u, v);
         ++added;
       }

@@ -25,9 +25,8 @@ ResNetLayout Layout(const Params& params, const std::string& spec) {
   const int64_t depth = params.Int("depth");
   const std::string& block = params.String("block");
   if (depth > kMaxDepth) {
-    throw InputError(
-        fmt::format("{}: depth={} is too large (at most {})", spec, depth,
-                    kMaxDepth));
+    throw InputError(fmt::format("{}: depth={} is too large (at most {})", spec,
+                                 depth, kMaxDepth));
   }
   ResNetLayout layout;
   std::vector<int64_t> imagenet = ImageNetBlocks(depth);

@@ -33,7 +33,7 @@ constexpr std::array<OpInfo, 20> kOps = {{
     {"max_pool2d", true, true, false},         // where the maxima were
     {"avg_pool2d", false, false, false},       // spreads the gradient
     {"upsample_bilinear2d", false, false, false},
-    {"concat", false, false, false},           // splits the gradient
+    {"concat", false, false, false},  // splits the gradient
     // A loss's backward reads its predictions, and its own output: that is
     // where the (free) gradient seed enters, so the backward pass starts
     // after the loss, as in the chain generator.
@@ -101,9 +101,9 @@ int64_t Network::Elements(const Shape& s) const {
 }
 
 Tensor Network::Data(const Shape& shape, int64_t element_bytes) {
-  data_bytes_ = Add(data_bytes_, Mul(Elements(shape), element_bytes == 0
-                                                          ? dtype_bytes_
-                                                          : element_bytes));
+  data_bytes_ = Add(
+      data_bytes_,
+      Mul(Elements(shape), element_bytes == 0 ? dtype_bytes_ : element_bytes));
   return {kNoNode, shape};
 }
 

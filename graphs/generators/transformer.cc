@@ -41,8 +41,8 @@ Tensor AttentionBlock(Network& net, const std::string& prefix,
   Tensor scores = net.AddOp(Op::kMatmul, prefix + ".scores", {q, k},
                             {s.n, heads, s.h, memory.shape.h}, products, 0);
   Tensor probs = Unary(net, Op::kSoftmax, prefix + ".softmax", scores);
-  Tensor context = net.AddOp(Op::kMatmul, prefix + ".context", {probs, v}, s,
-                             products, 0);
+  Tensor context =
+      net.AddOp(Op::kMatmul, prefix + ".context", {probs, v}, s, products, 0);
   Tensor out = Linear(net, prefix + ".out", context, d);
   return LayerNorm(net, prefix + ".norm",
                    Binary(net, Op::kAdd, prefix + ".add", query, out));
@@ -64,21 +64,20 @@ Graph GenerateTransformer(const Params& params, const std::string& spec) {
   const int64_t vocab = params.Int("vocab");
   const bool decoder = params.Int("decoder") == 1;
   if (d % heads != 0) {
-    throw InputError(fmt::format(
-        "{}: d_model={} is not divisible by heads={}", spec, d, heads));
+    throw InputError(fmt::format("{}: d_model={} is not divisible by heads={}",
+                                 spec, d, heads));
   }
   // Encoder layers have 14 operations, decoder layers 23.
   const int64_t per_layer = decoder ? 14 + 23 : 14;
-  CheckOpCount(spec, layers > kMaxForwardOps ? layers
-                                             : layers * per_layer + 8);
+  CheckOpCount(spec, layers > kMaxForwardOps ? layers : layers * per_layer + 8);
   Network net(spec, DtypeBytes(params.String("dtype")));
   const int64_t ffn = params.Int("ffn") > 0 ? params.Int("ffn") : net.Mul(4, d);
   const Shape shape{params.Int("batch"), d, params.Int("seq"), 1};
   auto input = [&](const std::string& name) {
     if (vocab == 0) return net.Data(shape);
     Tensor tokens = net.Data({shape.n, 1, shape.h, 1}, /*element_bytes=*/8);
-    return net.AddOp(Op::kEmbedding, name, {tokens}, shape,
-                     net.Elements(shape), net.Mul(vocab, d));
+    return net.AddOp(Op::kEmbedding, name, {tokens}, shape, net.Elements(shape),
+                     net.Mul(vocab, d));
   };
 
   Tensor x = input("embed");

@@ -22,8 +22,8 @@ std::vector<int64_t> Configuration(int64_t depth) {
     case 13:
       return {64, 64, 0, 128, 128, 0, 256, 256, 0, 512, 512, 0, 512, 512, 0};
     case 16:
-      return {64,  64,  0,   128, 128, 0,   256, 256, 256,
-              0,   512, 512, 512, 0,   512, 512, 512, 0};
+      return {64, 64,  0,   128, 128, 0,   256, 256, 256,
+              0,  512, 512, 512, 0,   512, 512, 512, 0};
     case 19:
       return {64,  64,  0,   128, 128, 0,   256, 256, 256, 256, 0,
               512, 512, 512, 512, 0,   512, 512, 512, 512, 0};
@@ -35,9 +35,10 @@ std::vector<int64_t> Configuration(int64_t depth) {
 Graph GenerateVgg(const Params& params, const std::string& spec) {
   const std::vector<int64_t> config = Configuration(params.Int("depth"));
   if (config.empty()) {
-    throw InputError(fmt::format("{}: depth={} is not a VGG depth (11, 13, "
-                                 "16 or 19)",
-                                 spec, params.Int("depth")));
+    throw InputError(
+        fmt::format("{}: depth={} is not a VGG depth (11, 13, "
+                    "16 or 19)",
+                    spec, params.Int("depth")));
   }
   Network net(spec, DtypeBytes(params.String("dtype")));
   const int64_t image = params.Int("image");
