@@ -340,6 +340,7 @@ class ExactSearch : public Algorithm {
           std::move(incumbent->schedule),
           fmt::format("{} (best so far from {})", why, incumbent->algorithm));
       out.status = Status::kTimeout;
+      out.extra["states_expanded"] = search.expanded();
       return out;
     }
     AlgorithmOutput out;
