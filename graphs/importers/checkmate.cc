@@ -105,12 +105,15 @@ Graph ReadCheckmate(const std::string& path) {
   try {
     doc = json::parse(text);
   } catch (const json::parse_error& e) {
-    // e.byte is one past the offending character.
+    // e.byte is one past the offending character; the message says what
+    // was read there, which matters in files that are one long line.
     const size_t byte =
         std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-    throw InputError(
-        fmt::format("{}:{}: not valid JSON", path,
-                    1 + std::count(text.begin(), text.begin() + byte, '\n')));
+    std::string what = e.what();
+    what = what.substr(std::min(what.find("syntax error"), what.size()));
+    throw InputError(fmt::format(
+        "{}:{}: not valid JSON: {}", path,
+        1 + std::count(text.begin(), text.begin() + byte, '\n'), what));
   }
   auto nodes = doc.find("nodes");
   auto links = doc.find("links");
