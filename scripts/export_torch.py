@@ -33,8 +33,8 @@ import argparse
 import collections
 import json
 import math
+import heapq
 import operator
-import os
 import platform
 import statistics
 import sys
@@ -44,7 +44,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 from torch.fx import traceback as fx_traceback
-from torch.fx.experimental.proxy_tensor import get_proxy, make_fx
+from torch.fx.experimental.proxy_tensor import get_proxy_slot, make_fx
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 from torch.utils._python_dispatch import _get_current_dispatch_mode
@@ -165,7 +165,7 @@ class TrainStep(nn.Module):
     """The traced module: model and loss. The loss is a leaf module so that
     the module granularity has one loss node."""
 
-    def __init__(self, model, segmentation=False, key=None):
+    def __init__(self, model, key=None):
         super().__init__()
         self.model = model
         self.loss = nn.CrossEntropyLoss()
@@ -229,12 +229,14 @@ class _Tagger(TorchFunctionMode):
     grad_fns are not outputs (the mode does not see calls nested in a
     call): each maps to the unclaimed node made during the call whose op
     has the grad_fn's name (BmmBackward0 -> aten.bmm) and, if several do,
-    whose arguments include the grad_fn's saved tensors, first made first."""
+    whose arguments include the grad_fn's saved tensors and the nodes of
+    the grad_fn's inputs (its next_functions), first made first."""
 
-    def __init__(self, fwd_of, graph):
+    def __init__(self, fwd_of, tracer):
         super().__init__()
         self.fwd_of = fwd_of  # grad_fn -> FX node name (pass 1)
-        self.graph = graph
+        self.tracer = tracer
+        self.graph = tracer.graph
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         before = len(self.graph.nodes)
@@ -243,8 +245,8 @@ class _Tagger(TorchFunctionMode):
         for t in tree_flatten(out)[0]:
             if isinstance(t, torch.Tensor) and t.grad_fn is not None:
                 g = t.grad_fn
-                if g not in self.fwd_of and _node_of(t) is not None:
-                    self.fwd_of[g] = _node_of(t)
+                if g not in self.fwd_of and self._node_of(t) is not None:
+                    self.fwd_of[g] = self._node_of(t)
                     roots[g] = None
         if roots:
             self._map_internal(list(roots), len(self.graph.nodes) - before)
@@ -276,7 +278,9 @@ class _Tagger(TorchFunctionMode):
         claimed = set(self.fwd_of[r] for r in roots)
         for g in order:
             want = _op_key(g.name())
-            saved = {_node_of(t) for t in _saved_tensors(g)} - {None}
+            saved = {self._node_of(t) for t in _saved_tensors(g)}
+            saved |= {self._input_node(nxt) for nxt, _ in g.next_functions}
+            saved -= {None}
             best = None
             for n in made:
                 if n.name in claimed or n.op != "call_function":
@@ -290,11 +294,24 @@ class _Tagger(TorchFunctionMode):
                 best = best or n
             if best is None:
                 own = getattr(g, "_saved_result", None)
-                own = _node_of(own) if isinstance(own, torch.Tensor) else None
+                own = (self._node_of(own)
+                       if isinstance(own, torch.Tensor) else None)
                 self.fwd_of[g] = own or self.fwd_of[roots[0]]
             else:
                 claimed.add(best.name)
                 self.fwd_of[g] = best.name
+
+    def _node_of(self, t):
+        p = get_proxy_slot(t, self.tracer, None)
+        return None if p is None else p.proxy.node.name
+
+    def _input_node(self, g):
+        """The FX node of the value whose gradient `g` receives."""
+        if g is None:
+            return None
+        if type(g).__name__ == "AccumulateGrad":
+            return self._node_of(g.variable)
+        return self.fwd_of.get(g)
 
 
 def _op_key(name):
@@ -322,11 +339,6 @@ def _saved_tensors(g):
             out.extend(x for x in tree_flatten(v)[0]
                        if isinstance(x, torch.Tensor))
     return out
-
-
-def _node_of(t):
-    p = get_proxy(t)
-    return None if p is None else p.proxy.node.name
 
 
 def trace_joint(step, inputs):
@@ -360,8 +372,8 @@ def trace_joint(step, inputs):
         h1 = nn.modules.module.register_module_forward_pre_hook(pre_hook)
         h2 = nn.modules.module.register_module_forward_hook(post_hook)
         try:
-            graph = _get_current_dispatch_mode().tracer.graph
-            with fx_traceback.override_stack_trace(), _Tagger(fwd_of, graph):
+            tracer = _get_current_dispatch_mode().tracer
+            with fx_traceback.override_stack_trace(), _Tagger(fwd_of, tracer):
                 fx_traceback.set_stack_trace(["top"])
                 loss = step(*batch)
         finally:
@@ -421,8 +433,9 @@ def _reachable(root):
 
 def _is_alias(n):
     """getitem of a multi-output op, views and in-place ops: their result
-    shares memory with an argument, so they are no node of their own."""
-    if n.target is operator.getitem:
+    shares memory with an argument, so they are no node of their own.
+    `_unsafe_view` is a view whose schema does not say so."""
+    if n.target in (operator.getitem, aten._unsafe_view.default):
         return True
     schema = getattr(n.target, "_schema", None)
     return schema is not None and any(r.alias_info is not None
@@ -527,7 +540,7 @@ def to_native(g2, info, cost_of):
     out = nodes[-1]
     out_vals = [x for x in tree_flatten(out.args)[0]
                 if isinstance(x, torch.fx.Node)]
-    loss_val, grad_vals = out_vals[0], set(out_vals[1:])
+    loss_val = out_vals[0]
 
     live = set()
     stack = list(out_vals)
@@ -620,6 +633,10 @@ def to_native(g2, info, cost_of):
                     if rep.get(x) is not None and rep[x] in grad_of]
             if srcs:
                 grad_of[n] = grad_of[srcs[-1]]
+    info["grad_of_by_neighbour"] = sum(
+        1 for n in backward
+        if not tags[n].startswith("bwd:") and not tags[n].startswith("acc:"))
+    info["grad_of_default_loss"] = sum(1 for n in backward if n not in grad_of)
     for n in backward:
         if n not in grad_of:
             grad_of[n] = loss_node
@@ -696,7 +713,6 @@ def by_module(aten_nodes, calls):
                 g_inputs[gid[key[i]]].add(gid[key[x]])
                 read_outside.add(x)
     # Topological order of the groups, smallest first FX position first.
-    import heapq
     indeg = [len(s) for s in g_inputs]
     users = [[] for _ in groups]
     for j, s in enumerate(g_inputs):
@@ -813,6 +829,10 @@ def size_suffix(args):
     if args.model == "transformer":
         return (f"l{args.layers}_d{args.d_model}_h{args.heads}_s{args.seq}"
                 f"_b{args.batch}")
+    if args.model == "unet":
+        return f"l{args.levels}_c{args.base}_b{args.batch}_i{args.image}"
+    if args.model == "pspnet":
+        return f"{args.backbone}_b{args.batch}_i{args.image}"
     return f"b{args.batch}_i{args.image}"
 
 
@@ -860,6 +880,10 @@ def export(step, inputs, granularity="aten", cost="flop", repeats=5):
         if len(n["fx"]) > 1:
             m["fx"] = n["fx"]
         out.append(m)
+    if info["grad_of_by_neighbour"] or info["grad_of_default_loss"]:
+        print(f"export_torch.py: {info['grad_of_by_neighbour']} backward ops "
+              f"without a grad_fn tag, {info['grad_of_default_loss']} given "
+              "grad_of = the loss", file=sys.stderr)
     return out, len(g2.graph.nodes)
 
 
