@@ -92,7 +92,6 @@ class Network {
   Network(std::string spec, int64_t dtype_bytes);
 
   const std::string& spec() const { return spec_; }
-  int64_t dtype_bytes() const { return dtype_bytes_; }
 
   // Checked arithmetic for sizes and FLOPs: throws an InputError naming the
   // spec instead of overflowing on absurd parameters.
@@ -109,9 +108,6 @@ class Network {
   // (elements); they and their gradients go to static_bytes.
   Tensor AddOp(Op op, std::string name, const std::vector<Tensor>& inputs,
                const Shape& output, int64_t flops, int64_t params);
-
-  int64_t num_ops() const { return static_cast<int64_t>(ops_.size()); }
-  int64_t parameters() const { return parameters_; }
 
   // Adds the backward pass and returns the training graph. Units are bytes
   // and FLOPs; the provenance records the spec, dtype, parameter count and
