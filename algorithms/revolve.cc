@@ -20,10 +20,13 @@
 // gives s = B - 2 slots over N + 1 steps and the optimal cost
 // N + 1 + t(N + 1, B - 2). Given a budget, the largest slot count whose
 // simulated peak fits is used: more slots never cost more.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "algorithms/segment_schedule.h"
 #include "harness/registry.h"
+#include "harness/simulator.h"
 
 namespace remat {
 namespace {
@@ -69,44 +72,70 @@ class Revolve : public Algorithm {
     const SegmentChain chain(graph, *fwd, ArticulationCandidates(graph, *fwd));
     const int32_t steps = chain.num_steps();
     const BuildLimits limits = LimitsOf(request);
-    BestSchedule best(graph, request.budget_bytes);
+    const int64_t budget = request.budget_bytes;
+    BestSchedule best(graph, budget);
     std::optional<Status> stop;  // of the last build that stopped
-    // Builds with `slots` slots; false if the build was stopped.
-    auto attempt = [&](int64_t slots, bool& fits) {
+    int64_t largest_unbuilt = 0;
+    int64_t last_peak = 0;
+    // Builds with `slots` slots and says whether they fit. A build too
+    // large to finish has few slots, so it counts as fitting: the search
+    // then moves up.
+    auto fits_at = [&](int64_t slots) {
       BuildResult built = NestedSchedule(chain, slots, BinomialSplit, limits);
       if (!built.schedule) {
         stop = built.status;
-        return false;
+        largest_unbuilt = std::max(largest_unbuilt, slots);
+        return true;
       }
-      fits = best.Offer(std::move(*built.schedule),
-                        {{"slots", slots},
-                         {"steps", steps},
-                         {"candidates", chain.num_checkpoints()}});
-      return true;
+      const bool fits = best.Offer(std::move(*built.schedule),
+                                   {{"slots", slots},
+                                    {"steps", steps},
+                                    {"candidates", chain.num_checkpoints()}});
+      last_peak = best.last_peak_bytes();
+      return fits;
     };
+    auto searching = [&] { return stop != Status::kTimeout; };
 
-    int64_t slots = request.params.Int("slots");
-    bool fits = false;
-    if (slots > 0 || request.budget_bytes == kUnboundedBudget) {
-      attempt(slots > 0 ? std::min<int64_t>(slots, steps) : steps, fits);
-    } else if (!attempt(steps, fits) || !fits) {
-      // Largest slot count that fits, by bisection: the peak grows with
-      // the slots. A build too large to finish has few slots, so it counts
-      // as fitting and the search moves up. If nothing fits, one slot (the
-      // smallest peak) was the last one tried.
-      int64_t lo = 0, hi = steps;  // lo fits (0: none tried), hi does not
-      bool lo_built = false;
-      while (hi - lo > 1 && stop != Status::kTimeout) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        const bool built = attempt(mid, fits);
-        if (!built || fits) {
-          lo = mid;
-          lo_built = built;
-        } else {
-          hi = mid;
+    const int64_t slots = request.params.Int("slots");
+    if (slots > 0 || budget == kUnboundedBudget) {
+      fits_at(slots > 0 ? std::min<int64_t>(slots, steps) : steps);
+    } else if (!fits_at(steps) && searching()) {
+      // The largest slot count that fits. The peak grows with the slots,
+      // about linearly (each holds one state): interpolate between the
+      // memory lower bound and the peak with every slot, gallop from that
+      // guess to a bracket, then bisect. On a uniform chain the guess is
+      // right and three builds suffice.
+      const int64_t floor_peak = MemoryLowerBound(graph);
+      const auto guess = static_cast<int64_t>(
+          1 + static_cast<long double>(std::max<int64_t>(budget - floor_peak, 0)) *
+                  (steps - 1) /
+                  std::max<int64_t>(last_peak - floor_peak, 1));
+      int64_t lo = 0, hi = steps;  // lo fits (0: none does), hi does not
+      const int64_t first = std::clamp<int64_t>(guess, 1, steps - 1);
+      if (fits_at(first)) {
+        lo = first;
+        for (int64_t step = 1; lo + step < hi && searching(); step *= 2) {
+          if (!fits_at(lo + step)) {
+            hi = lo + step;
+            break;
+          }
+          lo += step;
+        }
+      } else {
+        hi = first;
+        for (int64_t step = 1; hi - step > 0 && searching(); step *= 2) {
+          if (fits_at(hi - step)) {
+            lo = hi - step;
+            break;
+          }
+          hi -= step;
         }
       }
-      if (lo > 0 && !lo_built && stop == Status::kTooLarge) {
+      while (hi - lo > 1 && searching()) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        (fits_at(mid) ? lo : hi) = mid;
+      }
+      if (lo > 0 && lo == largest_unbuilt && stop == Status::kTooLarge) {
         return AlgorithmOutput::NoSchedule(
             Status::kTooLarge,
             fmt::format("{} slots fit the budget but need more than "

@@ -156,10 +156,12 @@ void ScheduleBuilder::RunStage(int32_t j) {
 }
 
 void ScheduleBuilder::DropUnheld(int32_t keep_segment) {
+  // Held values leave the list too (Release() drops them), so that stages
+  // never rescan the checkpoints: K stages x K checkpoints is quadratic.
   size_t kept = 0;
   for (NodeId v : working_) {
-    if (!at_hand_[v]) continue;  // released since
-    if (held_[v] || chain_.segment_of(v) == keep_segment) {
+    if (!at_hand_[v] || held_[v]) continue;
+    if (chain_.segment_of(v) == keep_segment) {
       working_[kept++] = v;
     } else {
       at_hand_[v] = 0;
@@ -245,6 +247,7 @@ bool BestSchedule::Offer(Schedule schedule, nlohmann::json note) {
     throw std::logic_error("segment schedule is invalid: " + sim.error);
   }
   const bool fits = sim.peak_bytes <= budget_;
+  last_peak_ = sim.peak_bytes;
   bool better;
   if (!best_) {
     better = true;

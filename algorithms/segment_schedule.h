@@ -113,7 +113,7 @@ class ScheduleBuilder {
   std::optional<Status> stopped_;
   std::vector<NodeId> computes_;
   std::vector<uint8_t> at_hand_, held_;
-  std::vector<NodeId> working_;  // at hand, possibly not held
+  std::vector<NodeId> working_;  // at hand and not held (or kept by a drop)
   std::vector<int32_t> mark_;    // per node: Ensure() call that saw it
   int32_t ensure_calls_ = 0;
   std::vector<NodeId> stack_, cone_;
@@ -155,6 +155,8 @@ class BestSchedule {
   bool empty() const { return !best_; }
   bool fits() const { return best_fits_; }
   int64_t peak_bytes() const { return best_peak_; }
+  // The peak of the schedule offered last, kept or not.
+  int64_t last_peak_bytes() const { return last_peak_; }
   const nlohmann::json& note() const { return note_; }
   // The kept schedule with `note` as extra; `status` is kFeasible or
   // kTimeout.
@@ -165,7 +167,7 @@ class BestSchedule {
   int64_t budget_;
   std::optional<Schedule> best_;
   bool best_fits_ = false;
-  int64_t best_peak_ = 0, best_cost_ = 0;
+  int64_t best_peak_ = 0, best_cost_ = 0, last_peak_ = 0;
   nlohmann::json note_;
 };
 
