@@ -14,6 +14,41 @@ namespace {
 
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
+// Calls visit(t, peak, extra_time, kept_mem) for every superset t of set s
+// that a transition from s can reach with `slack` = budget - kept memory:
+// peak = 2 M(t \ s) + M(A(t)) + M(B(t)) <= slack, extra_time = T(t \ s) -
+// T(U), kept_mem = M(U), U = ∂t \ s. Since the peak is at least
+// 2 (M(t) - M(s)), the candidates are the memory-sorted sets up to
+// M(s) + slack / 2; each is tested for containment word by word.
+template <typename Visit>
+void ForEachTransition(const LowerSetFamily& f, int32_t s, int64_t slack,
+                       Visit&& visit) {
+  const int64_t reach = slack / 2;
+  const int32_t last = f.UpperBoundByMem(
+      reach > kInt64Max - f.mem(s) ? kInt64Max : f.mem(s) + reach);
+  const int32_t words = f.words();
+  const uint64_t* source = f.bits(s);
+  for (int32_t t = s + 1; t < last; ++t) {
+    const uint64_t* target = f.bits(t);
+    bool subset = true;
+    for (int32_t w = 0; w < words && subset; ++w) {
+      subset = (source[w] & ~target[w]) == 0;
+    }
+    if (!subset) continue;
+    const int64_t grow = 2 * (f.mem(t) - f.mem(s));  // <= slack
+    if (f.ab_mem(t) > slack - grow) continue;
+    // Boundary nodes already in s were kept by earlier segments.
+    int64_t kept_cost = f.boundary_cost(t), kept_mem = f.boundary_mem(t);
+    for (int32_t v : f.boundary(t)) {
+      if ((source[v >> 6] >> (v & 63)) & 1) {
+        kept_cost -= f.node_cost(v);
+        kept_mem -= f.node_mem(v);
+      }
+    }
+    visit(t, grow + f.ab_mem(t), f.cost(t) - f.cost(s) - kept_cost, kept_mem);
+  }
+}
+
 // Adds `p` to `front` unless a point with no more time and no more kept
 // memory is there; removes the points `p` dominates. Returns the change in
 // the number of points.
@@ -40,77 +75,142 @@ int64_t InsertPareto(std::vector<ParetoPoint>& front, const ParetoPoint& p) {
   return -removed;
 }
 
+// The order of the single label of pass 1: least kept, then least time.
+bool LessKept(const ParetoPoint& a, const ParetoPoint& b) {
+  return a.kept != b.kept ? a.kept < b.kept : a.time < b.time;
+}
+
+
+// Keeps `keep` points of a final front: both ends and evenly spaced ones
+// between, so that a beam pass still reaches G whenever the least-kept
+// point does.
+void Thin(std::vector<ParetoPoint>& front, int32_t keep) {
+  const auto size = static_cast<int64_t>(front.size());
+  if (size <= keep) return;
+  std::vector<ParetoPoint> kept;
+  for (int64_t j = 0; j < keep; ++j) {
+    kept.push_back(front[j * (size - 1) / (keep - 1)]);
+  }
+  front = std::move(kept);
+}
+
+// Fronts of (time, kept) per set, subsets first, dropping points whose time
+// exceeds `upper_bound` (time only grows along a strategy). With `thin` > 0
+// the fronts are cut to that many points whenever they reach twice as many
+// and before they are extended (a beam, for a first upper bound). Returns false when the deadline or `max_points`
+// stopped it, with dp.status and dp.message set.
+bool RunFronts(const LowerSetFamily& f, int64_t budget, int64_t upper_bound,
+               int32_t thin, int64_t max_points, const Deadline& deadline,
+               DpOutcome& dp) {
+  const int32_t full = f.full_set();
+  dp.fronts.assign(f.size(), {});
+  dp.fronts[f.empty_set()].push_back({0, 0, -1, -1});
+  int64_t points = 1;
+  for (int32_t s = 0; s < full; ++s) {
+    std::vector<ParetoPoint>& from = dp.fronts[s];
+    if (from.empty()) continue;
+    if (deadline.Expired()) {
+      dp.status = Status::kTimeout;
+      dp.message = fmt::format("deadline reached at lower set {} of {}", s,
+                               f.size());
+      return false;
+    }
+    if (thin > 0) Thin(from, thin);
+    ForEachTransition(
+        f, s, budget - from.back().kept,
+        [&](int32_t t, int64_t peak, int64_t time, int64_t kept) {
+          // The front is sorted by kept memory descending: skip the points
+          // that cannot afford this transition's peak.
+          auto i = static_cast<int32_t>(
+              std::partition_point(from.begin(), from.end(),
+                                   [&](const ParetoPoint& p) {
+                                     return p.kept > budget - peak;
+                                   }) -
+              from.begin());
+          for (; i < static_cast<int32_t>(from.size()) &&
+                 from[i].time <= upper_bound - time;
+               ++i) {
+            points += InsertPareto(
+                dp.fronts[t], {from[i].time + time, from[i].kept + kept, s, i});
+          }
+          if (thin > 0 && dp.fronts[t].size() > 2 * static_cast<size_t>(thin)) {
+            points -= static_cast<int64_t>(dp.fronts[t].size()) - thin;
+            Thin(dp.fronts[t], thin);
+          }
+        });
+    dp.max_points = std::max(dp.max_points, points);
+    if (points > max_points) {
+      dp.status = Status::kTooLarge;
+      dp.message = fmt::format(
+          "more than max_states={} Pareto points (at lower set {} of {})",
+          max_points, s, f.size());
+      return false;
+    }
+  }
+  return true;
+}
+
+// Points per front in the beam pass.
+constexpr int32_t kBeamWidth = 8;
+
 }  // namespace
 
 DpOutcome RunLowerSetDp(const LowerSetFamily& f, int64_t budget,
                         int64_t max_points, const Deadline& deadline) {
   DpOutcome dp;
-  const int32_t sets = f.size();
-  const int32_t words = f.words();
-  dp.fronts.assign(sets, {});
-  dp.fronts[f.empty_set()].push_back({});
-  int64_t points = 1;
+  const int32_t sets = f.size(), full = f.full_set();
+  const ParetoPoint none{kInt64Max, kInt64Max, -1, -1};
+  // Pass 1: the least-kept label of every set.
+  dp.least_kept.assign(sets, none);
+  dp.least_kept[f.empty_set()] = {0, 0, -1, 0};
   for (int32_t s = 0; s < sets; ++s) {
-    const std::vector<ParetoPoint>& from = dp.fronts[s];
-    if (from.empty()) continue;
-    if (deadline.Expired()) {
+    const ParetoPoint from = dp.least_kept[s];
+    if (from.from_point < 0) continue;
+    if ((s & 255) == 0 && deadline.Expired()) {
       dp.status = Status::kTimeout;
       dp.message = fmt::format("deadline reached at lower set {} of {}", s,
                                sets);
       return dp;
     }
-    // Every transition adds 2 M(L' \ L) + M(A) + M(B) >= 2 (M(L') - M(L))
-    // to the kept memory, so with the least kept memory of this front the
-    // budget bounds M(L'): only a prefix of the memory-sorted sets remains.
-    const int64_t slack = budget - from.back().kept;
-    const int64_t reach = slack / 2;
-    const int32_t last = f.UpperBoundByMem(
-        reach > kInt64Max - f.mem(s) ? kInt64Max : f.mem(s) + reach);
-    const uint64_t* source = f.bits(s);
-    for (int32_t t = s + 1; t < last; ++t) {
-      const uint64_t* target = f.bits(t);
-      bool subset = true;
-      for (int32_t w = 0; w < words && subset; ++w) {
-        subset = (source[w] & ~target[w]) == 0;
-      }
-      if (!subset) continue;
-      const int64_t grow = 2 * (f.mem(t) - f.mem(s));
-      if (f.ab_mem(t) > slack - grow) continue;
-      const int64_t max_kept = budget - grow - f.ab_mem(t);
-      // U' = ∂L' \ L: the boundary of L' minus what earlier segments kept.
-      int64_t kept_cost = f.boundary_cost(t), kept_mem = f.boundary_mem(t);
-      for (int32_t v : f.boundary(t)) {
-        if ((source[v >> 6] >> (v & 63)) & 1) {
-          kept_cost -= f.node_cost(v);
-          kept_mem -= f.node_mem(v);
-        }
-      }
-      const int64_t extra_time = f.cost(t) - f.cost(s) - kept_cost;
-      ++dp.transitions;
-      std::vector<ParetoPoint>& to = dp.fronts[t];
-      for (auto i = static_cast<int32_t>(from.size()) - 1;
-           i >= 0 && from[i].kept <= max_kept; --i) {
-        points += InsertPareto(to, {from[i].time + extra_time,
-                                    from[i].kept + kept_mem, s, i});
-      }
-      if (points > max_points) {
-        dp.status = Status::kTooLarge;
-        dp.message = fmt::format(
-            "more than max_states={} Pareto points (at lower set {} of {})",
-            max_points, s, sets);
-        return dp;
-      }
+    ForEachTransition(f, s, budget - from.kept,
+                      [&](int32_t t, int64_t, int64_t time, int64_t kept) {
+                        ++dp.transitions;
+                        ParetoPoint next{from.time + time, from.kept + kept, s,
+                                         0};
+                        if (LessKept(next, dp.least_kept[t])) {
+                          dp.least_kept[t] = next;
+                        }
+                      });
+  }
+  if (dp.least_kept[full].from_point < 0) return dp;  // nothing fits
+  // Pass 2: a beam for an upper bound on the least time; pass 3: exact.
+  int64_t upper_bound = dp.least_kept[full].time;
+  if (!RunFronts(f, budget, upper_bound, kBeamWidth, max_points, deadline,
+                 dp)) {
+    return dp;
+  }
+  if (!dp.fronts[full].empty()) {
+    upper_bound = std::min(upper_bound, dp.fronts[full].front().time);
+  }
+  // Fronts hold at most one point per time value up to the bound, so a
+  // bound near the optimum keeps them short. The beam's bound can be far
+  // above it; doubling a smaller guess costs at most about twice the last
+  // pass, and a pass that reaches G is exact (it dropped only points whose
+  // time exceeds its bound, so none on a better strategy).
+  for (int64_t guess = std::max<int64_t>(1, upper_bound / 64);; guess *= 2) {
+    const int64_t bound = std::min(guess, upper_bound);
+    if (!RunFronts(f, budget, bound, 0, max_points, deadline, dp) ||
+        !dp.fronts[full].empty() || bound == upper_bound) {
+      break;
     }
-    dp.max_points = std::max(dp.max_points, points);
   }
   return dp;
 }
 
-std::vector<int32_t> StrategyChain(const DpOutcome& dp,
-                                   const LowerSetFamily& family,
-                                   int32_t point) {
+std::vector<int32_t> TimeCentricChain(const DpOutcome& dp,
+                                      const LowerSetFamily& family) {
   std::vector<int32_t> chain;
-  int32_t s = family.full_set();
+  int32_t s = family.full_set(), point = 0;
   while (s != family.empty_set()) {
     chain.push_back(s);
     const ParetoPoint& p = dp.fronts[s][point];
@@ -118,6 +218,18 @@ std::vector<int32_t> StrategyChain(const DpOutcome& dp,
     point = p.from_point;
   }
   chain.push_back(s);
+  std::reverse(chain.begin(), chain.end());
+  return chain;
+}
+
+std::vector<int32_t> MemoryCentricChain(const DpOutcome& dp,
+                                        const LowerSetFamily& family) {
+  std::vector<int32_t> chain;
+  for (int32_t s = family.full_set(); s != family.empty_set();
+       s = dp.least_kept[s].from_set) {
+    chain.push_back(s);
+  }
+  chain.push_back(family.empty_set());
   std::reverse(chain.begin(), chain.end());
   return chain;
 }
@@ -205,15 +317,16 @@ namespace {
 // One answer of the DP turned into a schedule and simulated.
 struct Candidate {
   const char* strategy;
-  int32_t point;
+  ParetoPoint point;  // at G
   std::vector<int32_t> chain;
   Schedule schedule;
   SimulationResult simulation;
 };
 
-Candidate Build(const char* strategy, int32_t point, const DpOutcome& dp,
-                const LowerSetAnalysis& a, const Graph& graph) {
-  Candidate c{strategy, point, StrategyChain(dp, a.family, point), {}, {}};
+Candidate Build(const char* strategy, const ParetoPoint& point,
+                std::vector<int32_t> chain, const LowerSetAnalysis& a,
+                const Graph& graph) {
+  Candidate c{strategy, point, std::move(chain), {}, {}};
   c.schedule = InsertFrees(
       graph, CanonicalComputes(a.graph, a.family, c.chain, graph));
   c.simulation = Simulate(graph, c.schedule);
@@ -233,64 +346,64 @@ AlgorithmOutput SolveLowerSetDp(const Graph& graph, const SolveRequest& request,
     return AlgorithmOutput::NoSchedule(lookup.status, lookup.message);
   }
   const LowerSetAnalysis& a = *lookup.analysis;
-  DpOutcome dp = RunLowerSetDp(a.family, request.budget_bytes,
+  const int64_t budget = request.budget_bytes;
+  DpOutcome dp = RunLowerSetDp(a.family, budget,
                                request.params.Int("max_states"),
                                request.deadline);
   nlohmann::json extra = {{"lower_sets", a.family.size()},
                           {"forward_nodes", a.graph.size()},
                           {"transitions", dp.transitions},
                           {"max_pareto_points", dp.max_points}};
-  if (dp.status != Status::kFeasible) {
-    AlgorithmOutput out = AlgorithmOutput::NoSchedule(dp.status, dp.message);
+  auto no_schedule = [&](Status status, std::string message) {
+    AlgorithmOutput out = AlgorithmOutput::NoSchedule(status, std::move(message));
     out.extra = std::move(extra);
     return out;
-  }
-  const std::vector<ParetoPoint>& front = dp.fronts[a.family.full_set()];
-  if (front.empty()) {
-    AlgorithmOutput out = AlgorithmOutput::NoSchedule(
+  };
+  if (dp.status != Status::kFeasible) return no_schedule(dp.status, dp.message);
+  if (!dp.reached()) {
+    return no_schedule(
         Status::kInfeasible,
         fmt::format("no strategy over {} lower sets fits the budget by the "
                     "DP's memory estimate",
                     a.family.size()));
-    out.extra = std::move(extra);
-    return out;
   }
+  extra["dp_least_extra_time"] = dp.fronts[a.family.full_set()].front().time;
+  extra["dp_least_kept_bytes"] = dp.least_kept[a.family.full_set()].kept;
   // Time-centric: the least extra time. Memory-centric: the least kept
   // memory, i.e. coarser segments, whose real peak after the liveness pass
   // is often lower; `auto` falls back to it when time-centric's simulated
   // peak does not fit (the authors' recommendation).
   const std::string& strategy = request.params.String("strategy");
-  const auto memory_point = static_cast<int32_t>(front.size()) - 1;
   std::vector<Candidate> tried;
-  if (strategy != "memory") tried.push_back(Build("time", 0, dp, a, graph));
+  if (strategy != "memory") {
+    tried.push_back(Build("time", dp.fronts[a.family.full_set()].front(),
+                          TimeCentricChain(dp, a.family), a, graph));
+  }
   if (strategy == "memory" ||
-      (strategy == "auto" &&
-       tried.back().simulation.peak_bytes > request.budget_bytes &&
-       memory_point != 0)) {
-    tried.push_back(Build("memory", memory_point, dp, a, graph));
+      (strategy == "auto" && tried.back().simulation.peak_bytes > budget)) {
+    tried.push_back(Build("memory", dp.least_kept[a.family.full_set()],
+                          MemoryCentricChain(dp, a.family), a, graph));
   }
   // The first that fits, else the one with the lower simulated peak.
   const Candidate* chosen = &tried.front();
   for (const Candidate& c : tried) {
-    if (c.simulation.peak_bytes <= request.budget_bytes) {
+    if (c.simulation.peak_bytes <= budget) {
       chosen = &c;
       break;
     }
     if (c.simulation.peak_bytes < chosen->simulation.peak_bytes) chosen = &c;
   }
-  const ParetoPoint& p = front[chosen->point];
   const int64_t estimate = EstimatedPeak(a.family, chosen->chain);
   extra["strategy"] = chosen->strategy;
   extra["segments"] = chosen->chain.size() - 1;
-  extra["dp_extra_time"] = p.time;
-  extra["dp_kept_bytes"] = p.kept;
+  extra["dp_extra_time"] = chosen->point.time;
+  extra["dp_kept_bytes"] = chosen->point.kept;
   extra["dp_memory_estimate_bytes"] = estimate;
-  extra["pareto_points_at_end"] = front.size();
   std::string message = fmt::format(
       "{}-centric over {} lower sets: {} segments, DP extra time {}, DP "
       "memory estimate {} bytes (reported figures are simulated)",
-      chosen->strategy, a.family.size(), chosen->chain.size() - 1, p.time,
-      estimate);
+      chosen->strategy, a.family.size(), chosen->chain.size() - 1,
+      chosen->point.time, estimate);
   if (tried.size() > 1) {
     message += fmt::format("; time-centric simulated peak {} bytes",
                            tried.front().simulation.peak_bytes);

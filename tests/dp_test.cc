@@ -1,0 +1,286 @@
+// dp_exact and dp_approx (Kusumoto et al. 2019): lower-set families and
+// their per-set quantities on tiny graphs, the DP's answers on chains
+// derived by hand, the revolve optimum as a floor on chains, and the
+// authors' graphs when ../shared/peer-graphs is present.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "algorithms/lower_set_dp.h"
+#include "algorithms/lower_sets.h"
+#include "harness/graph_source.h"
+#include "harness/registry.h"
+#include "harness/runner.h"
+#include "harness/simulator.h"
+#include "harness/sweep.h"
+#include "tests/test_support.h"
+
+namespace remat {
+namespace {
+
+using testing::GraphFromNodes;
+
+Attempt Solve(const Graph& graph, const std::string& algorithm,
+              int64_t budget, std::vector<std::string> params = {}) {
+  const AlgorithmInfo& info = FindAlgorithm(algorithm);
+  return RunAlgorithm(graph, info, Params::Parse(params, info.params, "test"),
+                      budget, /*timeout_seconds=*/0);
+}
+
+std::shared_ptr<const LowerSetAnalysis> Analysis(const Graph& graph,
+                                                 LowerSetKind kind) {
+  LowerSetLookup lookup =
+      GetLowerSets(graph, kind, /*max_sets=*/1'000'000, Deadline::Never());
+  EXPECT_TRUE(lookup.analysis) << lookup.message;
+  return lookup.analysis;
+}
+
+// Index of the set whose members are `nodes` (local indices), or -1.
+int32_t FindSet(const LowerSetFamily& f, int32_t n,
+                const std::vector<int32_t>& nodes) {
+  for (int32_t s = 0; s < f.size(); ++s) {
+    int32_t members = 0;
+    bool all = true;
+    for (int32_t v = 0; v < n; ++v) members += f.Contains(s, v);
+    for (int32_t v : nodes) all = all && f.Contains(s, v);
+    if (all && members == static_cast<int32_t>(nodes.size())) return s;
+  }
+  return -1;
+}
+
+// a -> b, a -> c, (b, c) -> d -> loss, with gradients that read their own
+// value and their consumers' gradients, as in the chain generator.
+Graph Diamond() {
+  return GraphFromNodes(R"([
+    {"id": 0, "name": "a", "mem": 1, "cost": 1, "inputs": []},
+    {"id": 1, "name": "b", "mem": 2, "cost": 1, "inputs": [0]},
+    {"id": 2, "name": "c", "mem": 4, "cost": 1, "inputs": [0]},
+    {"id": 3, "name": "d", "mem": 8, "cost": 1, "inputs": [1, 2]},
+    {"id": 4, "name": "loss", "kind": "loss", "mem": 16, "cost": 1,
+     "inputs": [3]},
+    {"id": 5, "kind": "backward", "grad_of": 3, "mem": 8, "cost": 2,
+     "inputs": [3, 4]},
+    {"id": 6, "kind": "backward", "grad_of": 1, "mem": 2, "cost": 2,
+     "inputs": [1, 5]},
+    {"id": 7, "kind": "backward", "grad_of": 2, "mem": 4, "cost": 2,
+     "inputs": [2, 5]},
+    {"id": 8, "kind": "backward", "grad_of": 0, "mem": 1, "cost": 2,
+     "inputs": [0, 6, 7]}])");
+}
+
+TEST(LowerSets, DiamondHasSevenLowerSetsAndSixClosures) {
+  Graph graph = Diamond();
+  auto all = Analysis(graph, LowerSetKind::kAll);
+  auto closures = Analysis(graph, LowerSetKind::kAncestorClosures);
+  // ∅, a, ab, ac, abc, abcd, abcd+loss; the closures lack abc.
+  EXPECT_EQ(all->family.size(), 7);
+  EXPECT_EQ(closures->family.size(), 6);
+  EXPECT_EQ(FindSet(closures->family, 5, {0, 1, 2}), -1);
+  EXPECT_GE(FindSet(all->family, 5, {0, 1, 2}), 0);
+  // Subsets first: every subset precedes its supersets.
+  const LowerSetFamily& f = all->family;
+  for (int32_t s = 0; s < f.size(); ++s) {
+    for (int32_t t = 0; t < s; ++t) EXPECT_FALSE(f.IsSubset(s, t) && s != t);
+  }
+  EXPECT_EQ(f.count(f.empty_set()), 0);
+  EXPECT_EQ(f.count(f.full_set()), 5);
+}
+
+TEST(LowerSets, BoundaryAndNeighbourSetsOfTheDiamond) {
+  Graph graph = Diamond();
+  auto a = Analysis(graph, LowerSetKind::kAll);
+  const LowerSetFamily& f = a->family;
+  // {a, b}: both have a successor outside (c, d); A = {c, d}; d's other
+  // predecessor c is in A, so B is empty.
+  const int32_t ab = FindSet(f, 5, {0, 1});
+  ASSERT_GE(ab, 0);
+  EXPECT_EQ(f.mem(ab), 3);
+  EXPECT_EQ(f.cost(ab), 2);
+  EXPECT_EQ(f.boundary(ab).size(), 2u);
+  EXPECT_EQ(f.boundary_mem(ab), 3);
+  EXPECT_EQ(f.ab_mem(ab), 4 + 8);
+  // {a, b, c}: ∂ = {b, c}, A = {d}.
+  const int32_t abc = FindSet(f, 5, {0, 1, 2});
+  EXPECT_EQ(f.boundary_mem(abc), 6);
+  EXPECT_EQ(f.ab_mem(abc), 8);
+  // G: nothing outside.
+  EXPECT_EQ(f.boundary(f.full_set()).size(), 0u);
+  EXPECT_EQ(f.ab_mem(f.full_set()), 0);
+}
+
+TEST(LowerSets, BCountsOtherPredecessorsOfA) {
+  // x and y both feed z: for L = {x}, A = {z} and B = {y}.
+  Graph graph = GraphFromNodes(R"([
+    {"id": 0, "name": "x", "mem": 1, "cost": 1, "inputs": []},
+    {"id": 1, "name": "y", "mem": 2, "cost": 1, "inputs": []},
+    {"id": 2, "name": "z", "mem": 4, "cost": 1, "inputs": [0, 1]},
+    {"id": 3, "name": "loss", "kind": "loss", "mem": 8, "cost": 1,
+     "inputs": [2]},
+    {"id": 4, "kind": "backward", "grad_of": 2, "mem": 4, "cost": 2,
+     "inputs": [2, 3]},
+    {"id": 5, "kind": "backward", "grad_of": 0, "mem": 1, "cost": 2,
+     "inputs": [0, 4]},
+    {"id": 6, "kind": "backward", "grad_of": 1, "mem": 2, "cost": 2,
+     "inputs": [1, 4]}])");
+  auto a = Analysis(graph, LowerSetKind::kAll);
+  EXPECT_EQ(a->family.size(), 6);  // ∅, x, y, xy, xyz, G
+  const int32_t x = FindSet(a->family, 4, {0});
+  EXPECT_EQ(a->family.ab_mem(x), 4 + 2);
+}
+
+// chain:n=3 has G = f1 f2 f3 loss (unit sizes). Cutting after positions
+// p1 < ... < pk = 4, segment i keeps its last node (none for the last),
+// so the extra time is 4 - (k - 1) and segment i's estimate is
+// (i - 1) + 2 |Vi| + [i < k]. Budget 4: every strategy needs 5. Budget 5:
+// cuts everywhere (time 1, kept 3), or after 2 and 3 (time 2), or after 2
+// (time 3, kept 1) fit; a single segment needs 8.
+TEST(DpExact, ChainOfThreeByHand) {
+  Graph graph = LoadGraph("chain:n=3");
+  Attempt at4 = Solve(graph, "dp_exact", 4);
+  EXPECT_EQ(at4.output.status, Status::kInfeasible);
+  EXPECT_FALSE(at4.output.schedule);
+
+  // Time-centric: f1 f2 f3 loss, then loss again for g3, g3, g2, g1.
+  Attempt time = Solve(graph, "dp_exact", 5, {"strategy=time"});
+  ASSERT_TRUE(time.simulation && time.simulation->valid);
+  EXPECT_EQ(time.output.extra["segments"], 4);
+  EXPECT_EQ(time.output.extra["dp_extra_time"], 1);
+  EXPECT_EQ(time.output.extra["dp_kept_bytes"], 3);
+  EXPECT_EQ(time.output.extra["dp_memory_estimate_bytes"], 5);
+  EXPECT_EQ(time.simulation->cost, 7 + 1);
+  EXPECT_EQ(time.simulation->peak_bytes, 5);
+
+  // Memory-centric: segments {f1, f2} and {f3, loss}; f3, loss and f1 are
+  // recomputed. The estimate (5) charges segment 1 with both its values,
+  // both their gradients and g3 at once; the liveness pass frees g3 and f2
+  // before g1 is computed, so the simulated peak is 4 (f2 g3 f1 g2).
+  Attempt memory = Solve(graph, "dp_exact", 5, {"strategy=memory"});
+  ASSERT_TRUE(memory.simulation && memory.simulation->valid);
+  EXPECT_EQ(memory.output.extra["segments"], 2);
+  EXPECT_EQ(memory.output.extra["dp_extra_time"], 3);
+  EXPECT_EQ(memory.output.extra["dp_kept_bytes"], 1);
+  EXPECT_EQ(memory.output.extra["dp_memory_estimate_bytes"], 5);
+  EXPECT_EQ(memory.simulation->cost, 7 + 3);
+  EXPECT_EQ(memory.simulation->peak_bytes, 4);
+
+  // auto keeps time-centric, which fits.
+  Attempt chosen = Solve(graph, "dp_exact", 5);
+  EXPECT_EQ(chosen.output.extra["strategy"], "time");
+}
+
+// Griewank's optimum for chain:n=N at budget B >= 3 (ALGORITHMS.md).
+int64_t Binomial(int64_t n, int64_t k) {
+  if (k < 0 || k > n) return 0;
+  int64_t c = 1;
+  for (int64_t i = 1; i <= k; ++i) c = c * (n - k + i) / i;
+  return c;
+}
+int64_t RevolveOptimum(int64_t n, int64_t budget) {
+  const int64_t l = n + 1, s = budget - 2;
+  int64_t r = 0;
+  while (Binomial(s + r, s) < l) ++r;
+  return n + 1 + r * l - Binomial(s + r, r - 1);
+}
+
+TEST(DpExact, RevolveOracleMatchesTheListedValues) {
+  const int64_t expected[] = {153, 67, 53, 47, 44, 43};
+  for (int64_t b = 3; b <= 8; ++b) EXPECT_EQ(RevolveOptimum(16, b), expected[b - 3]);
+  EXPECT_EQ(RevolveOptimum(16, 18), 33);
+}
+
+TEST(DpExact, ChainsNeverBeatRevolveAndImproveWithBudget) {
+  for (const char* algorithm : {"dp_exact", "dp_approx"}) {
+    for (int64_t n : {1, 4, 9, 16}) {
+      Graph graph = LoadGraph(fmt::format("chain:n={}", n));
+      int64_t previous_cost = std::numeric_limits<int64_t>::max();
+      bool was_feasible = false;
+      for (int64_t budget = 3; budget <= 2 * n + 6; ++budget) {
+        SCOPED_TRACE(fmt::format("{} on chain:n={} at budget {}", algorithm,
+                                 n, budget));
+        SolveResult result = Judge(Solve(graph, algorithm, budget), budget);
+        ASSERT_NE(result.status, Status::kError) << result.message;
+        if (result.status != Status::kFeasible) {
+          EXPECT_FALSE(was_feasible);
+          continue;
+        }
+        EXPECT_GE(result.cost, RevolveOptimum(n, budget));
+        EXPECT_LE(result.cost, previous_cost);
+        previous_cost = result.cost;
+        was_feasible = true;
+      }
+      EXPECT_TRUE(was_feasible);
+    }
+  }
+}
+
+TEST(DpExact, ExactIsNeverSlowerThanApproxOnTheDiamond) {
+  Graph graph = Diamond();
+  int64_t strictly_better = 0;
+  for (int64_t budget = MemoryLowerBound(graph); budget <= 120; ++budget) {
+    Attempt exact = Solve(graph, "dp_exact", budget);
+    Attempt approx = Solve(graph, "dp_approx", budget);
+    if (!approx.output.schedule) continue;
+    ASSERT_TRUE(exact.output.schedule) << "budget " << budget;
+    ASSERT_TRUE(exact.simulation->valid && approx.simulation->valid);
+    const int64_t e = exact.output.extra["dp_least_extra_time"];
+    const int64_t a = approx.output.extra["dp_least_extra_time"];
+    EXPECT_LE(e, a) << "budget " << budget;
+    strictly_better += e < a;
+  }
+  EXPECT_GT(strictly_better, 0);  // the cut {a, b, c} pays off somewhere
+}
+
+TEST(DpExact, GuardsAndUnsupportedGraphs) {
+  Graph chain = LoadGraph("chain:n=5");
+  Attempt sets = Solve(chain, "dp_exact", kUnboundedBudget,
+                       {"max_lower_sets=3"});
+  EXPECT_EQ(sets.output.status, Status::kTooLarge);
+  EXPECT_NE(sets.output.message.find("max_lower_sets=3"), std::string::npos);
+  Attempt states = Solve(chain, "dp_approx", kUnboundedBudget,
+                         {"max_states=1"});
+  EXPECT_EQ(states.output.status, Status::kTooLarge);
+  Graph plain = LoadGraph(testing::SourceDir() + "/tests/fixtures/diamond.json");
+  Attempt unsupported = Solve(plain, "dp_exact", kUnboundedBudget);
+  EXPECT_EQ(unsupported.output.status, Status::kUnsupported);
+  EXPECT_FALSE(unsupported.output.message.empty());
+}
+
+// The authors' graphs: lower-set counts from ALGORITHMS.md, and at a few
+// budgets valid schedules with the exact DP never slower than the
+// approximate one (both before the liveness pass).
+TEST(DpPeerGraphs, KusumotoGraphs) {
+  const std::string dir =
+      testing::SourceDir() + "/../shared/peer-graphs/kusumoto2019";
+  if (!std::filesystem::exists(dir)) {
+    GTEST_SKIP() << dir << " is absent (peer graphs are optional)";
+  }
+  const std::pair<const char*, int32_t> graphs[] = {
+      {"vgg19", 47},         {"unet", 331},      {"resnet50", 241},
+      {"resnet152", 581},    {"densenet", 569},  {"pspnet", 12533},
+      {"googlenet", 27358}};
+  for (const auto& [name, lower_sets] : graphs) {
+    SCOPED_TRACE(name);
+    Graph graph = LoadGraph(fmt::format("{}/cg_{}.txt", dir, name));
+    auto all = Analysis(graph, LowerSetKind::kAll);
+    auto closures = Analysis(graph, LowerSetKind::kAncestorClosures);
+    EXPECT_EQ(all->family.size(), lower_sets);
+    EXPECT_EQ(closures->family.size(), closures->graph.size() + 1);
+    for (int64_t budget :
+         BudgetGrid(MemoryLowerBound(graph), NoRematPeak(graph), 3)) {
+      Attempt exact = Solve(graph, "dp_exact", budget);
+      Attempt approx = Solve(graph, "dp_approx", budget);
+      for (const Attempt* a : {&exact, &approx}) {
+        if (a->simulation) EXPECT_TRUE(a->simulation->valid);
+      }
+      if (!approx.output.schedule) continue;
+      ASSERT_TRUE(exact.output.schedule) << "budget " << budget;
+      EXPECT_LE(exact.output.extra["dp_least_extra_time"].get<int64_t>(),
+                approx.output.extra["dp_least_extra_time"].get<int64_t>());
+    }
+  }
+}
+
+}  // namespace
+}  // namespace remat
