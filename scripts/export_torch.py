@@ -348,7 +348,7 @@ def trace_joint(step, inputs):
     n_p, n_b = len(params), len(buffers)
     fwd_of = {}
     groups = []  # index -> grad_fn, for the backward tags
-    calls = []  # call id -> (module path, is leaf)
+    calls = []  # call id -> (module path, is leaf, class name)
     names = {m: name for name, m in step.named_modules()}
     stack = ["top"]
 
