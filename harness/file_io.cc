@@ -6,7 +6,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 #include "harness/errors.h"
@@ -27,6 +29,27 @@ std::string ReadFile(const std::string& path) {
 
 void WriteFileAtomically(const std::string& path,
                          const std::function<void(std::ostream&)>& write) {
+  if (path == "-") {
+    write(std::cout);
+    std::cout.flush();
+    return;
+  }
+  // A device or pipe (/dev/stdout, a FIFO) is written in place: renaming
+  // over it would replace the device node with a regular file.
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!ec && std::filesystem::exists(status) &&
+      !std::filesystem::is_regular_file(status)) {
+    std::ofstream out(path, std::ios::binary);
+    if (!out) {
+      throw InputError(fmt::format("{}: cannot write ({})", path,
+                                   std::strerror(errno)));
+    }
+    write(out);
+    out.flush();
+    if (!out) throw InputError(fmt::format("{}: write failed", path));
+    return;
+  }
   const std::string temp = fmt::format("{}.tmp.{}", path, getpid());
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);

@@ -12,7 +12,8 @@ std::string ReadFile(const std::string& path);
 
 // Writes through `write` into a temporary file beside `path` and renames it
 // into place, so an interrupted or failed write never leaves a truncated
-// file. Throws InputError if the file cannot be written.
+// file. "-" writes to stdout, and a path that is a device or pipe is
+// written in place. Throws InputError if the file cannot be written.
 void WriteFileAtomically(const std::string& path,
                          const std::function<void(std::ostream&)>& write);
 

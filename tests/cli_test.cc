@@ -148,6 +148,18 @@ TEST_F(Cli, ConvertWritesJsonThatReadsBackAndDot) {
   EXPECT_EQ(result["lower_bound_bytes"], 3);
 }
 
+TEST_F(Cli, ConvertToStdoutOrADeviceWritesInPlace) {
+  Outcome run = Remat("graph convert chain:n=2 --to dot -o -");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(run.out.rfind("digraph", 0), 0u) << run.out;
+  // Renaming over /dev/stdout would replace the device with a file.
+  Outcome device = Remat("graph convert chain:n=2 --to dot -o /dev/stdout");
+  ASSERT_EQ(device.status, 0) << device.err;
+  EXPECT_NE(device.out.find("digraph"), std::string::npos);
+  EXPECT_TRUE(fs::is_symlink("/dev/stdout") ||
+              !fs::is_regular_file("/dev/stdout"));
+}
+
 TEST_F(Cli, FailedCommandsLeaveNoOutputFileBehind) {
   std::string out = (dir_ / "out.json").string();
   EXPECT_EQ(Remat("graph convert chain:n=5 --to nonsense -o " + out).status, 2);

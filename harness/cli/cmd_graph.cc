@@ -84,7 +84,8 @@ void AddGraphCommand(CLI::App& app, int& exit_code) {
       ->required();
   convert->add_option("--to", *format, "output format (see `remat list`)")
       ->required();
-  convert->add_option("-o,--out", *out, "output file")->required();
+  convert->add_option("-o,--out", *out, "output file ('-': stdout)")
+      ->required();
   auto convert_json = AddJsonFlag(convert);
   convert->callback([=, &exit_code] {
     Graph g = LoadGraph(*convert_spec);
@@ -92,9 +93,11 @@ void AddGraphCommand(CLI::App& app, int& exit_code) {
     std::ostringstream text;
     WriteGraph(text, g, *format);
     WriteFileAtomically(*out, [&](std::ostream& os) { os << text.str(); });
-    Print({{"graph", g.name()}, {"format", *format}, {"out", *out},
-           {"nodes", g.num_nodes()}},
-          *convert_json);
+    if (*out != "-") {
+      Print({{"graph", g.name()}, {"format", *format}, {"out", *out},
+             {"nodes", g.num_nodes()}},
+            *convert_json);
+    }
     exit_code = kExitOk;
   });
 }
