@@ -1,12 +1,12 @@
 #include "algorithms/checkpoint_candidates.h"
 
-#include <algorithm>
-#include <cctype>
-#include <iterator>
+#include <fmt/format.h>
 
+#include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/biconnected_components.hpp>
-#include <fmt/format.h>
+#include <cctype>
+#include <iterator>
 
 #include "harness/simulator.h"
 
@@ -72,8 +72,7 @@ std::vector<NodeId> ArticulationCandidates(const Graph& graph,
   return candidates;
 }
 
-std::vector<NodeId> AllCandidates(const Graph& graph,
-                                  const ForwardGraph& fwd) {
+std::vector<NodeId> AllCandidates(const Graph& graph, const ForwardGraph& fwd) {
   std::vector<NodeId> candidates;
   for (NodeId v : fwd.forward) {
     if (graph.kind(v) != NodeKind::kLoss) candidates.push_back(v);
@@ -85,8 +84,9 @@ ParamSpec CandidatesParam() {
   return {.name = "candidates",
           .type = ParamSpec::Type::kChoice,
           .default_value = "ap",
-          .description = "where segments may end: ap (articulation points "
-                         "of the forward graph) or all (every forward value)",
+          .description =
+              "where segments may end: ap (articulation points "
+              "of the forward graph) or all (every forward value)",
           .choices = {"ap", "all"}};
 }
 

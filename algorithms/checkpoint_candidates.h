@@ -19,8 +19,8 @@ namespace remat {
 // (topological order).
 struct ForwardGraph {
   ForwardBackward split;
-  std::vector<uint8_t> needed;    // per node, NeededNodes()
-  std::vector<NodeId> forward;    // needed forward values, topological order
+  std::vector<uint8_t> needed;  // per node, NeededNodes()
+  std::vector<NodeId> forward;  // needed forward values, topological order
 };
 
 // Nullopt with `why` when the graph has no usable forward / backward split,

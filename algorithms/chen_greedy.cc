@@ -15,11 +15,11 @@
 // seen to sqrt(2) times the last guess. Every plan is simulated; the
 // cheapest that fits the budget is returned, else the one with the smallest
 // peak.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "algorithms/segment_schedule.h"
 #include "harness/registry.h"
@@ -29,7 +29,7 @@ namespace {
 
 struct Plan {
   std::vector<NodeId> kept;
-  int64_t kept_bytes = 0;      // x
+  int64_t kept_bytes = 0;       // x
   int64_t largest_segment = 0;  // y, counting the trailing segment
 };
 
@@ -52,7 +52,8 @@ Plan GreedyPlan(const Graph& graph, const ForwardGraph& fwd,
 
 class ChenGreedy : public Algorithm {
  private:
-  AlgorithmOutput Run(const Graph& graph, const SolveRequest& request) override {
+  AlgorithmOutput Run(const Graph& graph,
+                      const SolveRequest& request) override {
     std::string why;
     std::optional<ForwardGraph> fwd = PrepareForwardGraph(graph, why);
     if (!fwd) return AlgorithmOutput::NoSchedule(Status::kUnsupported, why);
@@ -67,8 +68,8 @@ class ChenGreedy : public Algorithm {
     std::optional<Status> stop;
     auto evaluate = [&](int64_t threshold) {
       Plan plan = GreedyPlan(graph, *fwd, is_candidate, threshold);
-      if (stop || std::find(tried.begin(), tried.end(), plan.kept) !=
-                      tried.end()) {
+      if (stop ||
+          std::find(tried.begin(), tried.end(), plan.kept) != tried.end()) {
         return plan;
       }
       const SegmentChain chain(graph, *fwd, plan.kept);
@@ -100,9 +101,9 @@ class ChenGreedy : public Algorithm {
       }
       const int64_t trials = request.params.Int("trials");
       const double top = static_cast<double>(threshold) * std::sqrt(2.0);
-      const auto step = static_cast<int64_t>(
-          (top - static_cast<double>(smallest_segment)) /
-          static_cast<double>(trials));
+      const auto step =
+          static_cast<int64_t>((top - static_cast<double>(smallest_segment)) /
+                               static_cast<double>(trials));
       for (int64_t t = 1; step > 0 && t <= trials; ++t) {
         evaluate(smallest_segment + t * step);
       }
@@ -120,9 +121,10 @@ class ChenGreedy : public Algorithm {
       message = candidates.empty() && choice == "ap"
                     ? "no articulation-point candidates (skip connections "
                       "everywhere): nothing can be checkpointed"
-                    : fmt::format("no threshold tried fits the budget; the "
-                                  "smallest peak is {} bytes",
-                                  best.peak_bytes());
+                    : fmt::format(
+                          "no threshold tried fits the budget; the "
+                          "smallest peak is {} bytes",
+                          best.peak_bytes());
     }
     return best.Take(
         stop == Status::kTimeout ? Status::kTimeout : Status::kFeasible,

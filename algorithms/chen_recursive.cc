@@ -23,7 +23,8 @@ namespace {
 
 class ChenRecursive : public Algorithm {
  private:
-  AlgorithmOutput Run(const Graph& graph, const SolveRequest& request) override {
+  AlgorithmOutput Run(const Graph& graph,
+                      const SolveRequest& request) override {
     std::string why;
     std::optional<ForwardGraph> fwd = PrepareForwardGraph(graph, why);
     if (!fwd) return AlgorithmOutput::NoSchedule(Status::kUnsupported, why);
@@ -31,8 +32,7 @@ class ChenRecursive : public Algorithm {
     // Slots are never the limit: the nesting depth is.
     BuildResult built = NestedSchedule(
         chain, chain.num_steps(),
-        [](int32_t length, int64_t) { return length / 2; },
-        LimitsOf(request));
+        [](int32_t length, int64_t) { return length / 2; }, LimitsOf(request));
     if (!built.schedule) {
       return AlgorithmOutput::NoSchedule(built.status, built.message);
     }

@@ -18,9 +18,9 @@
 //                   articulation point makes its stage recompute further back);
 //   select=speed    the library's "speed" mode: keep every convolution and
 //                   matrix-product output instead (no sqrt thinning).
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "algorithms/segment_schedule.h"
 #include "harness/registry.h"
@@ -34,13 +34,15 @@ std::vector<NodeId> EverySqrtTh(const std::vector<NodeId>& candidates) {
   while (s * s > k) --s;  // floor(sqrt(k)) despite rounding
   while ((s + 1) * (s + 1) <= k) ++s;
   std::vector<NodeId> kept;
-  for (int64_t p = s; s > 0 && p <= k; p += s) kept.push_back(candidates[p - 1]);
+  for (int64_t p = s; s > 0 && p <= k; p += s)
+    kept.push_back(candidates[p - 1]);
   return kept;
 }
 
 class ChenSqrtN : public Algorithm {
  private:
-  AlgorithmOutput Run(const Graph& graph, const SolveRequest& request) override {
+  AlgorithmOutput Run(const Graph& graph,
+                      const SolveRequest& request) override {
     std::string why;
     std::optional<ForwardGraph> fwd = PrepareForwardGraph(graph, why);
     if (!fwd) return AlgorithmOutput::NoSchedule(Status::kUnsupported, why);
@@ -51,9 +53,10 @@ class ChenSqrtN : public Algorithm {
     if (speed) {
       kept = ConvAndMatmulOutputs(graph, *fwd);
       if (kept.empty()) {
-        message = "select=speed: no forward op is a convolution or matrix "
-                  "product, so nothing is checkpointed and every forward "
-                  "value is kept";
+        message =
+            "select=speed: no forward op is a convolution or matrix "
+            "product, so nothing is checkpointed and every forward "
+            "value is kept";
       }
     } else {
       const std::string& choice = request.params.String("candidates");

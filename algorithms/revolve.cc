@@ -20,9 +20,9 @@
 // gives s = B - 2 slots over N + 1 steps and the optimal cost
 // N + 1 + t(N + 1, B - 2). Given a budget, the largest slot count whose
 // simulated peak fits is used: more slots never cost more.
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "algorithms/segment_schedule.h"
 #include "harness/registry.h"
@@ -65,7 +65,8 @@ int32_t BinomialSplit(int32_t length, int64_t slots) {
 
 class Revolve : public Algorithm {
  private:
-  AlgorithmOutput Run(const Graph& graph, const SolveRequest& request) override {
+  AlgorithmOutput Run(const Graph& graph,
+                      const SolveRequest& request) override {
     std::string why;
     std::optional<ForwardGraph> fwd = PrepareForwardGraph(graph, why);
     if (!fwd) return AlgorithmOutput::NoSchedule(Status::kUnsupported, why);
@@ -107,9 +108,9 @@ class Revolve : public Algorithm {
       // right and three builds suffice.
       const int64_t floor_peak = MemoryLowerBound(graph);
       const auto guess = static_cast<int64_t>(
-          1 + static_cast<long double>(std::max<int64_t>(budget - floor_peak, 0)) *
-                  (steps - 1) /
-                  std::max<int64_t>(last_peak - floor_peak, 1));
+          1 +
+          static_cast<long double>(std::max<int64_t>(budget - floor_peak, 0)) *
+              (steps - 1) / std::max<int64_t>(last_peak - floor_peak, 1));
       int64_t lo = 0, hi = steps;  // lo fits (0: none does), hi does not
       const int64_t first = std::clamp<int64_t>(guess, 1, steps - 1);
       if (fits_at(first)) {
@@ -154,15 +155,16 @@ class Revolve : public Algorithm {
     }
     std::string message;
     if (!best.fits() && chain.num_checkpoints() == 0) {
-      message = "no articulation-point candidates (skip connections "
-                "everywhere): nothing can be checkpointed";
+      message =
+          "no articulation-point candidates (skip connections "
+          "everywhere): nothing can be checkpointed";
     } else if (!best.fits()) {
       message = fmt::format("even one slot peaks at {} bytes, over the budget",
                             best.peak_bytes());
     }
-    return best.Take(stop == Status::kTimeout ? Status::kTimeout
-                                              : Status::kFeasible,
-                     message);
+    return best.Take(
+        stop == Status::kTimeout ? Status::kTimeout : Status::kFeasible,
+        message);
   }
 };
 

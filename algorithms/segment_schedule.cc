@@ -1,9 +1,9 @@
 #include "algorithms/segment_schedule.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "harness/liveness.h"
 #include "harness/simulator.h"
@@ -75,8 +75,9 @@ ParamSpec MaxComputesParam() {
   return {.name = "max_computes",
           .type = ParamSpec::Type::kInt,
           .default_value = "20000000",
-          .description = "refuse (too_large) schedules with more computes "
-                         "than this",
+          .description =
+              "refuse (too_large) schedules with more computes "
+              "than this",
           .min_int = 1};
 }
 

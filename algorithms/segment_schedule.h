@@ -19,12 +19,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "algorithms/checkpoint_candidates.h"
 #include "harness/algorithm.h"

@@ -28,21 +28,28 @@ void BM_Solve(benchmark::State& state, const std::string& algorithm) {
   int64_t length = 0;
   for (auto _ : state) {
     AlgorithmOutput output = info.create()->Solve(graph, request);
-    length = output.schedule ? static_cast<int64_t>(output.schedule->size())
-                             : -1;
+    length =
+        output.schedule ? static_cast<int64_t>(output.schedule->size()) : -1;
     benchmark::DoNotOptimize(length);
   }
   state.counters["events"] = static_cast<double>(length);
 }
 
 BENCHMARK_CAPTURE(BM_Solve, chen_sqrtn, std::string("chen_sqrtn"))
-    ->Arg(0)->Unit(benchmark::kMillisecond);
+    ->Arg(0)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Solve, chen_recursive, std::string("chen_recursive"))
-    ->Arg(0)->Unit(benchmark::kMillisecond);
+    ->Arg(0)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Solve, chen_greedy, std::string("chen_greedy"))
-    ->Arg(1000)->Arg(0)->Unit(benchmark::kMillisecond);
+    ->Arg(1000)
+    ->Arg(0)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Solve, revolve, std::string("revolve"))
-    ->Arg(100)->Arg(1000)->Arg(0)->Unit(benchmark::kMillisecond);
+    ->Arg(100)
+    ->Arg(1000)
+    ->Arg(0)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace remat

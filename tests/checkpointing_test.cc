@@ -1,14 +1,13 @@
 // Chen et al.'s checkpointing and revolve against numbers derived by hand
 // from their formulas (never from a run of the code), and every schedule
 // they return on the fixture and peer graphs checked by the simulator.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "algorithms/checkpoint_candidates.h"
 #include "harness/graph_source.h"
@@ -27,15 +26,14 @@ SolveResult Solve(const std::string& algorithm, const Graph& graph,
                   int64_t budget, std::vector<std::string> params = {},
                   double timeout = 0) {
   const AlgorithmInfo& info = FindAlgorithm(algorithm);
-  Attempt attempt = RunAlgorithm(
-      graph, info, Params::Parse(params, info.params, algorithm), budget,
-      timeout);
+  Attempt attempt =
+      RunAlgorithm(graph, info, Params::Parse(params, info.params, algorithm),
+                   budget, timeout);
   return Judge(attempt, budget);
 }
 
 Graph Chain(int64_t n, int64_t mem = 1, int64_t cost = 1) {
-  return LoadGraph(
-      fmt::format("chain:n={},mem={},cost={}", n, mem, cost));
+  return LoadGraph(fmt::format("chain:n={},mem={},cost={}", n, mem, cost));
 }
 
 // C(n, k) for the small arguments the formulas below need.
@@ -87,8 +85,8 @@ TEST(Revolve, SlotsParameterGivesTheBinomialCostAndPeak) {
   const int64_t n = 200;
   const Graph g = Chain(n);
   for (int64_t s = 1; s <= n + 1; ++s) {
-    const SolveResult r = Solve("revolve", g, kUnboundedBudget,
-                                {"slots=" + std::to_string(s)});
+    const SolveResult r =
+        Solve("revolve", g, kUnboundedBudget, {"slots=" + std::to_string(s)});
     ASSERT_EQ(r.cost, n + 1 + GriewankT(n + 1, s)) << s;
     ASSERT_EQ(r.peak_bytes, std::min(s + 2, n + 2)) << s;
   }
@@ -329,7 +327,8 @@ void CheckEverySchedule(const Graph& graph, const std::string& label) {
 TEST(Conformance, EveryFixtureAndCorpusGraph) {
   std::vector<std::string> specs = testing::FixtureGraphSpecs();
   specs.push_back("chain:n=64,mem=4MiB,cost=100");
-  for (const std::string& spec : specs) CheckEverySchedule(LoadGraph(spec), spec);
+  for (const std::string& spec : specs)
+    CheckEverySchedule(LoadGraph(spec), spec);
 }
 
 TEST(Conformance, EveryPeerGraph) {
@@ -346,7 +345,8 @@ TEST(Conformance, EveryPeerGraph) {
   for (const auto& [folder, format] : corpora) {
     if (!formats.contains(format)) continue;  // importer not built
     std::vector<std::string> files;
-    for (const auto& entry : std::filesystem::directory_iterator(dir / folder)) {
+    for (const auto& entry :
+         std::filesystem::directory_iterator(dir / folder)) {
       files.push_back(entry.path());
     }
     std::sort(files.begin(), files.end());
