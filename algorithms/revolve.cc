@@ -159,8 +159,10 @@ class Revolve : public Algorithm {
           "no articulation-point candidates (skip connections "
           "everywhere): nothing can be checkpointed";
     } else if (!best.fits()) {
-      message = fmt::format("even one slot peaks at {} bytes, over the budget",
-                            best.peak_bytes());
+      message = fmt::format(
+          "no slot count fits the budget; the smallest peak found is {} "
+          "bytes ({} slots)",
+          best.peak_bytes(), best.note()["slots"].get<int64_t>());
     }
     return best.Take(
         stop == Status::kTimeout ? Status::kTimeout : Status::kFeasible,
