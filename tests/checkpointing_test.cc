@@ -324,14 +324,14 @@ void CheckEverySchedule(const Graph& graph, const std::string& label) {
   }
 }
 
-TEST(Conformance, EveryFixtureAndCorpusGraph) {
+TEST(SegmentSchedules, ValidOnEveryFixtureAndCorpusGraph) {
   std::vector<std::string> specs = testing::FixtureGraphSpecs();
   specs.push_back("chain:n=64,mem=4MiB,cost=100");
   for (const std::string& spec : specs)
     CheckEverySchedule(LoadGraph(spec), spec);
 }
 
-TEST(Conformance, EveryPeerGraph) {
+TEST(SegmentSchedules, ValidOnEveryPeerGraph) {
   const std::filesystem::path dir =
       testing::SourceDir() + "/../shared/peer-graphs";
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no " << dir;
