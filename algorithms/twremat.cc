@@ -377,13 +377,14 @@ class KnobSearch {
   std::string too_large_message_;
 };
 
-// Searches the knobs from the cheapest end. NoRemat (depth 0) is optimal
-// when it fits. Otherwise the full-depth recursion is the most frugal
-// setting; if it does not fit, nothing will. Between the two, the
-// memory-limit heuristic recurses only where needed; its estimate is an
-// upper bound, so a limit above the budget may still fit, and a bisection
-// looks for the largest limit (fewest recursions) that does. Depth limits
-// are tried from shallow (cheap) to deep, stopping at the first that fits.
+// Searches the knobs. NoRemat (depth 0) is optimal when it fits. Otherwise
+// the full-depth recursion is usually the most frugal setting (and the
+// fallback when nothing fits). The memory-limit heuristic recurses only
+// where needed; its estimate is an upper bound, so a limit above the budget
+// may still fit, and a bisection looks for the largest limit (fewest
+// recursions) that does. Depth limits are tried from shallow (cheap) to
+// deep, stopping at the first that fits; they also cover graphs whose
+// full-depth schedule exceeds max_events.
 AlgorithmOutput SearchKnobs(const Graph& graph,
                             const SeparatorHierarchy& hierarchy,
                             TwRematOptions base, const SolveRequest& request,
@@ -397,18 +398,17 @@ AlgorithmOutput SearchKnobs(const Graph& graph,
     return o;
   };
   if (search.Try(with(0, 0))) return search.Result(std::move(extra));
-  if (search.Try(with(-1, 0))) {
-    if (search.Try(with(-1, budget))) {
-      int64_t low = budget, high = NoRematPeak(graph);
-      for (int step = 0; step < 8 && high - low > 1 && !search.stopped();
-           ++step) {
-        const int64_t mid = low + (high - low) / 2;
-        (search.Try(with(-1, mid)) ? low : high) = mid;
-      }
+  search.Try(with(-1, 0));
+  if (search.Try(with(-1, budget))) {
+    int64_t low = budget, high = NoRematPeak(graph);
+    for (int step = 0; step < 8 && high - low > 1 && !search.stopped();
+         ++step) {
+      const int64_t mid = low + (high - low) / 2;
+      (search.Try(with(-1, mid)) ? low : high) = mid;
     }
-    for (int32_t depth = 1; depth + 1 < hierarchy.height(); ++depth) {
-      if (search.Try(with(depth, 0))) break;
-    }
+  }
+  for (int32_t depth = 1; depth + 1 < hierarchy.height(); ++depth) {
+    if (search.Try(with(depth, 0))) break;
   }
   return search.Result(std::move(extra));
 }
