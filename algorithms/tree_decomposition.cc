@@ -1,9 +1,9 @@
 #include "algorithms/tree_decomposition.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <queue>
-
-#include <fmt/format.h>
 
 namespace remat {
 namespace {
@@ -213,7 +213,8 @@ std::string CheckTreeDecomposition(const Graph& graph,
   for (int32_t b = 0; b < bags; ++b) {
     const int32_t p = td.parent[b];
     if (p == -1) {
-      if (root != -1) return fmt::format("bags {} and {} are both roots", root, b);
+      if (root != -1)
+        return fmt::format("bags {} and {} are both roots", root, b);
       root = b;
     } else if (p < 0 || p >= bags || p == b) {
       return fmt::format("bag {} has parent {}", b, p);
@@ -264,9 +265,8 @@ std::string CheckTreeDecomposition(const Graph& graph,
   }
   for (NodeId v = 0; v < n; ++v) {
     for (NodeId u : graph.inputs(v)) {
-      const bool covered =
-          std::any_of(bags_of[u].begin(), bags_of[u].end(),
-                      [&](int32_t b) { return holds(b, v); });
+      const bool covered = std::any_of(bags_of[u].begin(), bags_of[u].end(),
+                                       [&](int32_t b) { return holds(b, v); });
       if (!covered) return fmt::format("edge {} -> {} is in no bag", u, v);
     }
   }

@@ -21,10 +21,10 @@
 //      pass puts every free as early as legal (targets included).
 #include "algorithms/twremat.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <optional>
-
-#include <fmt/format.h>
 
 #include "algorithms/tree_decomposition.h"
 #include "harness/liveness.h"
@@ -108,7 +108,8 @@ class Recursion {
     }
     RecurseIntoChildren(depth);
     for (NodeId v : level.here) {
-      if (!std::binary_search(level.c_sorted.begin(), level.c_sorted.end(), v)) {
+      if (!std::binary_search(level.c_sorted.begin(), level.c_sorted.end(),
+                              v)) {
         Release(v);
       }
     }
@@ -121,7 +122,8 @@ class Recursion {
     for (size_t i = 0; i < level.by_child.size();) {
       const int32_t child = level.by_child[i].first;
       level.group.clear();
-      for (; i < level.by_child.size() && level.by_child[i].first == child; ++i) {
+      for (; i < level.by_child.size() && level.by_child[i].first == child;
+           ++i) {
         level.group.push_back(level.by_child[i].second);
       }
       Compute(child, level.group, depth + 1);
@@ -291,7 +293,6 @@ TwRematSchedule GenerateTwRemat(const Graph& graph,
   return result;
 }
 
-
 namespace {
 
 // The budgeted mode: tries knob settings, simulates each schedule, and keeps
@@ -332,9 +333,7 @@ class KnobSearch {
     return fits;
   }
 
-  bool stopped() const {
-    return timed_out_ || invalid_ || deadline_.Expired();
-  }
+  bool stopped() const { return timed_out_ || invalid_ || deadline_.Expired(); }
 
   AlgorithmOutput Result(nlohmann::json extra) {
     if (!best_) {
@@ -342,8 +341,7 @@ class KnobSearch {
         return AlgorithmOutput::NoSchedule(
             Status::kTimeout, "deadline reached before any schedule");
       }
-      return AlgorithmOutput::NoSchedule(Status::kTooLarge,
-                                         too_large_message_);
+      return AlgorithmOutput::NoSchedule(Status::kTooLarge, too_large_message_);
     }
     AlgorithmOutput out = AlgorithmOutput::Found(std::move(*best_));
     if (stopped() && !invalid_) out.status = Status::kTimeout;
@@ -415,7 +413,8 @@ AlgorithmOutput SearchKnobs(const Graph& graph,
 
 class TwRemat : public Algorithm {
  private:
-  AlgorithmOutput Run(const Graph& graph, const SolveRequest& request) override {
+  AlgorithmOutput Run(const Graph& graph,
+                      const SolveRequest& request) override {
     const Params& params = request.params;
     const EliminationOrder order = params.String("elimination") == "min_degree"
                                        ? EliminationOrder::kMinDegree
@@ -497,8 +496,8 @@ const bool kRegistered = RegisterAlgorithm({
 const bool kTreewidthRegistered = RegisterGraphProperty({
     .name = "treewidth_upper_bound",
     .compute = [](const Graph& graph) -> nlohmann::json {
-      const auto td = DecomposeByElimination(
-          graph, EliminationOrder::kMinFill, Deadline::In(30));
+      const auto td = DecomposeByElimination(graph, EliminationOrder::kMinFill,
+                                             Deadline::In(30));
       if (!td) return nullptr;
       return td->width();
     },

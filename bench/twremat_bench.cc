@@ -7,10 +7,10 @@
 //       build/bench/twremat_bench --benchmark_filter=Growth
 // Wall time on a shared machine can exceed CPU time; the goals are about
 // the latter.
+#include <benchmark/benchmark.h>
+
 #include <chrono>
 #include <map>
-
-#include <benchmark/benchmark.h>
 
 #include "algorithms/separator_hierarchy.h"
 #include "algorithms/tree_decomposition.h"
@@ -83,8 +83,8 @@ void BM_Generate(benchmark::State& state, const std::string& spec) {
     events += static_cast<int64_t>(r.schedule.size());
     benchmark::DoNotOptimize(r);
   }
-  state.counters["events/s"] =
-      benchmark::Counter(static_cast<double>(events), benchmark::Counter::kIsRate);
+  state.counters["events/s"] = benchmark::Counter(static_cast<double>(events),
+                                                  benchmark::Counter::kIsRate);
   state.counters["events"] =
       static_cast<double>(events) / static_cast<double>(state.iterations());
 }
@@ -109,9 +109,9 @@ void BM_Growth(benchmark::State& state, const std::string& spec) {
     const TreeDecomposition td =
         *DecomposeByElimination(graph, EliminationOrder::kMinFill);
     const SeparatorHierarchy hier(graph, td);
-    decompose_seconds = std::chrono::duration<double>(
-                            std::chrono::steady_clock::now() - start)
-                            .count();
+    decompose_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     TwRematSchedule r = GenerateTwRemat(graph, hier, {});
     const SimulationResult sim = Simulate(graph, r.schedule);
     length = sim.length;
@@ -132,9 +132,9 @@ void BM_Growth(benchmark::State& state, const std::string& spec) {
 }
 // Chains of 10^2 .. 10^5 nodes (n forward nodes give 2n + 1), and ResNets
 // (CIFAR layout, 6k+2 layers, about 7 nodes per layer) of the same sizes.
-#define REMAT_GROWTH(label, spec)          \
+#define REMAT_GROWTH(label, spec)           \
   BENCHMARK_CAPTURE(BM_Growth, label, spec) \
-      ->Iterations(1)                      \
+      ->Iterations(1)                       \
       ->Unit(benchmark::kMillisecond)
 REMAT_GROWTH(chain_1e2, "chain:n=50");
 REMAT_GROWTH(chain_1e3, "chain:n=500");

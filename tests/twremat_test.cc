@@ -1,16 +1,17 @@
 // TwRemat: tree decompositions, the separator hierarchy, the recursion and
 // its knobs, checked against the bounds ALGORITHMS.md derives.
+#include "algorithms/twremat.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <random>
 #include <set>
 
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-
 #include "algorithms/separator_hierarchy.h"
 #include "algorithms/tree_decomposition.h"
-#include "algorithms/twremat.h"
 #include "harness/graph_source.h"
 #include "harness/liveness.h"
 #include "harness/registry.h"
@@ -110,8 +111,8 @@ std::vector<NodeId> NaiveEliminationOrder(const Graph& graph,
   return result;
 }
 
-TreeDecomposition Decompose(const Graph& graph,
-                            EliminationOrder order = EliminationOrder::kMinFill) {
+TreeDecomposition Decompose(
+    const Graph& graph, EliminationOrder order = EliminationOrder::kMinFill) {
   std::optional<TreeDecomposition> td = DecomposeByElimination(graph, order);
   EXPECT_TRUE(td.has_value());
   return *td;
@@ -126,14 +127,16 @@ std::vector<std::string> GraphSpecs() {
 TEST(TreeDecompositionTest, ValidOnEveryFixtureAndRandomGraph) {
   for (const auto& spec : GraphSpecs()) {
     const Graph graph = LoadGraph(spec);
-    for (auto order : {EliminationOrder::kMinFill, EliminationOrder::kMinDegree}) {
+    for (auto order :
+         {EliminationOrder::kMinFill, EliminationOrder::kMinDegree}) {
       EXPECT_EQ(CheckTreeDecomposition(graph, Decompose(graph, order)), "")
           << spec;
     }
   }
   for (uint64_t seed = 1; seed <= 20; ++seed) {
     const Graph graph = RandomKTree(60, 1 + seed % 4, seed);
-    for (auto order : {EliminationOrder::kMinFill, EliminationOrder::kMinDegree}) {
+    for (auto order :
+         {EliminationOrder::kMinFill, EliminationOrder::kMinDegree}) {
       EXPECT_EQ(CheckTreeDecomposition(graph, Decompose(graph, order)), "")
           << seed;
     }
@@ -143,7 +146,8 @@ TEST(TreeDecompositionTest, ValidOnEveryFixtureAndRandomGraph) {
 TEST(TreeDecompositionTest, IncrementalOrderMatchesRecomputingEveryStep) {
   for (uint64_t seed = 1; seed <= 30; ++seed) {
     const Graph graph = RandomKTree(40, 1 + seed % 5, seed);
-    for (auto order : {EliminationOrder::kMinFill, EliminationOrder::kMinDegree}) {
+    for (auto order :
+         {EliminationOrder::kMinFill, EliminationOrder::kMinDegree}) {
       EXPECT_EQ(Decompose(graph, order).elimination_order,
                 NaiveEliminationOrder(graph, order))
           << "seed " << seed;
@@ -194,14 +198,13 @@ TEST(TreeDecompositionTest, CheckerFindsBrokenDecompositions) {
     td.parent = std::move(parent);
     return td;
   };
-  EXPECT_EQ(CheckTreeDecomposition(graph, make({{0, 1}, {1, 2}}, {1, -1})),
-            "");
+  EXPECT_EQ(CheckTreeDecomposition(graph, make({{0, 1}, {1, 2}}, {1, -1})), "");
   EXPECT_NE(CheckTreeDecomposition(graph, make({{0}, {1, 2}}, {1, -1})), "");
   EXPECT_NE(CheckTreeDecomposition(graph, make({{0, 1}, {2}}, {1, -1})), "");
   // Node 1's bags {0, 1} and {1, 2} are joined only through {0}.
-  EXPECT_NE(CheckTreeDecomposition(
-                graph, make({{0, 1}, {0}, {1, 2}}, {1, -1, 1})),
-            "");
+  EXPECT_NE(
+      CheckTreeDecomposition(graph, make({{0, 1}, {0}, {1, 2}}, {1, -1, 1})),
+      "");
   EXPECT_NE(CheckTreeDecomposition(graph, make({{0, 1}, {1, 2}}, {-1, -1})),
             "");
   EXPECT_NE(CheckTreeDecomposition(graph, make({{0, 1}, {1, 2}}, {1, 0})), "");
@@ -269,9 +272,12 @@ TEST(TwRematTest, EverySettingGivesAValidSchedule) {
   std::vector<std::string> specs = GraphSpecs();
   for (uint64_t seed = 1; seed <= 8; ++seed) {
     const Graph graph = RandomKTree(80, 1 + seed % 3, seed);
-    for (const auto& params : std::vector<std::vector<std::string>>{
-             {}, {"max_depth=1"}, {"max_depth=3"}, {"memory_limit=30"},
-             {"elimination=min_degree"}}) {
+    for (const auto& params :
+         std::vector<std::vector<std::string>>{{},
+                                               {"max_depth=1"},
+                                               {"max_depth=3"},
+                                               {"memory_limit=30"},
+                                               {"elimination=min_degree"}}) {
       Solved s = Solve(graph, params);
       ASSERT_TRUE(s.output.schedule) << seed;
       EXPECT_TRUE(s.sim.valid) << seed << ": " << s.sim.error;
@@ -309,7 +315,8 @@ TEST(TwRematTest, RecomputationsWithinTheDepthBound) {
     TwRematSchedule r = GenerateTwRemat(graph, hier, {});
     ASSERT_EQ(r.status, Status::kFeasible);
     std::vector<int64_t> times(graph.num_nodes(), 0);
-    for (const Event& e : r.schedule) times[e.node] += e.op == Event::Op::kCompute;
+    for (const Event& e : r.schedule)
+      times[e.node] += e.op == Event::Op::kCompute;
     for (NodeId v = 0; v < graph.num_nodes(); ++v) {
       const double bound = std::pow(td.width() + 2, hier.depth(hier.owner(v)));
       EXPECT_LE(static_cast<double>(times[v]), bound) << v;
@@ -333,8 +340,8 @@ int64_t PeakBound(const Graph& graph) {
 
 TEST(TwRematTest, PeakWithinTheBoundOnSmallTreewidthGraphs) {
   for (uint64_t seed = 1; seed <= 20; ++seed) {
-    const Graph graph = RandomKTree(100 + 20 * static_cast<int32_t>(seed),
-                                    1 + seed % 3, seed);
+    const Graph graph =
+        RandomKTree(100 + 20 * static_cast<int32_t>(seed), 1 + seed % 3, seed);
     Solved s = Solve(graph, {});
     ASSERT_TRUE(s.sim.valid) << s.sim.error;
     EXPECT_LE(s.sim.peak_bytes, PeakBound(graph)) << seed;
