@@ -10,13 +10,12 @@
 // for each, the cheapest R consistent with S is rebuilt, the schedule is
 // extracted and simulated, and the cheapest one within the budget is kept
 // (or, when none fits, the one with the lowest peak, reported infeasible).
-#include <OsiClpSolverInterface.hpp>
+#include <fmt/format.h>
 
+#include <OsiClpSolverInterface.hpp>
 #include <cmath>
 #include <optional>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "algorithms/checkmate_model.h"
 #include "harness/registry.h"
@@ -27,7 +26,8 @@ namespace {
 
 class CheckmateLp : public Algorithm {
  private:
-  AlgorithmOutput Run(const Graph& graph, const SolveRequest& request) override {
+  AlgorithmOutput Run(const Graph& graph,
+                      const SolveRequest& request) override {
     const int64_t budget = request.budget_bytes;
     if (budget < MemoryLowerBound(graph)) {
       return AlgorithmOutput::NoSchedule(
@@ -43,7 +43,7 @@ class CheckmateLp : public Algorithm {
     const CheckmateModel model(graph, budget);
     OsiClpSolverInterface lp;
     lp.messageHandler()->setLogLevel(0);
-    lp.getModelPtr()->setMaximumSeconds(
+    lp.getModelPtr()->setMaximumWallSeconds(
         std::min(request.deadline.SecondsLeft(), 1e9));
     lp.loadProblem(model.num_cols(), model.num_rows(),
                    model.col_starts().data(), model.row_index().data(),
@@ -71,10 +71,10 @@ class CheckmateLp : public Algorithm {
     for (int row : model.budget_rows()) lp.setRowUpper(row, tight);
     lp.resolve();
     if (lp.isProvenOptimal()) {
-      solutions.insert(solutions.begin(),
-                       std::vector<double>(lp.getColSolution(),
-                                           lp.getColSolution() +
-                                               model.num_cols()));
+      solutions.insert(
+          solutions.begin(),
+          std::vector<double>(lp.getColSolution(),
+                              lp.getColSolution() + model.num_cols()));
     }
 
     std::optional<Schedule> best;
@@ -82,17 +82,17 @@ class CheckmateLp : public Algorithm {
     bool best_fits = false;
     int tried = 0;
     for (const std::vector<double>& x : solutions) {
-      for (double threshold : {0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8,
-                               0.9, 0.99}) {
+      for (double threshold :
+           {0.01, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.99}) {
         if (request.deadline.Expired()) break;
         const auto s = model.RoundS(x, threshold);
         Schedule schedule = model.Extract(model.RebuildR(s), s);
         const SimulationResult sim = Simulate(graph, schedule);
         ++tried;
         const bool fits = sim.valid && sim.peak_bytes <= budget;
-        const bool better =
-            !best || (fits && (!best_fits || sim.cost < best_cost)) ||
-            (!fits && !best_fits && sim.peak_bytes < best_peak);
+        const bool better = !best ||
+                            (fits && (!best_fits || sim.cost < best_cost)) ||
+                            (!fits && !best_fits && sim.peak_bytes < best_peak);
         if (sim.valid && better) {
           best = std::move(schedule);
           best_cost = sim.cost;
@@ -130,7 +130,7 @@ const bool kRegistered = RegisterAlgorithm({
                 .description = "budget fraction the rounded LP is solved at"},
                {.name = "max_nodes",
                 .type = ParamSpec::Type::kInt,
-                .default_value = "1000",
+                .default_value = "400",
                 .description = "refuse (too_large) graphs with more needed "
                                "nodes than this",
                 .min_int = 1}},

@@ -13,14 +13,13 @@
 // class gives away). The schedule is extracted stage by stage from R and S
 // and simulated like every other.
 #include <Cbc_C_Interface.h>
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 #include <memory>
 #include <mutex>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "algorithms/checkmate_model.h"
 #include "algorithms/warm_start.h"
@@ -40,7 +39,8 @@ struct CbcDeleter {
 
 class CheckmateMilp : public Algorithm {
  private:
-  AlgorithmOutput Run(const Graph& graph, const SolveRequest& request) override {
+  AlgorithmOutput Run(const Graph& graph,
+                      const SolveRequest& request) override {
     const int64_t budget = request.budget_bytes;
     if (budget < MemoryLowerBound(graph)) {
       return AlgorithmOutput::NoSchedule(
@@ -51,9 +51,10 @@ class CheckmateMilp : public Algorithm {
     if (static_cast<int64_t>(needed) > max_nodes) {
       return AlgorithmOutput::NoSchedule(
           Status::kTooLarge,
-          fmt::format("{} needed nodes > max_nodes={} (the model has O(n^2) "
-                      "binaries per edge)",
-                      needed, max_nodes));
+          fmt::format(
+              "{} needed nodes > max_nodes={} (the model has n binaries "
+              "per edge and per node)",
+              needed, max_nodes));
     }
     const CheckmateModel model(graph, budget);
 
@@ -78,14 +79,14 @@ class CheckmateMilp : public Algorithm {
     if (start) {
       std::vector<int> cols(model.num_cols());
       for (int i = 0; i < model.num_cols(); ++i) cols[i] = i;
-      Cbc_setMIPStartI(cbc.get(), model.num_cols(), cols.data(),
-                       start->data());
+      Cbc_setMIPStartI(cbc.get(), model.num_cols(), cols.data(), start->data());
     }
     Cbc_setLogLevel(cbc.get(), 0);
     Cbc_setParameter(cbc.get(), "log", "0");
-    Cbc_setParameter(
-        cbc.get(), "threads",
-        std::to_string(request.params.Int("threads")).c_str());
+    // CBC counts CPU time by default; the deadline is wall-clock time.
+    Cbc_setParameter(cbc.get(), "timeMode", "elapsed");
+    Cbc_setParameter(cbc.get(), "threads",
+                     std::to_string(request.params.Int("threads")).c_str());
 
     std::unique_lock lock(cbc_mutex);
     // Leave a little time to extract and return the schedule.
@@ -99,17 +100,17 @@ class CheckmateMilp : public Algorithm {
     lock.unlock();
 
     const bool proven_infeasible = Cbc_isProvenInfeasible(cbc.get());
-    const bool has_solution = Cbc_numberSavedSolutions(cbc.get()) > 0 ||
-                              (Cbc_isProvenOptimal(cbc.get()) != 0);
+    const double* best = Cbc_bestSolution(cbc.get());
     if (proven_infeasible) {
       return AlgorithmOutput::NoSchedule(
           Status::kInfeasible,
           "CBC proved that no staged schedule fits the budget (other "
           "schedules may)");
     }
-    if (!has_solution) {
+    if (best == nullptr) {
       return AlgorithmOutput::NoSchedule(
-          Status::kTimeout, "CBC found no staged schedule within the time limit");
+          Status::kTimeout,
+          "CBC found no staged schedule within the time limit");
     }
     const double scale = static_cast<double>(model.cost_scale());
     const bool optimal = Cbc_isProvenOptimal(cbc.get()) != 0;
@@ -119,8 +120,7 @@ class CheckmateMilp : public Algorithm {
     const double bound =
         optimal ? objective
                 : std::ceil(Cbc_getBestPossibleObjValue(cbc.get()) - 1e-6);
-    const std::span<const double> x(Cbc_getColSolution(cbc.get()),
-                                    model.num_cols());
+    const std::span<const double> x(best, model.num_cols());
     AlgorithmOutput out = AlgorithmOutput::Found(
         model.Extract(model.RoundR(x, 0.5), model.RoundS(x, 0.5)),
         fmt::format("{}; MILP cost {:.0f}, staged bound {:.0f}; warm start: {}",
@@ -161,7 +161,7 @@ const bool kRegistered = RegisterAlgorithm({
                                "warm start (at most a tenth of the time left)"},
                {.name = "max_nodes",
                 .type = ParamSpec::Type::kInt,
-                .default_value = "1000",
+                .default_value = "400",
                 .description = "refuse (too_large) graphs with more needed "
                                "nodes than this",
                 .min_int = 1}},

@@ -26,6 +26,8 @@
 // States are pairs of 64-bit masks over the needed nodes, so graphs with
 // more than `max_nodes` (at most 64) needed nodes are refused (too_large).
 // At the deadline the incumbent is returned with status timeout.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -35,8 +37,6 @@
 #include <tuple>
 #include <unordered_map>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "algorithms/warm_start.h"
 #include "harness/registry.h"
@@ -51,10 +51,10 @@ Mask Bit(int i) { return Mask{1} << i; }
 
 // The needed nodes, renumbered 0..m-1 in topological order, with masks.
 struct Problem {
-  std::vector<NodeId> node;  // index -> graph node
+  std::vector<NodeId> node;              // index -> graph node
   std::vector<int64_t> mem, need, cost;  // need = mem + workspace
   std::vector<Mask> inputs;
-  std::vector<Mask> reaches;  // targets reachable from i (i included)
+  std::vector<Mask> reaches;     // targets reachable from i (i included)
   std::vector<Mask> target_bit;  // Bit(i) for targets, else 0
   Mask all_targets = 0;
 
@@ -114,8 +114,8 @@ struct Entry {
   StateKey key;
   int64_t g;
   int32_t parent;
-  int8_t computed;  // -1 for the start state
-  Mask freed_before;  // freed to make room for `computed`
+  int8_t computed;     // -1 for the start state
+  Mask freed_before;   // freed to make room for `computed`
   Mask dropped_after;  // no longer needed once `computed` is done
 };
 
@@ -133,15 +133,15 @@ class Search {
       const auto [f, neg_g, at] = open_.top();
       open_.pop();
       if (-neg_g != entries_[at].g) continue;  // a cheaper path replaced it
+      open_bound_ = f;
+      const Entry e = entries_[at];
+      if (e.key.done == p_.all_targets) return at;
       if ((++expanded_ & 255) == 0 &&
           (deadline.Expired() ||
            static_cast<int64_t>(entries_.size()) > max_states)) {
         timed_out = true;
         return -1;
       }
-      open_bound_ = f;
-      const Entry e = entries_[at];
-      if (e.key.done == p_.all_targets) return at;
       if (Dominated(e)) continue;
       Expand(at, e);
     }
@@ -259,7 +259,11 @@ class Search {
       if (!(p_.reaches[u] & undone)) dropped |= Bit(u);
     }
     live &= ~dropped;
-    Push({{live, done}, e.g + p_.cost[c], at, static_cast<int8_t>(c), freed,
+    Push({{live, done},
+          e.g + p_.cost[c],
+          at,
+          static_cast<int8_t>(c),
+          freed,
           dropped});
   }
 
@@ -302,7 +306,8 @@ Schedule ScheduleOf(const Problem& p, const Search& search, int32_t goal) {
 
 class ExactSearch : public Algorithm {
  private:
-  AlgorithmOutput Run(const Graph& graph, const SolveRequest& request) override {
+  AlgorithmOutput Run(const Graph& graph,
+                      const SolveRequest& request) override {
     const int64_t max_nodes = request.params.Int("max_nodes");
     const Problem p = MakeProblem(graph);
     if (p.size() > max_nodes || p.size() > 64) {
@@ -324,11 +329,10 @@ class ExactSearch : public Algorithm {
         incumbent ? incumbent->cost : std::numeric_limits<int64_t>::max();
     Search search(p, budget, upper_bound);
     bool timed_out = false;
-    const int32_t goal =
-        search.Run(request.deadline, request.params.Int("max_states"),
-                   timed_out);
-    const std::string states = fmt::format(
-        "{} states expanded, {} reached", search.expanded(), search.reached());
+    const int32_t goal = search.Run(
+        request.deadline, request.params.Int("max_states"), timed_out);
+    const std::string states = fmt::format("{} states expanded, {} reached",
+                                           search.expanded(), search.reached());
     if (timed_out) {
       const std::string why = fmt::format(
           "{} before proving optimality; {}; every schedule cheaper than "
