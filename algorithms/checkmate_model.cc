@@ -47,7 +47,8 @@ CheckmateModel::CheckmateModel(const Graph& graph, int64_t budget_bytes)
     for (int i = 0; i < t; ++i) s_col_[t][i] = AddCol(0, 1, 0, true);
     for (int k = 0; k <= t; ++k) {
       u_col_[t][k] = AddCol(0, inf, 0, false);
-      for (int i : inputs_[k]) free_col_[t][k].push_back({AddCol(0, 1, 0, true), i});
+      for (int i : inputs_[k])
+        free_col_[t][k].push_back({AddCol(0, 1, 0, true), i});
       free_col_[t][k].push_back({AddCol(0, 1, 0, true), k});
     }
   }
@@ -80,9 +81,9 @@ CheckmateModel::CheckmateModel(const Graph& graph, int64_t budget_bytes)
       }
       AddRow(0, 0, terms);
       budget_rows_.push_back(num_rows());
-      AddRow(-inf, budget,
-             {{u_col_[t][k], 1},
-              {R(t, k), double(workspace_[k] / mem_scale_)}});
+      AddRow(
+          -inf, budget,
+          {{u_col_[t][k], 1}, {R(t, k), double(workspace_[k] / mem_scale_)}});
       // F[t,i,k] = 1 exactly when k is computed, i is not kept into t+1
       // and no later consumer of i is computed in stage t, i.e. when
       // h = (1 - R[t,k]) + S[t+1,i] + sum R[t,j] is 0:
@@ -145,8 +146,7 @@ void CheckmateModel::Finish() {
     row_index_.push_back(row);
     values_.push_back(value);
   }
-  std::partial_sum(col_starts_.begin(), col_starts_.end(),
-                   col_starts_.begin());
+  std::partial_sum(col_starts_.begin(), col_starts_.end(), col_starts_.begin());
   triplets_.clear();
   triplets_.shrink_to_fit();
 }

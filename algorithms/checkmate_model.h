@@ -87,8 +87,8 @@ class CheckmateModel {
   void Finish();
 
   const Graph& graph_;
-  std::vector<NodeId> node_;   // stage index -> graph node
-  std::vector<int> index_;     // graph node -> stage index (-1: not needed)
+  std::vector<NodeId> node_;  // stage index -> graph node
+  std::vector<int> index_;    // graph node -> stage index (-1: not needed)
   std::vector<std::vector<int>> inputs_, consumers_;  // in stage indices
   std::vector<int64_t> mem_, workspace_;
   int64_t mem_scale_ = 1, cost_scale_ = 1;

@@ -26,9 +26,9 @@ std::optional<Incumbent> BestHeuristicSchedule(
     const double seconds = std::min(seconds_each, deadline.SecondsLeft());
     // RunAlgorithm reads a non-positive timeout as "none".
     if (seconds < 1e-3) break;
-    const Attempt attempt = RunAlgorithm(
-        graph, *info, Params::Parse({}, info->params, info->name),
-        budget_bytes, seconds);
+    const Attempt attempt =
+        RunAlgorithm(graph, *info, Params::Parse({}, info->params, info->name),
+                     budget_bytes, seconds);
     if (!attempt.simulation || !attempt.simulation->valid ||
         attempt.simulation->peak_bytes > budget_bytes ||
         (accept && !accept(*attempt.output.schedule))) {

@@ -1,16 +1,15 @@
 // exact_search, checkmate_milp and checkmate_lp: hand-derived optima, the
 // revolve formula on chains, and cross-checks against every registered
 // heuristic on seeded random graphs (ALGORITHMS.md, "Exact methods").
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <random>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <random>
 
 #include "algorithms/checkmate_model.h"
 #include "harness/graph_source.h"
@@ -103,8 +102,7 @@ Graph RandomTrainingGraph(std::mt19937& rng, int n, double p) {
     if (reads_output || (!reads_inputs && finputs[f].empty())) {
       inputs.push_back(f);
     }
-    grad[f] = b.add(NodeKind::kBackward, mem(rng), 2 * fcost[f], inputs,
-                    "", f);
+    grad[f] = b.add(NodeKind::kBackward, mem(rng), 2 * fcost[f], inputs, "", f);
   }
   return std::move(b).Build();
 }
@@ -161,9 +159,9 @@ TEST(ExactSearch, MatchesRevolveOnChains) {
 TEST(ExactSearch, LimitsAndStatuses) {
   const Graph big = LoadGraph("chain:n=40");
   EXPECT_EQ(Solve(big, "exact_search", 5).status, Status::kTooLarge);
-  EXPECT_EQ(Solve(LoadGraph("chain:n=8"), "exact_search", 5, {"max_nodes=10"})
-                .status,
-            Status::kTooLarge);
+  EXPECT_EQ(
+      Solve(LoadGraph("chain:n=8"), "exact_search", 5, {"max_nodes=10"}).status,
+      Status::kTooLarge);
   // 61 nodes at a tight budget cannot be searched in 50 ms: the best
   // schedule so far (checkpoint_last's) comes back as a timeout.
   const SolveResult r =
@@ -183,8 +181,8 @@ TEST(ExactSearch, NoHeuristicBeatsIt) {
   double slowest = 0;
   int64_t most_states = 0;
   for (int g = 0; g < 40; ++g) {
-    const Graph graph = g % 2 ? RandomDag(rng, 12, 0.25)
-                              : RandomTrainingGraph(rng, 6, 0.4);
+    const Graph graph =
+        g % 2 ? RandomDag(rng, 12, 0.25) : RandomTrainingGraph(rng, 6, 0.4);
     for (int64_t budget : Budgets(graph, 4)) {
       const SolveResult exact = Solve(graph, "exact_search", budget);
       ++cases;
@@ -193,8 +191,8 @@ TEST(ExactSearch, NoHeuristicBeatsIt) {
           << StatusName(exact.status) << ": " << exact.message;
       EXPECT_LT(exact.solve_seconds, 0.5);
       slowest = std::max(slowest, exact.solve_seconds);
-      most_states = std::max(most_states, exact.extra.value("states_expanded",
-                                                            int64_t{0}));
+      most_states = std::max(most_states,
+                             exact.extra.value("states_expanded", int64_t{0}));
       for (const AlgorithmInfo* info : AllAlgorithms()) {
         if (info->exact) continue;
         const SolveResult other = Solve(graph, info->name, budget, {}, 10);
@@ -209,9 +207,8 @@ TEST(ExactSearch, NoHeuristicBeatsIt) {
   }
   EXPECT_GE(cases, 100);
   EXPECT_GT(compared, cases);
-  std::cout << "exact_search on " << cases << " cases: slowest "
-            << slowest << " s, at most " << most_states
-            << " states expanded\n";
+  std::cout << "exact_search on " << cases << " cases: slowest " << slowest
+            << " s, at most " << most_states << " states expanded\n";
 }
 
 TEST(CheckmateMilp, EqualsExactOnChains) {
@@ -238,8 +235,8 @@ TEST(CheckmateMilp, StagedClassNeverBeatsExact) {
   int compared = 0, loses = 0, optimum_staged = 0;
   double worst = 0;
   for (int g = 0; g < 30; ++g) {
-    const Graph graph = g % 2 ? RandomDag(rng, 10, 0.3)
-                              : RandomTrainingGraph(rng, 5, 0.4);
+    const Graph graph =
+        g % 2 ? RandomDag(rng, 10, 0.3) : RandomTrainingGraph(rng, 5, 0.4);
     for (int64_t budget : Budgets(graph, 3)) {
       const AlgorithmInfo& info = FindAlgorithm("exact_search");
       const Attempt exact_run = RunAlgorithm(
@@ -292,18 +289,21 @@ TEST(CheckmateMilp, StagedClassNeverBeatsExact) {
   EXPECT_GE(compared, 40);
   EXPECT_GT(optimum_staged, 0);
   if (const char* out = std::getenv("REMAT_STAGED_LOSS_OUT")) {
-    std::ofstream(out) << nlohmann::json{
-        {"description",
-         "checkmate_milp (proven optimal among staged schedules) against "
-         "exact_search (proven optimal among all schedules) on seeded "
-         "random graphs; written by tests/exact_test.cc, "
-         "CheckmateMilp.StagedClassNeverBeatsExact"},
-        {"compared", compared},
-        {"staged_loses", loses},
-        {"exact_schedule_staged", optimum_staged},
-        {"worst_relative_loss", worst},
-        {"cases", cases}}.dump(1)
-                       << "\n";
+    std::ofstream(out)
+        << nlohmann::json{{"description",
+                           "checkmate_milp (proven optimal among staged "
+                           "schedules) against "
+                           "exact_search (proven optimal among all schedules) "
+                           "on seeded "
+                           "random graphs; written by tests/exact_test.cc, "
+                           "CheckmateMilp.StagedClassNeverBeatsExact"},
+                          {"compared", compared},
+                          {"staged_loses", loses},
+                          {"exact_schedule_staged", optimum_staged},
+                          {"worst_relative_loss", worst},
+                          {"cases", cases}}
+               .dump(1)
+        << "\n";
   }
 }
 
