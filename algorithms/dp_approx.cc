@@ -17,7 +17,8 @@ namespace {
 
 class DpApprox : public Algorithm {
  private:
-  AlgorithmOutput Run(const Graph& graph, const SolveRequest& request) override {
+  AlgorithmOutput Run(const Graph& graph,
+                      const SolveRequest& request) override {
     return SolveLowerSetDp(graph, request, LowerSetKind::kAncestorClosures);
   }
 };

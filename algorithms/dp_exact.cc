@@ -25,7 +25,8 @@ namespace {
 
 class DpExact : public Algorithm {
  private:
-  AlgorithmOutput Run(const Graph& graph, const SolveRequest& request) override {
+  AlgorithmOutput Run(const Graph& graph,
+                      const SolveRequest& request) override {
     return SolveLowerSetDp(graph, request, LowerSetKind::kAll);
   }
 };

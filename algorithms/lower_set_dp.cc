@@ -1,10 +1,10 @@
 #include "algorithms/lower_set_dp.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "harness/liveness.h"
 #include "harness/simulator.h"
@@ -80,7 +80,6 @@ bool LessKept(const ParetoPoint& a, const ParetoPoint& b) {
   return a.kept != b.kept ? a.kept < b.kept : a.time < b.time;
 }
 
-
 // Keeps `keep` points of a final front: both ends and evenly spaced ones
 // between, so that a beam pass still reaches G whenever the least-kept
 // point does.
@@ -97,8 +96,9 @@ void Thin(std::vector<ParetoPoint>& front, int32_t keep) {
 // Fronts of (time, kept) per set, subsets first, dropping points whose time
 // exceeds `upper_bound` (time only grows along a strategy). With `thin` > 0
 // the fronts are cut to that many points whenever they reach twice as many
-// and before they are extended (a beam, for a first upper bound). Returns false when the deadline or `max_points`
-// stopped it, with dp.status and dp.message set.
+// and before they are extended (a beam, for a first upper bound). Returns false
+// when the deadline or `max_points` stopped it, with dp.status and dp.message
+// set.
 bool RunFronts(const LowerSetFamily& f, int64_t budget, int64_t upper_bound,
                int32_t thin, int64_t max_points, const Deadline& deadline,
                DpOutcome& dp) {
@@ -111,8 +111,8 @@ bool RunFronts(const LowerSetFamily& f, int64_t budget, int64_t upper_bound,
     if (from.empty()) continue;
     if (deadline.Expired()) {
       dp.status = Status::kTimeout;
-      dp.message = fmt::format("deadline reached at lower set {} of {}", s,
-                               f.size());
+      dp.message =
+          fmt::format("deadline reached at lower set {} of {}", s, f.size());
       return false;
     }
     if (thin > 0) Thin(from, thin);
@@ -168,19 +168,19 @@ DpOutcome RunLowerSetDp(const LowerSetFamily& f, int64_t budget,
     if (from.from_point < 0) continue;
     if ((s & 255) == 0 && deadline.Expired()) {
       dp.status = Status::kTimeout;
-      dp.message = fmt::format("deadline reached at lower set {} of {}", s,
-                               sets);
+      dp.message =
+          fmt::format("deadline reached at lower set {} of {}", s, sets);
       return dp;
     }
-    ForEachTransition(f, s, budget - from.kept,
-                      [&](int32_t t, int64_t, int64_t time, int64_t kept) {
-                        ++dp.transitions;
-                        ParetoPoint next{from.time + time, from.kept + kept, s,
-                                         0};
-                        if (LessKept(next, dp.least_kept[t])) {
-                          dp.least_kept[t] = next;
-                        }
-                      });
+    ForEachTransition(
+        f, s, budget - from.kept,
+        [&](int32_t t, int64_t, int64_t time, int64_t kept) {
+          ++dp.transitions;
+          ParetoPoint next{from.time + time, from.kept + kept, s, 0};
+          if (LessKept(next, dp.least_kept[t])) {
+            dp.least_kept[t] = next;
+          }
+        });
   }
   if (dp.least_kept[full].from_point < 0) return dp;  // nothing fits
   // Pass 2: a beam for an upper bound on the least time; pass 3: exact.
@@ -327,8 +327,8 @@ Candidate Build(const char* strategy, const ParetoPoint& point,
                 std::vector<int32_t> chain, const LowerSetAnalysis& a,
                 const Graph& graph) {
   Candidate c{strategy, point, std::move(chain), {}, {}};
-  c.schedule = InsertFrees(
-      graph, CanonicalComputes(a.graph, a.family, c.chain, graph));
+  c.schedule =
+      InsertFrees(graph, CanonicalComputes(a.graph, a.family, c.chain, graph));
   c.simulation = Simulate(graph, c.schedule);
   return c;
 }
@@ -340,22 +340,21 @@ AlgorithmOutput SolveLowerSetDp(const Graph& graph, const SolveRequest& request,
   const int64_t max_sets = kind == LowerSetKind::kAll
                                ? request.params.Int("max_lower_sets")
                                : kInt64Max;
-  LowerSetLookup lookup =
-      GetLowerSets(graph, kind, max_sets, request.deadline);
+  LowerSetLookup lookup = GetLowerSets(graph, kind, max_sets, request.deadline);
   if (!lookup.analysis) {
     return AlgorithmOutput::NoSchedule(lookup.status, lookup.message);
   }
   const LowerSetAnalysis& a = *lookup.analysis;
   const int64_t budget = request.budget_bytes;
-  DpOutcome dp = RunLowerSetDp(a.family, budget,
-                               request.params.Int("max_states"),
-                               request.deadline);
+  DpOutcome dp = RunLowerSetDp(
+      a.family, budget, request.params.Int("max_states"), request.deadline);
   nlohmann::json extra = {{"lower_sets", a.family.size()},
                           {"forward_nodes", a.graph.size()},
                           {"transitions", dp.transitions},
                           {"max_pareto_points", dp.max_points}};
   auto no_schedule = [&](Status status, std::string message) {
-    AlgorithmOutput out = AlgorithmOutput::NoSchedule(status, std::move(message));
+    AlgorithmOutput out =
+        AlgorithmOutput::NoSchedule(status, std::move(message));
     out.extra = std::move(extra);
     return out;
   };

@@ -1,12 +1,12 @@
 #include "algorithms/lower_sets.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
 #include <map>
 #include <mutex>
 #include <numeric>
-
-#include <fmt/format.h>
 
 #include "algorithms/forward_backward.h"
 #include "harness/results.h"
@@ -94,7 +94,8 @@ void AncestorClosures(const ForwardGraph& g, std::vector<uint64_t>& bits) {
   for (int32_t v = 0; v < n; ++v) {
     uint64_t* set = bits.data() + static_cast<size_t>(v + 1) * words;
     for (int32_t p : g.pred(v)) {
-      const uint64_t* closure = bits.data() + static_cast<size_t>(p + 1) * words;
+      const uint64_t* closure =
+          bits.data() + static_cast<size_t>(p + 1) * words;
       for (int32_t w = 0; w < words; ++w) set[w] |= closure[w];
     }
     set[v >> 6] |= uint64_t{1} << (v & 63);
@@ -172,9 +173,10 @@ std::optional<ForwardGraph> ExtractForwardGraph(const Graph& graph,
   for (int32_t v = 0; v < g.size(); ++v) {
     for (NodeId u : graph.inputs(g.node[v])) {
       if (g.local[u] < 0) {
-        why = fmt::format("forward value {} reads {}, which is not a forward "
-                          "value",
-                          name(g.node[v]), name(u));
+        why = fmt::format(
+            "forward value {} reads {}, which is not a forward "
+            "value",
+            name(g.node[v]), name(u));
         return std::nullopt;
       }
       g.preds.push_back(g.local[u]);
@@ -194,25 +196,28 @@ std::optional<ForwardGraph> ExtractForwardGraph(const Graph& graph,
   for (NodeId b : graph.topological_order()) {
     if (!needed[b] || split->is_forward[b]) continue;
     if (graph.kind(b) != NodeKind::kBackward) {
-      why = fmt::format("needed node {} is of kind {}: the canonical schedule "
-                        "places only forward and backward nodes",
-                        name(b), NodeKindName(graph.kind(b)));
+      why = fmt::format(
+          "needed node {} is of kind {}: the canonical schedule "
+          "places only forward and backward nodes",
+          name(b), NodeKindName(graph.kind(b)));
       return std::nullopt;
     }
     const int32_t f = g.local[graph.grad_of(b)];
     if (f < 0) {
-      why = fmt::format("backward node {} is the gradient of {}, which is not "
-                        "needed",
-                        name(b), name(graph.grad_of(b)));
+      why = fmt::format(
+          "backward node {} is the gradient of {}, which is not "
+          "needed",
+          name(b), name(graph.grad_of(b)));
       return std::nullopt;
     }
     for (NodeId u : graph.inputs(b)) {
       if (split->is_forward[u]) continue;
       if (graph.kind(u) != NodeKind::kBackward ||
           !ReachesInG(g, f, g.local[graph.grad_of(u)])) {
-        why = fmt::format("backward node {} reads {}, which is not the "
-                          "gradient of a descendant of {}",
-                          name(b), name(u), name(graph.grad_of(b)));
+        why = fmt::format(
+            "backward node {} reads {}, which is not the "
+            "gradient of a descendant of {}",
+            name(b), name(u), name(graph.grad_of(b)));
         return std::nullopt;
       }
     }
@@ -299,8 +304,8 @@ LowerSetFamily LowerSetFamily::FromBitsets(const ForwardGraph& g,
 }
 
 int32_t LowerSetFamily::UpperBoundByMem(int64_t mem) const {
-  return static_cast<int32_t>(
-      std::upper_bound(mem_.begin(), mem_.end(), mem) - mem_.begin());
+  return static_cast<int32_t>(std::upper_bound(mem_.begin(), mem_.end(), mem) -
+                              mem_.begin());
 }
 
 LowerSetLookup GetLowerSets(const Graph& graph, LowerSetKind kind,

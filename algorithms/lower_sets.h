@@ -31,8 +31,8 @@ namespace remat {
 // The forward graph G plus what the canonical schedule needs from the rest
 // of the training graph.
 struct ForwardGraph {
-  std::vector<NodeId> node;     // local index -> graph node, topological
-  std::vector<int32_t> local;   // graph node -> local index, or -1
+  std::vector<NodeId> node;    // local index -> graph node, topological
+  std::vector<int32_t> local;  // graph node -> local index, or -1
   std::vector<int64_t> mem, cost;
   // CSR adjacency inside G, local indices.
   std::vector<int32_t> pred_offsets, preds, succ_offsets, succs;
@@ -50,8 +50,8 @@ struct ForwardGraph {
 };
 
 enum class LowerSetKind {
-  kAll,                // every lower set (dp_exact)
-  kAncestorClosures,   // ∅, each {v} ∪ ancestors(v), and G (dp_approx)
+  kAll,               // every lower set (dp_exact)
+  kAncestorClosures,  // ∅, each {v} ∪ ancestors(v), and G (dp_approx)
 };
 
 class LowerSetFamily {

@@ -38,8 +38,7 @@ void SolveColdly(benchmark::State& state, const char* algorithm) {
     ClearLowerSetCache();
     Attempt attempt = RunAlgorithm(graph, info, params, budget, 0);
     benchmark::DoNotOptimize(attempt.output.status);
-    state.counters["lower_sets"] =
-        attempt.output.extra.value("lower_sets", 0);
+    state.counters["lower_sets"] = attempt.output.extra.value("lower_sets", 0);
   }
 }
 

@@ -2,11 +2,10 @@
 // their per-set quantities on tiny graphs, the DP's answers on chains
 // derived by hand, the revolve optimum as a floor on chains, and the
 // authors' graphs when ../shared/peer-graphs is present.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
-
-#include <fmt/format.h>
 
 #include "algorithms/lower_set_dp.h"
 #include "algorithms/lower_sets.h"
@@ -22,8 +21,8 @@ namespace {
 
 using testing::GraphFromNodes;
 
-Attempt Solve(const Graph& graph, const std::string& algorithm,
-              int64_t budget, std::vector<std::string> params = {}) {
+Attempt Solve(const Graph& graph, const std::string& algorithm, int64_t budget,
+              std::vector<std::string> params = {}) {
   const AlgorithmInfo& info = FindAlgorithm(algorithm);
   return RunAlgorithm(graph, info, Params::Parse(params, info.params, "test"),
                       budget, /*timeout_seconds=*/0);
@@ -186,7 +185,8 @@ int64_t RevolveOptimum(int64_t n, int64_t budget) {
 
 TEST(DpExact, RevolveOracleMatchesTheListedValues) {
   const int64_t expected[] = {153, 67, 53, 47, 44, 43};
-  for (int64_t b = 3; b <= 8; ++b) EXPECT_EQ(RevolveOptimum(16, b), expected[b - 3]);
+  for (int64_t b = 3; b <= 8; ++b)
+    EXPECT_EQ(RevolveOptimum(16, b), expected[b - 3]);
   EXPECT_EQ(RevolveOptimum(16, 18), 33);
 }
 
@@ -197,8 +197,8 @@ TEST(DpExact, ChainsNeverBeatRevolveAndImproveWithBudget) {
       int64_t previous_cost = std::numeric_limits<int64_t>::max();
       bool was_feasible = false;
       for (int64_t budget = 3; budget <= 2 * n + 6; ++budget) {
-        SCOPED_TRACE(fmt::format("{} on chain:n={} at budget {}", algorithm,
-                                 n, budget));
+        SCOPED_TRACE(
+            fmt::format("{} on chain:n={} at budget {}", algorithm, n, budget));
         SolveResult result = Judge(Solve(graph, algorithm, budget), budget);
         ASSERT_NE(result.status, Status::kError) << result.message;
         if (result.status != Status::kFeasible) {
@@ -234,22 +234,23 @@ TEST(DpExact, ExactIsNeverSlowerThanApproxOnTheDiamond) {
 
 TEST(DpExact, GuardsAndUnsupportedGraphs) {
   Graph chain = LoadGraph("chain:n=5");
-  Attempt sets = Solve(chain, "dp_exact", kUnboundedBudget,
-                       {"max_lower_sets=3"});
+  Attempt sets =
+      Solve(chain, "dp_exact", kUnboundedBudget, {"max_lower_sets=3"});
   EXPECT_EQ(sets.output.status, Status::kTooLarge);
   EXPECT_NE(sets.output.message.find("max_lower_sets=3"), std::string::npos);
-  Attempt states = Solve(chain, "dp_approx", kUnboundedBudget,
-                         {"max_states=1"});
+  Attempt states =
+      Solve(chain, "dp_approx", kUnboundedBudget, {"max_states=1"});
   EXPECT_EQ(states.output.status, Status::kTooLarge);
-  Graph plain = LoadGraph(testing::SourceDir() + "/tests/fixtures/diamond.json");
+  Graph plain =
+      LoadGraph(testing::SourceDir() + "/tests/fixtures/diamond.json");
   Attempt unsupported = Solve(plain, "dp_exact", kUnboundedBudget);
   EXPECT_EQ(unsupported.output.status, Status::kUnsupported);
   EXPECT_FALSE(unsupported.output.message.empty());
 }
 
 // The authors' graphs: lower-set counts from ALGORITHMS.md, and at a few
-// budgets (on the five smaller ones) valid schedules with the exact DP never slower than the
-// approximate one (both before the liveness pass).
+// budgets (on the five smaller ones) valid schedules with the exact DP never
+// slower than the approximate one (both before the liveness pass).
 TEST(DpPeerGraphs, KusumotoGraphs) {
   const std::string dir =
       testing::SourceDir() + "/../shared/peer-graphs/kusumoto2019";
@@ -257,8 +258,8 @@ TEST(DpPeerGraphs, KusumotoGraphs) {
     GTEST_SKIP() << dir << " is absent (peer graphs are optional)";
   }
   const std::pair<const char*, int32_t> graphs[] = {
-      {"vgg19", 47},         {"unet", 331},      {"resnet50", 241},
-      {"resnet152", 581},    {"densenet", 569},  {"pspnet", 12533},
+      {"vgg19", 47},       {"unet", 331},     {"resnet50", 241},
+      {"resnet152", 581},  {"densenet", 569}, {"pspnet", 12533},
       {"googlenet", 27358}};
   for (const auto& [name, lower_sets] : graphs) {
     SCOPED_TRACE(name);
