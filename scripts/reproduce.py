@@ -46,7 +46,9 @@ class Remat:
 
     def _run(self, args, ok=(0, 1)):
         cmd = [self.path] + args
-        proc = subprocess.run(cmd, capture_output=True, text=True)
+        # Graph paths are relative to the source tree (so that the logs and the
+        # Markdown do not depend on where it was checked out).
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
         if proc.returncode not in ok:
             raise SystemExit(f"reproduce: `{' '.join(cmd)}` failed "
                              f"(exit {proc.returncode}): {proc.stderr.strip()}")
