@@ -33,6 +33,9 @@ namespace {
 // solves in one process (the sweep's threads) must not overlap.
 std::mutex cbc_mutex;
 
+// Above this many columns, preprocess=auto turns CBC's preprocessing off.
+constexpr int kPreprocessMaxCols = 20000;
+
 struct CbcDeleter {
   void operator()(Cbc_Model* model) const { Cbc_deleteModel(model); }
 };
@@ -85,6 +88,13 @@ class CheckmateMilp : public Algorithm {
     Cbc_setParameter(cbc.get(), "log", "0");
     // CBC counts CPU time by default; the deadline is wall-clock time.
     Cbc_setParameter(cbc.get(), "timeMode", "elapsed");
+    // CglPreProcess does not look at the time limit: on large models it
+    // alone can run many times past the deadline (seen at 100 nodes).
+    const std::string& preprocess = request.params.String("preprocess");
+    if (preprocess == "off" ||
+        (preprocess == "auto" && model.num_cols() > kPreprocessMaxCols)) {
+      Cbc_setParameter(cbc.get(), "preprocess", "off");
+    }
     Cbc_setParameter(cbc.get(), "threads",
                      std::to_string(request.params.Int("threads")).c_str());
 
@@ -149,7 +159,14 @@ const bool kRegistered = RegisterAlgorithm({
                 "Optimal Tensor Rematerialization, MLSys 2020",
     .exact = true,
     .uses_budget = true,
-    .params = {{.name = "threads",
+    .params = {{.name = "preprocess",
+                .type = ParamSpec::Type::kChoice,
+                .default_value = "auto",
+                .description = "CBC preprocessing: on, off, or auto (off "
+                               "above 20000 columns, where it ignores the "
+                               "time limit)",
+                .choices = {"auto", "on", "off"}},
+               {.name = "threads",
                 .type = ParamSpec::Type::kInt,
                 .default_value = "1",
                 .description = "CBC threads",
