@@ -130,9 +130,10 @@ const bool kRegistered = RegisterAlgorithm({
                 .description = "budget fraction the rounded LP is solved at"},
                {.name = "max_nodes",
                 .type = ParamSpec::Type::kInt,
-                .default_value = "400",
+                .default_value = "150",
                 .description = "refuse (too_large) graphs with more needed "
-                               "nodes than this",
+                               "nodes than this (the model grows with n^2; "
+                               "raise it for long studies)",
                 .min_int = 1}},
     .create = [] { return std::make_unique<CheckmateLp>(); },
 });
