@@ -252,14 +252,18 @@ TEST(CheckmateMilp, StagedClassNeverBeatsExact) {
         continue;
       }
       const int64_t lp_bound = lp.extra["staged_lower_bound_cost"];
-      if (lp.status == Status::kFeasible) EXPECT_GE(lp.cost, exact.cost);
+      if (lp.status == Status::kFeasible) {
+        EXPECT_GE(lp.cost, exact.cost);
+      }
       if (!milp.optimal) continue;
       const int64_t staged = milp.extra["staged_lower_bound_cost"];
       EXPECT_GE(staged, exact.cost);
       EXPECT_GE(milp.cost, exact.cost);
       // noremat's schedule is staged: at its peak the class loses nothing;
       // nor does it when the optimal schedule found is itself staged.
-      if (budget == NoRematPeak(graph)) EXPECT_EQ(milp.cost, BaseCost(graph));
+      if (budget == NoRematPeak(graph)) {
+        EXPECT_EQ(milp.cost, BaseCost(graph));
+      }
       if (CheckmateModel(graph, budget)
               .PointOf(*exact_run.output.schedule)
               .has_value()) {
