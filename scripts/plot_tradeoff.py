@@ -93,8 +93,8 @@ def plot_graph(graph, runs, out_dir, include_static, formats, log_y):
                 marker=MARKERS[i % len(MARKERS)], markersize=4, alpha=0.85)
     optimum = optimum_points(runs)
     if optimum:
-        ax.plot([x(b) for b, _ in optimum], [o for _, o in optimum],
-                color="black", linestyle="--", linewidth=2,
+        ax.step([x(b) for b, _ in optimum], [o for _, o in optimum],
+                where="post", color="black", linestyle="--", linewidth=2,
                 label="optimum (proven)")
     ax.axvline(x(graph["lower_bound_bytes"]), color="grey", linestyle=":",
                label="memory lower bound")
