@@ -20,6 +20,15 @@ const char* StatusName(Status status) {
   return "error";
 }
 
+std::optional<Status> StatusFromName(std::string_view name) {
+  for (Status status :
+       {Status::kFeasible, Status::kInfeasible, Status::kTimeout,
+        Status::kTooLarge, Status::kUnsupported, Status::kError}) {
+    if (name == StatusName(status)) return status;
+  }
+  return std::nullopt;
+}
+
 Deadline Deadline::In(double seconds) {
   if (seconds <= 0 || seconds > 1e9) return Never();
   return Deadline(Clock::now() +

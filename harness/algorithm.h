@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -30,6 +31,8 @@ enum class Status {
   kError
 };
 const char* StatusName(Status status);
+// The inverse of StatusName; nullopt for any other text.
+std::optional<Status> StatusFromName(std::string_view name);
 
 // A point in time after which an algorithm must stop and return its best
 // schedule so far (status timeout). Checking it is cheap.

@@ -24,6 +24,10 @@ struct AlgorithmInfo {
   // False when the schedule does not depend on the budget: the sweep then
   // solves once per graph and judges that schedule at every budget.
   bool uses_budget = true;
+  // Run each solve in a child process (harness/isolation.h): for
+  // algorithms that call a library which can crash or keeps process-wide
+  // state.
+  bool isolate = false;
   std::vector<ParamSpec> params;
   std::function<std::unique_ptr<Algorithm>()> create;
 };

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <new>
 
+#include "harness/isolation.h"
+
 namespace remat {
 
 Attempt RunAlgorithm(const Graph& graph, const AlgorithmInfo& algorithm,
@@ -14,7 +16,10 @@ Attempt RunAlgorithm(const Graph& graph, const AlgorithmInfo& algorithm,
   SolveRequest request{budget_bytes, params, Deadline::In(timeout_seconds)};
   const auto start = std::chrono::steady_clock::now();
   try {
-    attempt.output = algorithm.create()->Solve(graph, request);
+    attempt.output = algorithm.isolate && IsolationEnabled()
+                         ? RunIsolated(graph, algorithm, params, budget_bytes,
+                                       timeout_seconds)
+                         : algorithm.create()->Solve(graph, request);
   } catch (const std::bad_alloc&) {
     attempt.output =
         AlgorithmOutput::NoSchedule(Status::kError, "ran out of memory");

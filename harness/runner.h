@@ -40,7 +40,8 @@ struct SolveResult {
 
 // Runs `algorithm` with the given budget and a deadline `timeout_seconds`
 // from now (<= 0: none). Exceptions thrown by the algorithm become status
-// error with their message.
+// error with their message. An algorithm marked `isolate` runs in a child
+// process once InitIsolation enabled it (a crash there is status error).
 Attempt RunAlgorithm(const Graph& graph, const AlgorithmInfo& algorithm,
                      const Params& params, int64_t budget_bytes,
                      double timeout_seconds);

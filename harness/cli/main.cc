@@ -4,8 +4,10 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/output.h"
 #include "harness/errors.h"
+#include "harness/isolation.h"
 
 int main(int argc, char** argv) {
+  remat::InitIsolation(argc, argv);
   using namespace remat::cli;
   CLI::App app{
       "rematbench: rematerialization (gradient checkpointing) algorithms on "

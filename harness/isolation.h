@@ -1,0 +1,42 @@
+// Running an algorithm in a child process (AlgorithmInfo::isolate), so that
+// a crash or abort inside a library it calls becomes one result with status
+// error instead of ending the sweep (CBC 2.10 crashed in
+// CglPreProcess::postProcess), and so that solvers with process-wide state
+// (CBC's CbcMain1) run in parallel, one per process, with no lock.
+//
+// The child is this same executable (/proc/self/exe, so that algorithms
+// registered only in a test binary exist in it too) started with
+// kIsolatedSolveFlag by posix_spawn, which is safe from a multithreaded
+// (OpenMP) process where fork is not. It reads the request (graph, algorithm,
+// parameters, budget, time limit) as JSON on stdin, runs the algorithm
+// in-process and writes its output, schedule included, as JSON on stdout.
+// The parent simulates that schedule like any other.
+#pragma once
+
+#include <cstdint>
+
+#include "harness/algorithm.h"
+#include "harness/graph.h"
+#include "harness/params.h"
+#include "harness/registry.h"
+
+namespace remat {
+
+inline constexpr char kIsolatedSolveFlag[] = "--remat-isolated-solve";
+
+// Call first in main(). Started as a child by RunIsolated (argv[1] is
+// kIsolatedSolveFlag), it answers the request and ends the process;
+// otherwise it enables isolation in this process. Programs that never call
+// it (and the children themselves) run every algorithm in-process.
+void InitIsolation(int argc, char** argv);
+bool IsolationEnabled();
+
+// Runs `algorithm` in a child process. A child that dies becomes status
+// error naming the signal or exit status; one still running a grace period
+// after its time limit (it ignored the deadline) is killed and becomes
+// status timeout, without a schedule.
+AlgorithmOutput RunIsolated(const Graph& graph, const AlgorithmInfo& algorithm,
+                            const Params& params, int64_t budget_bytes,
+                            double timeout_seconds);
+
+}  // namespace remat

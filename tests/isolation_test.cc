@@ -1,0 +1,138 @@
+// Algorithms marked `isolate` run in child processes (harness/isolation.h):
+// their answers come back whole, a crash becomes one error point while the
+// rest of the sweep goes on, and a child that ignores its time limit is
+// killed. The algorithms below are registered in this binary only, which is
+// why checkmate_milp (whose warm start runs every registered heuristic) is
+// not run here.
+#include "harness/isolation.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "harness/graph_source.h"
+#include "harness/liveness.h"
+#include "harness/registry.h"
+#include "harness/runner.h"
+#include "harness/simulator.h"
+#include "harness/sweep.h"
+
+namespace remat {
+namespace {
+
+// The plain schedule plus every field a child has to send back.
+class PlainWithFigures : public Algorithm {
+  AlgorithmOutput Run(const Graph& graph, const SolveRequest&) override {
+    AlgorithmOutput out = AlgorithmOutput::Found(
+        InsertFrees(graph, NoRematOrder(graph)), "plain, from a child");
+    out.lower_bound_cost = BaseCost(graph);
+    out.optimal = true;
+    out.extra["pid"] = static_cast<int64_t>(getpid());
+    return out;
+  }
+};
+
+class Aborts : public Algorithm {
+  AlgorithmOutput Run(const Graph&, const SolveRequest&) override {
+    std::abort();
+  }
+};
+
+class IgnoresDeadline : public Algorithm {
+  AlgorithmOutput Run(const Graph&, const SolveRequest&) override {
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+    return AlgorithmOutput::NoSchedule(Status::kTimeout, "woke up");
+  }
+};
+
+const bool kRegistered =
+    RegisterAlgorithm(
+        {.name = "test_isolated_plain",
+         .description = "test only: the plain schedule, isolated",
+         .isolate = true,
+         .create = [] { return std::make_unique<PlainWithFigures>(); }}) &&
+    RegisterAlgorithm({.name = "test_isolated_abort",
+                       .description = "test only: aborts, isolated",
+                       .isolate = true,
+                       .create = [] { return std::make_unique<Aborts>(); }}) &&
+    RegisterAlgorithm(
+        {.name = "test_isolated_hang",
+         .description = "test only: sleeps 60 s whatever its deadline",
+         .isolate = true,
+         .create = [] { return std::make_unique<IgnoresDeadline>(); }});
+
+Attempt RunNamed(const std::string& name, const Graph& graph, int64_t budget,
+                 double timeout) {
+  const AlgorithmInfo& info = FindAlgorithm(name);
+  return RunAlgorithm(graph, info, Params::Parse({}, info.params, name), budget,
+                      timeout);
+}
+
+TEST(Isolation, ChildAnswersWhole) {
+  ASSERT_TRUE(IsolationEnabled());
+  const Graph graph = LoadGraph("chain:n=6");
+  const Attempt attempt =
+      RunNamed("test_isolated_plain", graph, kUnboundedBudget, 30);
+  ASSERT_EQ(attempt.output.status, Status::kFeasible) << attempt.output.message;
+  EXPECT_NE(attempt.output.extra.at("pid").get<int64_t>(), getpid());
+  ASSERT_TRUE(attempt.output.schedule.has_value());
+  EXPECT_EQ(*attempt.output.schedule, InsertFrees(graph, NoRematOrder(graph)));
+  EXPECT_EQ(attempt.output.message, "plain, from a child");
+  EXPECT_EQ(attempt.output.lower_bound_cost, BaseCost(graph));
+  EXPECT_TRUE(attempt.output.optimal);
+  ASSERT_TRUE(attempt.simulation.has_value());
+  EXPECT_TRUE(attempt.simulation->valid);
+}
+
+TEST(Isolation, CrashIsOneErrorPointAndTheSweepGoesOn) {
+  SweepConfig config;
+  config.graph_specs = {"chain:n=6", "chain:n=9"};
+  config.algorithm_specs = {"test_isolated_abort", "test_isolated_plain",
+                            "noremat"};
+  config.budgets_per_graph = 3;
+  config.threads = 2;
+  config.timeout_seconds = 30;
+  const nlohmann::json results = RunSweep(config);
+  int crashed = 0, fine = 0;
+  for (const auto& run : results["runs"]) {
+    for (const auto& point : run["points"]) {
+      if (run["algorithm"] == "test_isolated_abort") {
+        EXPECT_EQ(point["status"], "error");
+        EXPECT_NE(point["message"].get<std::string>().find("SIGABRT"),
+                  std::string::npos)
+            << point["message"];
+        ++crashed;
+      } else {
+        EXPECT_NE(point["status"], "error") << point["message"];
+        // Both plain schedules fit the largest budget (the NoRemat peak).
+        if (&point == &run["points"].back()) {
+          EXPECT_EQ(point["status"], "feasible");
+          ++fine;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(crashed, 6);
+  EXPECT_EQ(fine, 4);
+}
+
+TEST(Isolation, ChildPastItsTimeLimitIsKilled) {
+  const Graph graph = LoadGraph("chain:n=4");
+  const auto start = std::chrono::steady_clock::now();
+  const SolveResult result =
+      Judge(RunNamed("test_isolated_hang", graph, kUnboundedBudget, 0.5),
+            kUnboundedBudget);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  EXPECT_EQ(result.status, Status::kTimeout);
+  EXPECT_NE(result.message.find("killed"), std::string::npos) << result.message;
+  EXPECT_FALSE(result.has_schedule);
+  EXPECT_LT(seconds, 30);
+}
+
+}  // namespace
+}  // namespace remat
