@@ -40,7 +40,18 @@ class CheckmateLp : public Algorithm {
           Status::kTooLarge,
           fmt::format("{} needed nodes > max_nodes={}", needed, max_nodes));
     }
-    const CheckmateModel model(graph, budget);
+    // The stage order comes from the other heuristics (BestStagedStart);
+    // this one would recurse.
+    std::vector<std::string> others;
+    for (const AlgorithmInfo* info : AllAlgorithms()) {
+      if (!info->exact && info->name != "checkmate_lp") {
+        others.push_back(info->name);
+      }
+    }
+    const CheckmateModel model =
+        request.params.String("stage_order") == "graph"
+            ? CheckmateModel(graph, budget)
+            : BestStagedStart(graph, request, others).model;
     OsiClpSolverInterface lp;
     lp.messageHandler()->setLogLevel(0);
     lp.getModelPtr()->setMaximumWallSeconds(
@@ -124,17 +135,18 @@ const bool kRegistered = RegisterAlgorithm({
                 "Optimal Tensor Rematerialization, MLSys 2020",
     .exact = false,
     .uses_budget = true,
-    .params = {{.name = "lp_fraction",
-                .type = ParamSpec::Type::kDouble,
-                .default_value = "0.9",
-                .description = "budget fraction the rounded LP is solved at"},
-               {.name = "max_nodes",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "150",
-                .description = "refuse (too_large) graphs with more needed "
-                               "nodes than this (the model grows with n^2; "
-                               "raise it for long studies)",
-                .min_int = 1}},
+    .params = WithStagedStartParams(
+        {{.name = "lp_fraction",
+          .type = ParamSpec::Type::kDouble,
+          .default_value = "0.9",
+          .description = "budget fraction the rounded LP is solved at"},
+         {.name = "max_nodes",
+          .type = ParamSpec::Type::kInt,
+          .default_value = "150",
+          .description = "refuse (too_large) graphs with more needed "
+                         "nodes than this (the model grows with n^2; "
+                         "raise it for long studies)",
+          .min_int = 1}}),
     .create = [] { return std::make_unique<CheckmateLp>(); },
 });
 

@@ -5,11 +5,12 @@
 // (the paper used Gurobi). Each stage computes one new node and may
 // recompute earlier ones; the MILP picks what to recompute and what to keep
 // between stages at least cost under the budget. It starts from the
-// cheapest schedule the registered heuristics find, when that schedule is
-// in the staged class, and stops at the request's deadline. The result
-// carries CBC's proven bound and gap; `optimal` means optimal among staged
-// schedules only, so the bound is reported as staged_lower_bound_cost and
-// never as a bound on other algorithms (exact_search tells what the staged
+// cheapest schedule the registered heuristics find, staged
+// (CheckmateModel::Staged) in the order of its own first computes, which
+// becomes the model's stage order, and stops at the request's deadline. The
+// result carries CBC's proven bound and gap; `optimal` means optimal among
+// staged schedules only, so the bound is reported as staged_lower_bound_cost
+// and never as a bound on other algorithms (exact_search tells what the staged
 // class gives away). The schedule is extracted stage by stage from R and S
 // and simulated like every other.
 #include <Cbc_C_Interface.h>
@@ -30,7 +31,10 @@ namespace remat {
 namespace {
 
 // CbcMain1, which Cbc_solve runs, keeps static state in CBC 2.10, so two
-// solves in one process (the sweep's threads) must not overlap.
+// solves in one process must not overlap. The sweep and `remat solve` run
+// each solve in its own process (isolate below), where the lock is never
+// contended; it guards programs that run solves in-process (benchmarks,
+// programs that do not call InitIsolation).
 std::mutex cbc_mutex;
 
 // Above this many columns, preprocess=auto turns CBC's preprocessing off:
@@ -62,18 +66,17 @@ class CheckmateMilp : public Algorithm {
               "per edge and per node)",
               needed, max_nodes));
     }
-    const CheckmateModel model(graph, budget);
-
-    // The warm start: the cheapest heuristic schedule that is a point of
-    // the model (CBC would reject any other). Each run may use a tenth of
-    // the time left.
-    const std::optional<Incumbent> incumbent = BestHeuristicSchedule(
-        graph, budget, request.deadline, {},
-        std::min(request.params.Double("warm_start_seconds"),
-                 request.deadline.SecondsLeft() / 10),
-        [&](const Schedule& s) { return model.PointOf(s).has_value(); });
+    // The staged class, and so the MILP's optimum, depends on the stage
+    // order (BestStagedStart).
+    auto [order, incumbent, model] = BestStagedStart(graph, request, {});
     std::optional<std::vector<double>> start;
     if (incumbent) start = model.PointOf(incumbent->schedule);
+    std::string warm_start = "none fits when staged";
+    if (incumbent) {
+      warm_start = fmt::format(
+          "{} (staged cost {}{})", incumbent->algorithm, incumbent->cost,
+          start ? "" : ", rejected by the model's memory rows");
+    }
 
     std::unique_ptr<Cbc_Model, CbcDeleter> cbc(Cbc_newModel());
     Cbc_loadProblem(cbc.get(), model.num_cols(), model.num_rows(),
@@ -123,7 +126,9 @@ class CheckmateMilp : public Algorithm {
     if (best == nullptr) {
       return AlgorithmOutput::NoSchedule(
           Status::kTimeout,
-          "CBC found no staged schedule within the time limit");
+          fmt::format("CBC found no staged schedule within the time limit; "
+                      "warm start: {}",
+                      warm_start));
     }
     const double scale = static_cast<double>(model.cost_scale());
     const bool optimal = Cbc_isProvenOptimal(cbc.get()) != 0;
@@ -136,17 +141,20 @@ class CheckmateMilp : public Algorithm {
     const std::span<const double> x(best, model.num_cols());
     AlgorithmOutput out = AlgorithmOutput::Found(
         model.Extract(model.RoundR(x, 0.5), model.RoundS(x, 0.5)),
-        fmt::format("{}; MILP cost {:.0f}, staged bound {:.0f}; warm start: {}",
+        fmt::format("{}; MILP cost {:.0f}, staged bound {:.0f}; warm start: "
+                    "{}",
                     optimal ? "optimal among staged schedules"
                             : "time limit before proving optimality",
-                    objective * scale, bound * scale,
-                    incumbent ? incumbent->algorithm : "none staged"));
+                    objective * scale, bound * scale, warm_start));
     if (!optimal) out.status = Status::kTimeout;
     out.optimal = optimal;
     out.extra["staged_lower_bound_cost"] =
         static_cast<int64_t>(std::llround(bound)) * model.cost_scale();
     out.extra["mip_gap"] =
         objective > 0 ? std::max(0.0, (objective - bound) / objective) : 0.0;
+    out.extra["stage_order"] = order == StageOrder::kIncumbent && incumbent
+                                   ? incumbent->algorithm
+                                   : "graph";
     out.extra["variables"] = model.num_cols();
     out.extra["constraints"] = model.num_rows();
     return out;
@@ -162,31 +170,29 @@ const bool kRegistered = RegisterAlgorithm({
                 "Optimal Tensor Rematerialization, MLSys 2020",
     .exact = true,
     .uses_budget = true,
-    .params = {{.name = "preprocess",
-                .type = ParamSpec::Type::kChoice,
-                .default_value = "off",
-                .description = "CBC preprocessing: off (default), on, or auto "
-                               "(on up to 10000 columns); on has crashed CBC "
-                               "2.10 in CglPreProcess::postProcess when the "
-                               "time limit stopped it",
-                .choices = {"auto", "on", "off"}},
-               {.name = "threads",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "1",
-                .description = "CBC threads",
-                .min_int = 1},
-               {.name = "warm_start_seconds",
-                .type = ParamSpec::Type::kDouble,
-                .default_value = "5",
-                .description = "time limit of each heuristic run for the "
-                               "warm start (at most a tenth of the time left)"},
-               {.name = "max_nodes",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "150",
-                .description = "refuse (too_large) graphs with more needed "
-                               "nodes than this (the model grows with n^2; "
-                               "raise it for long studies)",
-                .min_int = 1}},
+    // CBC 2.10 crashed in CglPreProcess::postProcess and keeps static state.
+    .isolate = true,
+    .params = WithStagedStartParams(
+        {{.name = "preprocess",
+          .type = ParamSpec::Type::kChoice,
+          .default_value = "off",
+          .description = "CBC preprocessing: off (default), on, or auto "
+                         "(on up to 10000 columns); on has crashed CBC "
+                         "2.10 in CglPreProcess::postProcess when the "
+                         "time limit stopped it",
+          .choices = {"auto", "on", "off"}},
+         {.name = "threads",
+          .type = ParamSpec::Type::kInt,
+          .default_value = "1",
+          .description = "CBC threads",
+          .min_int = 1},
+         {.name = "max_nodes",
+          .type = ParamSpec::Type::kInt,
+          .default_value = "150",
+          .description = "refuse (too_large) graphs with more needed "
+                         "nodes than this (the model grows with n^2; "
+                         "raise it for long studies)",
+          .min_int = 1}}),
     .create = [] { return std::make_unique<CheckmateMilp>(); },
 });
 

@@ -3,27 +3,64 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
 #include <tuple>
 
 #include "harness/simulator.h"
 
 namespace remat {
 
+std::optional<std::vector<NodeId>> FirstComputeOrder(
+    const Graph& graph, std::span<const Event> schedule) {
+  const std::vector<uint8_t> needed = NeededNodes(graph);
+  std::vector<uint8_t> seen(graph.num_nodes(), 0);
+  std::vector<NodeId> order;
+  for (const Event& e : schedule) {
+    if (e.op != Event::Op::kCompute || seen[e.node]) continue;
+    if (!needed[e.node]) return std::nullopt;
+    seen[e.node] = 1;
+    order.push_back(e.node);
+  }
+  if (order.size() != static_cast<size_t>(std::count(
+                          needed.begin(), needed.end(), uint8_t{1}))) {
+    return std::nullopt;
+  }
+  return order;
+}
+
 CheckmateModel::CheckmateModel(const Graph& graph, int64_t budget_bytes)
-    : graph_(graph) {
-  node_ = NoRematOrder(graph);
+    : CheckmateModel(graph, budget_bytes, NoRematOrder(graph)) {}
+
+CheckmateModel::CheckmateModel(const Graph& graph, int64_t budget_bytes,
+                               std::vector<NodeId> order)
+    : graph_(graph), node_(std::move(order)) {
   const int n = static_cast<int>(node_.size());
+  const std::vector<uint8_t> needed = NeededNodes(graph);
   index_.assign(graph.num_nodes(), -1);
-  for (int i = 0; i < n; ++i) index_[node_[i]] = i;
+  for (int i = 0; i < n; ++i) {
+    if (!needed[node_[i]] || index_[node_[i]] >= 0) {
+      throw std::invalid_argument(
+          "stage order repeats a node or has one "
+          "that is not needed");
+    }
+    index_[node_[i]] = i;
+  }
   inputs_.resize(n);
   consumers_.resize(n);
   for (int k = 0; k < n; ++k) {
     mem_.push_back(graph.mem(node_[k]));
     workspace_.push_back(graph.workspace(node_[k]));
     for (NodeId u : graph.inputs(node_[k])) {
+      // Inputs of a needed node are needed, so -1 means "later in order".
+      if (index_[u] < 0 || index_[u] > k) {
+        throw std::invalid_argument("stage order is not topological");
+      }
       inputs_[k].push_back(index_[u]);
       consumers_[index_[u]].push_back(k);
     }
+  }
+  if (n != std::count(needed.begin(), needed.end(), uint8_t{1})) {
+    throw std::invalid_argument("stage order misses a needed node");
   }
   int64_t mem_gcd = 0, cost_gcd = 0;
   for (int k = 0; k < n; ++k) {
@@ -151,11 +188,12 @@ void CheckmateModel::Finish() {
   triplets_.shrink_to_fit();
 }
 
-std::optional<std::vector<double>> CheckmateModel::PointOf(
-    std::span<const Event> schedule) const {
+std::optional<CheckmateModel::Stages> CheckmateModel::ReadStages(
+    std::span<const Event> schedule, bool allow_repeats) const {
   const int n = static_cast<int>(node_.size());
-  std::vector<std::vector<uint8_t>> r(n, std::vector<uint8_t>(n, 0));
-  std::vector<std::vector<uint8_t>> s = r;
+  Stages stages;
+  stages.r.assign(n, std::vector<uint8_t>(n, 0));
+  stages.s = stages.r;
   std::vector<uint8_t> live(n, 0), computed(n, 0);
   int next_stage = 0;
   bool stage_open = false;
@@ -169,12 +207,12 @@ std::optional<std::vector<double>> CheckmateModel::PointOf(
     if (next_stage >= n) return std::nullopt;
     const int t = next_stage;
     if (!stage_open) {
-      for (int i = 0; i < t; ++i) s[t][i] = live[i];
+      for (int i = 0; i < t; ++i) stages.s[t][i] = live[i];
       stage_open = true;
     }
     if (!computed[v] && v != t) return std::nullopt;
-    if (r[t][v]) return std::nullopt;
-    r[t][v] = 1;
+    if (stages.r[t][v] && !allow_repeats) return std::nullopt;
+    stages.r[t][v] = 1;
     computed[v] = 1;
     live[v] = 1;
     if (v == t) {
@@ -183,7 +221,34 @@ std::optional<std::vector<double>> CheckmateModel::PointOf(
     }
   }
   if (next_stage != n) return std::nullopt;
+  return stages;
+}
 
+std::optional<Schedule> CheckmateModel::Staged(
+    std::span<const Event> schedule) const {
+  std::optional<Stages> stages = ReadStages(schedule, true);
+  if (!stages) return std::nullopt;
+  auto& [r, s] = *stages;
+  // Keep a value into stage t only if stage t reads it or it is kept on:
+  // a value the schedule held idle would count against the budget for the
+  // whole stage in the model. Backwards, since keeping on is decided later.
+  const int n = static_cast<int>(node_.size());
+  for (int t = n - 1; t >= 0; --t) {
+    for (int i = 0; i < t; ++i) {
+      if (!s[t][i] || (t + 1 < n && s[t + 1][i])) continue;
+      s[t][i] = std::any_of(consumers_[i].begin(), consumers_[i].end(),
+                            [&](int j) { return j <= t && r[t][j]; });
+    }
+  }
+  return Extract(RebuildR(s), s);
+}
+
+std::optional<std::vector<double>> CheckmateModel::PointOf(
+    std::span<const Event> schedule) const {
+  const std::optional<Stages> stages = ReadStages(schedule, false);
+  if (!stages) return std::nullopt;
+  const auto& [r, s] = *stages;
+  const int n = static_cast<int>(node_.size());
   std::vector<double> x(num_cols(), 0);
   for (int t = 0; t < n; ++t) {
     double memory = 0;
@@ -294,6 +359,55 @@ Schedule CheckmateModel::Extract(
     }
   }
   return schedule;
+}
+
+std::vector<ParamSpec> WithStagedStartParams(std::vector<ParamSpec> params) {
+  params.push_back({.name = "stage_order",
+                    .type = ParamSpec::Type::kChoice,
+                    .default_value = "incumbent",
+                    .description =
+                        "stage order of the model: incumbent (the first "
+                        "computes of the cheapest heuristic schedule, which "
+                        "staged is the MILP's start) or graph (the graph's "
+                        "topological order)",
+                    .choices = {"incumbent", "graph"}});
+  params.push_back({.name = "warm_start_seconds",
+                    .type = ParamSpec::Type::kDouble,
+                    .default_value = "5",
+                    .description = "time limit of each heuristic run for the "
+                                   "warm start (at most a tenth of the time "
+                                   "left)"});
+  return params;
+}
+
+StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
+                            const std::vector<std::string>& names) {
+  const int64_t budget_bytes = request.budget_bytes;
+  const StageOrder order = request.params.String("stage_order") == "graph"
+                               ? StageOrder::kGraph
+                               : StageOrder::kIncumbent;
+  std::optional<CheckmateModel> graph_order;
+  if (order == StageOrder::kGraph) graph_order.emplace(graph, budget_bytes);
+  auto staged = [&](const Schedule& s) -> std::optional<Schedule> {
+    if (graph_order) return graph_order->Staged(s);
+    std::optional<std::vector<NodeId>> first = FirstComputeOrder(graph, s);
+    if (!first) return std::nullopt;
+    return CheckmateModel(graph, budget_bytes, std::move(*first)).Staged(s);
+  };
+  std::optional<Incumbent> incumbent = BestHeuristicSchedule(
+      graph, budget_bytes, request.deadline, names,
+      std::min(request.params.Double("warm_start_seconds"),
+               request.deadline.SecondsLeft() / 10),
+      staged);
+  if (graph_order) {
+    return {order, std::move(incumbent), std::move(*graph_order)};
+  }
+  if (!incumbent) {
+    return {order, std::nullopt, CheckmateModel(graph, budget_bytes)};
+  }
+  CheckmateModel model(graph, budget_bytes,
+                       *FirstComputeOrder(graph, incumbent->schedule));
+  return {order, std::move(incumbent), std::move(model)};
 }
 
 }  // namespace remat

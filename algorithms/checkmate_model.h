@@ -2,9 +2,12 @@
 // checkmate_lp: building the model, turning a schedule into a start point
 // for it, and turning a (rounded) solution back into a schedule.
 //
-// The needed nodes are numbered 0..n-1 in the graph's topological order and
-// node t is computed in stage t; stage t may also recompute nodes i < t, in
-// increasing order. Variables (ALGORITHMS.md, "checkmate_milp"):
+// The needed nodes are numbered 0..n-1 in a topological order (the stage
+// order: the graph's own by default, or the order in which a schedule
+// first computes them) and node t is computed in stage t; stage t may also
+// recompute nodes i < t, in increasing order. The staged class depends on
+// the stage order; Checkmate's formulation is valid for any topological one.
+// Variables (ALGORITHMS.md, "checkmate_milp"):
 //   R[t,i]  compute i in stage t                 (i <= t; R[t,t] fixed 1)
 //   S[t,i]  i is live entering stage t            (i < t)
 //   F[t,i,k] free i right after computing k in stage t, for each input i of
@@ -18,16 +21,30 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
+#include "algorithms/warm_start.h"
+#include "harness/algorithm.h"
 #include "harness/graph.h"
 #include "harness/schedule.h"
 
 namespace remat {
 
+// The needed nodes in the order `schedule` first computes them (a
+// topological order), or nullopt when it computes a node that is not
+// needed or never computes a needed one.
+std::optional<std::vector<NodeId>> FirstComputeOrder(
+    const Graph& graph, std::span<const Event> schedule);
+
 class CheckmateModel {
  public:
+  // Stages in NoRematOrder(graph).
   CheckmateModel(const Graph& graph, int64_t budget_bytes);
+  // Stages in `order`, a topological order of exactly the needed nodes
+  // (std::invalid_argument otherwise).
+  CheckmateModel(const Graph& graph, int64_t budget_bytes,
+                 std::vector<NodeId> order);
 
   // The problem in column-major form, ready for Cbc_loadProblem or
   // OsiSolverInterface::loadProblem.
@@ -58,6 +75,15 @@ class CheckmateModel {
   std::optional<std::vector<double>> PointOf(
       std::span<const Event> schedule) const;
 
+  // A staged schedule that does what `schedule` does with the same first
+  // computes: per stage, the values it keeps that are used later, the
+  // cheapest recomputations those need (RebuildR), in index order, each
+  // once. Its cost is at most that of `schedule`; its peak can be higher
+  // (the order within a stage changes), so simulate it. nullopt when the
+  // first computes are not in the model's order or `schedule` computes a
+  // node the model does not have.
+  std::optional<Schedule> Staged(std::span<const Event> schedule) const;
+
   // Reads R and S from a solution, rounding at `threshold`.
   std::vector<std::vector<uint8_t>> RoundR(std::span<const double> x,
                                            double threshold) const;
@@ -82,6 +108,15 @@ class CheckmateModel {
               std::initializer_list<std::pair<int, double>> terms);
   void AddRow(double lower, double upper,
               const std::vector<std::pair<int, double>>& terms);
+  // R and S of a schedule read stage by stage (stage t ends at the first
+  // compute of node t), or nullopt when its first computes are out of the
+  // model's order. A node computed twice in one stage makes it nullopt
+  // unless `allow_repeats`.
+  struct Stages {
+    std::vector<std::vector<uint8_t>> r, s;
+  };
+  std::optional<Stages> ReadStages(std::span<const Event> schedule,
+                                   bool allow_repeats) const;
   int R(int t, int i) const { return r_col_[t][i]; }
   int S(int t, int i) const { return s_col_[t][i]; }  // -1: fixed 0
   void Finish();
@@ -107,5 +142,32 @@ class CheckmateModel {
   std::vector<int> col_starts_, row_index_;
   std::vector<double> values_;
 };
+
+// The stage order of a Checkmate model: the graph's topological order, or
+// the first computes of the cheapest heuristic schedule (the incumbent).
+enum class StageOrder { kGraph, kIncumbent };
+
+// `params` and the two BestStagedStart reads: stage_order and
+// warm_start_seconds.
+std::vector<ParamSpec> WithStagedStartParams(std::vector<ParamSpec> params);
+
+// The warm start of checkmate_milp and checkmate_lp, and their model: the
+// cheapest schedule the heuristics `names` (all when empty) find
+// (BestHeuristicSchedule) after staging each (CheckmateModel::Staged) in
+// the graph's order or, for kIncumbent, in the order of its own first
+// computes; and the model staged in the incumbent's order (kIncumbent with
+// an incumbent) or the graph's.
+// In the incumbent's order the incumbent is a point of the model when its
+// memory rows hold, so the MILP starts no worse than the heuristics; in the
+// graph's order often no heuristic schedule is staged.
+struct StagedStart {
+  StageOrder order;
+  std::optional<Incumbent> incumbent;
+  CheckmateModel model;
+};
+// Each heuristic runs for at most warm_start_seconds and a tenth of the
+// time left.
+StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
+                            const std::vector<std::string>& names);
 
 }  // namespace remat

@@ -4,13 +4,14 @@
 
 #include "harness/registry.h"
 #include "harness/runner.h"
+#include "harness/simulator.h"
 
 namespace remat {
 
 std::optional<Incumbent> BestHeuristicSchedule(
     const Graph& graph, int64_t budget_bytes, const Deadline& deadline,
     const std::vector<std::string>& names, double seconds_each,
-    const std::function<bool(const Schedule&)>& accept) {
+    const std::function<std::optional<Schedule>(const Schedule&)>& transform) {
   std::vector<const AlgorithmInfo*> candidates;
   if (names.empty()) {
     for (const AlgorithmInfo* info : AllAlgorithms()) {
@@ -29,14 +30,17 @@ std::optional<Incumbent> BestHeuristicSchedule(
     const Attempt attempt =
         RunAlgorithm(graph, *info, Params::Parse({}, info->params, info->name),
                      budget_bytes, seconds);
-    if (!attempt.simulation || !attempt.simulation->valid ||
-        attempt.simulation->peak_bytes > budget_bytes ||
-        (accept && !accept(*attempt.output.schedule))) {
-      continue;
+    if (!attempt.simulation || !attempt.simulation->valid) continue;
+    std::optional<Schedule> schedule = *attempt.output.schedule;
+    SimulationResult sim = *attempt.simulation;
+    if (transform) {
+      schedule = transform(*schedule);
+      if (!schedule) continue;
+      sim = Simulate(graph, *schedule);
     }
-    if (!best || attempt.simulation->cost < best->cost) {
-      best = Incumbent{*attempt.output.schedule, attempt.simulation->cost,
-                       info->name};
+    if (!sim.valid || sim.peak_bytes > budget_bytes) continue;
+    if (!best || sim.cost < best->cost) {
+      best = Incumbent{std::move(*schedule), sim.cost, info->name};
     }
   }
   return best;

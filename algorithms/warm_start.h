@@ -23,12 +23,14 @@ struct Incumbent {
 
 // Runs each named algorithm (every registered heuristic when `names` is
 // empty) with its default parameters, each for at most `seconds_each` and
-// never past `deadline`, and returns the cheapest valid schedule whose
-// simulated peak fits `budget_bytes` and that `accept` (if given) accepts.
-// Ties go to the earlier name, so the answer is deterministic.
+// never past `deadline`, passes each valid schedule through `transform`
+// (if given; nullopt drops it) and returns the cheapest result that is
+// valid and whose simulated peak fits `budget_bytes`. Ties go to the
+// earlier name, so the answer is deterministic.
 std::optional<Incumbent> BestHeuristicSchedule(
     const Graph& graph, int64_t budget_bytes, const Deadline& deadline,
     const std::vector<std::string>& names, double seconds_each,
-    const std::function<bool(const Schedule&)>& accept = {});
+    const std::function<std::optional<Schedule>(const Schedule&)>& transform =
+        {});
 
 }  // namespace remat

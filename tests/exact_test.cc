@@ -226,6 +226,81 @@ TEST(CheckmateMilp, EqualsExactOnChains) {
   }
 }
 
+// Every heuristic's valid schedule at `budget`, by name, and its simulation.
+std::vector<std::pair<std::string, Attempt>> HeuristicSchedules(
+    const Graph& graph, int64_t budget) {
+  std::vector<std::pair<std::string, Attempt>> found;
+  for (const AlgorithmInfo* info : AllAlgorithms()) {
+    if (info->exact) continue;
+    Attempt attempt = RunAlgorithm(
+        graph, *info, Params::Parse({}, info->params, info->name), budget, 10);
+    if (attempt.simulation && attempt.simulation->valid) {
+      found.emplace_back(info->name, std::move(attempt));
+    }
+  }
+  return found;
+}
+
+// Staging a heuristic schedule in the order of its own first computes
+// keeps it valid and never makes it dearer, and whenever the staged
+// schedule fits a budget it is a point of the model at that budget (the
+// MIP start checkmate_milp hands CBC).
+TEST(CheckmateModel, StagedHeuristicSchedulesArePointsWhenTheyFit) {
+  std::mt19937 rng(11);
+  int staged_points = 0;
+  for (int g = 0; g < 20; ++g) {
+    const Graph graph =
+        g % 2 ? RandomDag(rng, 12, 0.3) : RandomTrainingGraph(rng, 6, 0.4);
+    for (int64_t budget : Budgets(graph, 4)) {
+      for (const auto& [name, attempt] : HeuristicSchedules(graph, budget)) {
+        const Schedule& schedule = *attempt.output.schedule;
+        const std::optional<std::vector<NodeId>> order =
+            FirstComputeOrder(graph, schedule);
+        ASSERT_TRUE(order.has_value()) << name;
+        const CheckmateModel model(graph, budget, *order);
+        const std::optional<Schedule> staged = model.Staged(schedule);
+        ASSERT_TRUE(staged.has_value()) << name;
+        const SimulationResult sim = Simulate(graph, *staged);
+        ASSERT_TRUE(sim.valid) << name << ": " << sim.error;
+        EXPECT_LE(sim.cost, attempt.simulation->cost) << name;
+        EXPECT_EQ(FirstComputeOrder(graph, *staged), order) << name;
+        EXPECT_EQ(model.PointOf(*staged).has_value(), sim.peak_bytes <= budget)
+            << name << " graph " << g << " budget " << budget;
+        staged_points += sim.peak_bytes <= budget;
+      }
+    }
+  }
+  EXPECT_GT(staged_points, 100);
+}
+
+// In the stage order of the cheapest heuristic schedule (the default), the
+// MILP starts from that schedule staged, so it never ends dearer than the
+// heuristics whose staged schedules fit.
+TEST(CheckmateMilp, NeverDearerThanStagedHeuristics) {
+  std::mt19937 rng(13);
+  int compared = 0;
+  for (int g = 0; g < 10; ++g) {
+    const Graph graph =
+        g % 2 ? RandomDag(rng, 12, 0.3) : RandomTrainingGraph(rng, 6, 0.4);
+    for (int64_t budget : Budgets(graph, 3)) {
+      const SolveResult milp = Solve(graph, "checkmate_milp", budget);
+      ASSERT_NE(milp.status, Status::kError) << milp.message;
+      for (const auto& [name, attempt] : HeuristicSchedules(graph, budget)) {
+        const Schedule& schedule = *attempt.output.schedule;
+        const SimulationResult sim = Simulate(
+            graph,
+            *CheckmateModel(graph, budget, *FirstComputeOrder(graph, schedule))
+                 .Staged(schedule));
+        if (sim.peak_bytes > budget) continue;
+        ASSERT_EQ(milp.status, Status::kFeasible) << name;
+        EXPECT_LE(milp.cost, sim.cost) << name << " graph " << g;
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GT(compared, 30);
+}
+
 // The staged class is a subset of all schedules: its proven optimum is
 // never below exact_search's. The comparison also measures how much the
 // class gives away; REMAT_STAGED_LOSS_OUT=FILE writes the figures.
@@ -242,8 +317,11 @@ TEST(CheckmateMilp, StagedClassNeverBeatsExact) {
       const Attempt exact_run = RunAlgorithm(
           graph, info, Params::Parse({}, info.params, info.name), budget, 60);
       const SolveResult exact = Judge(exact_run, budget);
-      const SolveResult milp = Solve(graph, "checkmate_milp", budget);
-      const SolveResult lp = Solve(graph, "checkmate_lp", budget);
+      // Staged in the graph's own order, the class PointOf tests below.
+      const SolveResult milp =
+          Solve(graph, "checkmate_milp", budget, {"stage_order=graph"});
+      const SolveResult lp =
+          Solve(graph, "checkmate_lp", budget, {"stage_order=graph"});
       ASSERT_NE(milp.status, Status::kError) << milp.message;
       ASSERT_NE(lp.status, Status::kError) << lp.message;
       ASSERT_NE(exact.status, Status::kError) << exact.message;
