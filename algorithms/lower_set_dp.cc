@@ -14,40 +14,68 @@ namespace {
 
 constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
-// Calls visit(t, peak, extra_time, kept_mem) for every superset t of set s
-// that a transition from s can reach with `slack` = budget - kept memory:
-// peak = 2 M(t \ s) + M(A(t)) + M(B(t)) <= slack, extra_time = T(t \ s) -
-// T(U), kept_mem = M(U), U = ∂t \ s. Since the peak is at least
-// 2 (M(t) - M(s)), the candidates are the memory-sorted sets up to
-// M(s) + slack / 2; each is tested for containment word by word.
-template <typename Visit>
-void ForEachTransition(const LowerSetFamily& f, int32_t s, int64_t slack,
-                       Visit&& visit) {
-  const int64_t reach = slack / 2;
-  const int32_t last = f.UpperBoundByMem(
-      reach > kInt64Max - f.mem(s) ? kInt64Max : f.mem(s) + reach);
-  const int32_t words = f.words();
-  const uint64_t* source = f.bits(s);
-  for (int32_t t = s + 1; t < last; ++t) {
-    const uint64_t* target = f.bits(t);
-    bool subset = true;
-    for (int32_t w = 0; w < words && subset; ++w) {
-      subset = (source[w] & ~target[w]) == 0;
-    }
-    if (!subset) continue;
-    const int64_t grow = 2 * (f.mem(t) - f.mem(s));  // <= slack
-    if (f.ab_mem(t) > slack - grow) continue;
-    // Boundary nodes already in s were kept by earlier segments.
-    int64_t kept_cost = f.boundary_cost(t), kept_mem = f.boundary_mem(t);
-    for (int32_t v : f.boundary(t)) {
-      if ((source[v >> 6] >> (v & 63)) & 1) {
-        kept_cost -= f.node_cost(v);
-        kept_mem -= f.node_mem(v);
+// Calls visit(t, cap, extra_time, kept_mem) for every superset t of a set
+// s that a point at s with kept memory `floor` (the least at s) can move
+// to and still finish, spending at most `max_time`: extra_time =
+// T(t \ s) - T(U), kept_mem = M(U), U = ∂t \ s, and cap = the most kept
+// memory a point at s may hold to take the transition, min(budget - peak,
+// most_kept[t] - kept_mem), where peak = 2 M(t \ s) + M(A(t)) + M(B(t))
+// and most_kept[t] is the most kept memory from which G can still be
+// reached at t. Transitions with cap < floor are skipped. Both the peak
+// (LowerSetFamily::peak_key) and the extra time only grow with t (the
+// extra time is the cost of the nodes of t \ s with no successor outside
+// t, and adding a node to t leaves those without one), so the walk over
+// supersets stops where either passes its limit; Walk returns the least
+// extra time that passed `max_time` (kInt64Max if none). `visit` may raise
+// the floor as it goes (a search for the largest cap does).
+class TransitionWalker {
+ public:
+  TransitionWalker(const LowerSetFamily& f, int64_t budget,
+                   std::span<const int64_t> most_kept)
+      : f_(f), budget_(budget), most_kept_(most_kept) {}
+
+  template <typename Visit>
+  int64_t Walk(int32_t s, int64_t& floor, int64_t max_time, Visit&& visit) {
+    int64_t least_over = kInt64Max;
+    // peak = peak_key(t) - 2 M(s) must leave room for `floor`.
+    auto key_limit = [&] {
+      const int64_t room = budget_ - floor;
+      return room > kInt64Max - 2 * f_.mem(s) ? kInt64Max
+                                              : room + 2 * f_.mem(s);
+    };
+    int64_t max_key = key_limit();
+    const uint64_t* source = f_.bits(s);
+    f_.ForEachSuperset(s, max_key, stack_, [&](int32_t t) {
+      // Boundary nodes already in s were kept by earlier segments.
+      int64_t kept_cost = f_.boundary_cost(t), kept_mem = f_.boundary_mem(t);
+      for (int32_t v : f_.boundary(t)) {
+        if ((source[v >> 6] >> (v & 63)) & 1) {
+          kept_cost -= f_.node_cost(v);
+          kept_mem -= f_.node_mem(v);
+        }
       }
-    }
-    visit(t, grow + f.ab_mem(t), f.cost(t) - f.cost(s) - kept_cost, kept_mem);
+      const int64_t time = f_.cost(t) - f_.cost(s) - kept_cost;
+      if (time > max_time) {
+        least_over = std::min(least_over, time);
+        return false;
+      }
+      const int64_t peak = f_.peak_key(t) - 2 * f_.mem(s);
+      const int64_t cap = std::min(budget_ - peak, most_kept_[t] - kept_mem);
+      if (cap >= floor) {
+        visit(t, cap, time, kept_mem);
+        max_key = key_limit();
+      }
+      return true;
+    });
+    return least_over;
   }
-}
+
+ private:
+  const LowerSetFamily& f_;
+  const int64_t budget_;
+  std::span<const int64_t> most_kept_;
+  std::vector<LowerSetFamily::Cover> stack_;
+};
 
 // Adds `p` to `front` unless a point with no more time and no more kept
 // memory is there; removes the points `p` dominates. Returns the change in
@@ -75,69 +103,108 @@ int64_t InsertPareto(std::vector<ParetoPoint>& front, const ParetoPoint& p) {
   return -removed;
 }
 
+// Merges points [first, last) of `from` (the front of set `s`), shifted by
+// (time, kept), into `into`: one linear pass over both staircases instead
+// of an insertion per point. Returns the change in the number of points.
+int64_t MergePareto(std::vector<ParetoPoint>& into,
+                    std::span<const ParetoPoint> from, int32_t first,
+                    int32_t last, int32_t s, int64_t time, int64_t kept,
+                    std::vector<ParetoPoint>& scratch) {
+  if (last - first <= 2) {
+    int64_t change = 0;
+    for (int32_t i = first; i < last; ++i) {
+      change +=
+          InsertPareto(into, {from[i].time + time, from[i].kept + kept, s, i});
+    }
+    return change;
+  }
+  scratch.clear();
+  auto emit = [&](const ParetoPoint& p) {
+    if (scratch.empty() || p.kept < scratch.back().kept) {
+      if (!scratch.empty() && scratch.back().time == p.time) {
+        scratch.back() = p;
+      } else {
+        scratch.push_back(p);
+      }
+    }
+  };
+  size_t j = 0;
+  for (int32_t i = first; i < last; ++i) {
+    const ParetoPoint p{from[i].time + time, from[i].kept + kept, s, i};
+    for (; j < into.size() &&
+           (into[j].time < p.time ||
+            (into[j].time == p.time && into[j].kept <= p.kept));
+         ++j) {
+      emit(into[j]);
+    }
+    emit(p);
+  }
+  for (; j < into.size(); ++j) emit(into[j]);
+  const int64_t change =
+      static_cast<int64_t>(scratch.size()) - static_cast<int64_t>(into.size());
+  into.swap(scratch);
+  return change;
+}
+
 // The order of the single label of pass 1: least kept, then least time.
 bool LessKept(const ParetoPoint& a, const ParetoPoint& b) {
   return a.kept != b.kept ? a.kept < b.kept : a.time < b.time;
 }
 
-// Keeps `keep` points of a final front: both ends and evenly spaced ones
-// between, so that a beam pass still reaches G whenever the least-kept
-// point does.
-void Thin(std::vector<ParetoPoint>& front, int32_t keep) {
-  const auto size = static_cast<int64_t>(front.size());
-  if (size <= keep) return;
-  std::vector<ParetoPoint> kept;
-  for (int64_t j = 0; j < keep; ++j) {
-    kept.push_back(front[j * (size - 1) / (keep - 1)]);
-  }
-  front = std::move(kept);
+bool StopAtDeadline(const Deadline& deadline, int32_t s, int32_t sets,
+                    DpOutcome& dp) {
+  if ((s & 63) != 0 || !deadline.Expired()) return false;
+  dp.status = Status::kTimeout;
+  dp.message = fmt::format("deadline reached at lower set {} of {}", s, sets);
+  return true;
 }
 
-// Fronts of (time, kept) per set, subsets first, dropping points whose time
-// exceeds `upper_bound` (time only grows along a strategy). With `thin` > 0
-// the fronts are cut to that many points whenever they reach twice as many
-// and before they are extended (a beam, for a first upper bound). Returns false
-// when the deadline or `max_points` stopped it, with dp.status and dp.message
-// set.
-bool RunFronts(const LowerSetFamily& f, int64_t budget, int64_t upper_bound,
-               int32_t thin, int64_t max_points, const Deadline& deadline,
-               DpOutcome& dp) {
+// Fronts of (time, kept) per set, subsets first, holding only points whose
+// time is at most `bound` (time only grows along a strategy); `dropped` is
+// set to the least time of a point dropped for exceeding it. Returns false
+// when the deadline or `max_points` stopped it, with dp.status and
+// dp.message set.
+bool RunFronts(const LowerSetFamily& f, int64_t budget, int64_t bound,
+               int64_t max_points, const Deadline& deadline, DpOutcome& dp,
+               int64_t& dropped) {
+  dropped = kInt64Max;
   const int32_t full = f.full_set();
   dp.fronts.assign(f.size(), {});
   dp.fronts[f.empty_set()].push_back({0, 0, -1, -1});
+  dp.transitions = 0;
   int64_t points = 1;
+  std::vector<ParetoPoint> scratch;
+  TransitionWalker walker(f, budget, dp.most_kept);
   for (int32_t s = 0; s < full; ++s) {
-    std::vector<ParetoPoint>& from = dp.fronts[s];
+    const std::vector<ParetoPoint>& from = dp.fronts[s];
     if (from.empty()) continue;
-    if (deadline.Expired()) {
-      dp.status = Status::kTimeout;
-      dp.message =
-          fmt::format("deadline reached at lower set {} of {}", s, f.size());
-      return false;
-    }
-    if (thin > 0) Thin(from, thin);
-    ForEachTransition(
-        f, s, budget - from.back().kept,
-        [&](int32_t t, int64_t peak, int64_t time, int64_t kept) {
-          // The front is sorted by kept memory descending: skip the points
-          // that cannot afford this transition's peak.
-          auto i = static_cast<int32_t>(
-              std::partition_point(from.begin(), from.end(),
+    if (StopAtDeadline(deadline, s, f.size(), dp)) return false;
+    int64_t floor = from.back().kept;
+    const int64_t over = walker.Walk(
+        s, floor, bound - from.front().time,
+        [&](int32_t t, int64_t cap, int64_t time, int64_t kept) {
+          ++dp.transitions;
+          // The front is sorted by kept memory descending: skip the
+          // points that hold more than the transition allows.
+          const auto first = static_cast<int32_t>(
+              std::partition_point(
+                  from.begin(), from.end(),
+                  [&](const ParetoPoint& p) { return p.kept > cap; }) -
+              from.begin());
+          const auto last = static_cast<int32_t>(
+              std::partition_point(from.begin() + first, from.end(),
                                    [&](const ParetoPoint& p) {
-                                     return p.kept > budget - peak;
+                                     return p.time <= bound - time;
                                    }) -
               from.begin());
-          for (; i < static_cast<int32_t>(from.size()) &&
-                 from[i].time <= upper_bound - time;
-               ++i) {
-            points += InsertPareto(
-                dp.fronts[t], {from[i].time + time, from[i].kept + kept, s, i});
+          if (last < static_cast<int32_t>(from.size())) {
+            dropped = std::min(dropped, from[last].time + time);
           }
-          if (thin > 0 && dp.fronts[t].size() > 2 * static_cast<size_t>(thin)) {
-            points -= static_cast<int64_t>(dp.fronts[t].size()) - thin;
-            Thin(dp.fronts[t], thin);
-          }
+          points += MergePareto(dp.fronts[t], from, first, last, s, time, kept,
+                                scratch);
         });
+    if (over != kInt64Max)
+      dropped = std::min(dropped, from.front().time + over);
     dp.max_points = std::max(dp.max_points, points);
     if (points > max_points) {
       dp.status = Status::kTooLarge;
@@ -150,61 +217,70 @@ bool RunFronts(const LowerSetFamily& f, int64_t budget, int64_t upper_bound,
   return true;
 }
 
-// Points per front in the beam pass.
-constexpr int32_t kBeamWidth = 8;
-
 }  // namespace
 
-DpOutcome RunLowerSetDp(const LowerSetFamily& f, int64_t budget,
-                        int64_t max_points, const Deadline& deadline) {
+DpOutcome StartLowerSetDp(const LowerSetFamily& f, int64_t budget,
+                          const Deadline& deadline) {
   DpOutcome dp;
-  const int32_t sets = f.size(), full = f.full_set();
-  const ParetoPoint none{kInt64Max, kInt64Max, -1, -1};
-  // Pass 1: the least-kept label of every set.
-  dp.least_kept.assign(sets, none);
+  dp.most_kept.assign(f.size(), -1);
+  dp.most_kept[f.full_set()] = budget;
+  TransitionWalker walker(f, budget, dp.most_kept);
+  for (int32_t s = f.full_set() - 1; s >= 0; --s) {
+    if (StopAtDeadline(deadline, s, f.size(), dp)) return dp;
+    // A search for the largest cap: each one found raises the floor, and
+    // with it cuts the walk short of every larger segment.
+    int64_t floor = 0;
+    walker.Walk(s, floor, kInt64Max,
+                [&](int32_t, int64_t cap, int64_t, int64_t) {
+                  dp.most_kept[s] = cap;
+                  floor = cap + 1;
+                });
+  }
+  return dp;
+}
+
+bool FindLeastTime(const LowerSetFamily& f, int64_t budget, int64_t max_points,
+                   const Deadline& deadline, DpOutcome& dp) {
+  // A pass costs about one walk per set it reaches plus the points it
+  // holds (at most one per time value up to the bound), so passes below
+  // the least time are cheap and the one that reaches G costs most. A
+  // pass that reaches G is exact: it dropped only points above its bound,
+  // none of them on a faster strategy. One that does not proves the least
+  // time is at least the least time it dropped (the first point above the
+  // bound on an optimal strategy was dropped), so the next bound is that,
+  // or an eighth more than the last if higher: the cheap passes are
+  // many, and the last bound is within 1/8 of the least time. G is reachable
+  // (most_kept), so some bound reaches it.
+  int64_t bound = 0, dropped = 0;
+  while (true) {
+    if (!RunFronts(f, budget, bound, max_points, deadline, dp, dropped)) {
+      return false;
+    }
+    if (dp.reached()) return true;
+    bound = std::max(
+        dropped, bound > kInt64Max / 2 ? kInt64Max : bound + (bound + 7) / 8);
+  }
+}
+
+bool FindLeastKept(const LowerSetFamily& f, int64_t budget,
+                   const Deadline& deadline, DpOutcome& dp) {
+  const int32_t sets = f.size();
+  dp.least_kept.assign(sets, {kInt64Max, kInt64Max, -1, -1});
   dp.least_kept[f.empty_set()] = {0, 0, -1, 0};
+  TransitionWalker walker(f, budget, dp.most_kept);
   for (int32_t s = 0; s < sets; ++s) {
     const ParetoPoint from = dp.least_kept[s];
     if (from.from_point < 0) continue;
-    if ((s & 255) == 0 && deadline.Expired()) {
-      dp.status = Status::kTimeout;
-      dp.message =
-          fmt::format("deadline reached at lower set {} of {}", s, sets);
-      return dp;
-    }
-    ForEachTransition(
-        f, s, budget - from.kept,
+    if (StopAtDeadline(deadline, s, sets, dp)) return false;
+    int64_t floor = from.kept;
+    walker.Walk(
+        s, floor, kInt64Max,
         [&](int32_t t, int64_t, int64_t time, int64_t kept) {
-          ++dp.transitions;
-          ParetoPoint next{from.time + time, from.kept + kept, s, 0};
-          if (LessKept(next, dp.least_kept[t])) {
-            dp.least_kept[t] = next;
-          }
+          const ParetoPoint next{from.time + time, from.kept + kept, s, 0};
+          if (LessKept(next, dp.least_kept[t])) dp.least_kept[t] = next;
         });
   }
-  if (dp.least_kept[full].from_point < 0) return dp;  // nothing fits
-  // Pass 2: a beam for an upper bound on the least time; pass 3: exact.
-  int64_t upper_bound = dp.least_kept[full].time;
-  if (!RunFronts(f, budget, upper_bound, kBeamWidth, max_points, deadline,
-                 dp)) {
-    return dp;
-  }
-  if (!dp.fronts[full].empty()) {
-    upper_bound = std::min(upper_bound, dp.fronts[full].front().time);
-  }
-  // Fronts hold at most one point per time value up to the bound, so a
-  // bound near the optimum keeps them short. The beam's bound can be far
-  // above it; doubling a smaller guess costs at most about twice the last
-  // pass, and a pass that reaches G is exact (it dropped only points whose
-  // time exceeds its bound, so none on a better strategy).
-  for (int64_t guess = std::max<int64_t>(1, upper_bound / 64);; guess *= 2) {
-    const int64_t bound = std::min(guess, upper_bound);
-    if (!RunFronts(f, budget, bound, 0, max_points, deadline, dp) ||
-        !dp.fronts[full].empty() || bound == upper_bound) {
-      break;
-    }
-  }
-  return dp;
+  return true;
 }
 
 std::vector<int32_t> TimeCentricChain(const DpOutcome& dp,
@@ -346,12 +422,9 @@ AlgorithmOutput SolveLowerSetDp(const Graph& graph, const SolveRequest& request,
   }
   const LowerSetAnalysis& a = *lookup.analysis;
   const int64_t budget = request.budget_bytes;
-  DpOutcome dp = RunLowerSetDp(
-      a.family, budget, request.params.Int("max_states"), request.deadline);
+  DpOutcome dp = StartLowerSetDp(a.family, budget, request.deadline);
   nlohmann::json extra = {{"lower_sets", a.family.size()},
-                          {"forward_nodes", a.graph.size()},
-                          {"transitions", dp.transitions},
-                          {"max_pareto_points", dp.max_points}};
+                          {"forward_nodes", a.graph.size()}};
   auto no_schedule = [&](Status status, std::string message) {
     AlgorithmOutput out =
         AlgorithmOutput::NoSchedule(status, std::move(message));
@@ -359,15 +432,14 @@ AlgorithmOutput SolveLowerSetDp(const Graph& graph, const SolveRequest& request,
     return out;
   };
   if (dp.status != Status::kFeasible) return no_schedule(dp.status, dp.message);
-  if (!dp.reached()) {
+  if (!dp.reachable()) {
     return no_schedule(
         Status::kInfeasible,
         fmt::format("no strategy over {} lower sets fits the budget by the "
                     "DP's memory estimate",
                     a.family.size()));
   }
-  extra["dp_least_extra_time"] = dp.fronts[a.family.full_set()].front().time;
-  extra["dp_least_kept_bytes"] = dp.least_kept[a.family.full_set()].kept;
+  const int32_t full = a.family.full_set();
   // Time-centric: the least extra time. Memory-centric: the least kept
   // memory, i.e. coarser segments, whose real peak after the liveness pass
   // is often lower; `auto` falls back to it when time-centric's simulated
@@ -375,13 +447,25 @@ AlgorithmOutput SolveLowerSetDp(const Graph& graph, const SolveRequest& request,
   const std::string& strategy = request.params.String("strategy");
   std::vector<Candidate> tried;
   if (strategy != "memory") {
-    tried.push_back(Build("time", dp.fronts[a.family.full_set()].front(),
+    if (!FindLeastTime(a.family, budget, request.params.Int("max_states"),
+                       request.deadline, dp)) {
+      return no_schedule(dp.status, dp.message);
+    }
+    extra["dp_least_extra_time"] = dp.fronts[full].front().time;
+    extra["transitions"] = dp.transitions;
+    extra["max_pareto_points"] = dp.max_points;
+    tried.push_back(Build("time", dp.fronts[full].front(),
                           TimeCentricChain(dp, a.family), a, graph));
   }
   if (strategy == "memory" ||
       (strategy == "auto" && tried.back().simulation.peak_bytes > budget)) {
-    tried.push_back(Build("memory", dp.least_kept[a.family.full_set()],
-                          MemoryCentricChain(dp, a.family), a, graph));
+    if (FindLeastKept(a.family, budget, request.deadline, dp)) {
+      extra["dp_least_kept_bytes"] = dp.least_kept[full].kept;
+      tried.push_back(Build("memory", dp.least_kept[full],
+                            MemoryCentricChain(dp, a.family), a, graph));
+    } else if (tried.empty()) {
+      return no_schedule(dp.status, dp.message);
+    }
   }
   // The first that fits, else the one with the lower simulated peak.
   const Candidate* chosen = &tried.front();

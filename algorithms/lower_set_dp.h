@@ -24,40 +24,53 @@ struct ParetoPoint {
   int32_t from_point = -1;
 };
 
-// The DP at one budget, in three passes over the transitions L -> L'
-// (allowed when kept + 2 M(L' \ L) + M(A(L')) + M(B(L')) <= budget):
-//  1. one label per set, the least kept memory (ties: least time). Kept
-//     memory only ever hurts later transitions, so this label is optimal
-//     on its own: at G it is the memory-centric answer (the largest-time
-//     end of G's Pareto front), and if it does not reach G nothing does.
-//  2. Pareto fronts of (time, kept) cut to a few points each (a beam):
-//     a strategy whose time is an upper bound UB on the least time.
-//  3. exact Pareto fronts holding only points with time <= UB (time only
-//     grows along a strategy). At generous budgets the full fronts hold
-//     one point per time value (thousands on ResNet-152); with the bound
-//     they hold a handful, which is what makes the DP fast.
+// The DP at one budget. A transition L -> L' is allowed when kept +
+// 2 M(L' \ L) + M(A(L')) + M(B(L')) <= budget; it adds T(L' \ L) - T(U)
+// extra time and keeps U = ∂L' \ L. Three passes over the transitions,
+// each walking the supersets of a set (LowerSetFamily::ForEachSuperset):
+//  0. backward, one label per set: the most kept memory from which G can
+//     still be reached. G is reachable at all iff ∅'s label is >= 0, and
+//     the other passes drop every point above their set's label (most
+//     points a plain forward DP holds are such dead ends).
+//  1. (time-centric) Pareto fronts of (time, kept) holding only points
+//     with time <= a bound, for growing bounds until one reaches G: that
+//     pass is exact, and the fronts stay short (at most one point per time
+//     value up to the bound, where a full front holds thousands).
+//  2. (memory-centric) one label per set, the least kept memory (ties:
+//     least time). Kept memory only ever hurts later transitions, so this
+//     label is optimal on its own: at G it is the memory-centric answer
+//     (the largest-time end of G's Pareto front).
 struct DpOutcome {
-  // kFeasible when the DP ran to the end (G may still be unreachable),
-  // else kTimeout or kTooLarge with `message`.
+  // kFeasible unless the deadline or a size cap stopped a pass (kTimeout,
+  // kTooLarge), with `message`.
   Status status = Status::kFeasible;
   std::string message;
-  // Pass 3, per set, sorted by time ascending (kept strictly descending).
+  // Pass 0, per set (-1 when G cannot be reached from it).
+  std::vector<int64_t> most_kept;
+  // Pass 1, per set, sorted by time ascending (kept strictly descending).
   std::vector<std::vector<ParetoPoint>> fronts;
-  // Pass 1, per set (from_set < 0 and kept = max when unreached).
+  // Pass 2, per set (from_set < 0 and kept = max when unreached).
   std::vector<ParetoPoint> least_kept;
-  int64_t transitions = 0;  // allowed (source, target) pairs of pass 1
-  int64_t max_points = 0;   // most Pareto points held at once
+  int64_t transitions = 0;  // (source, target) pairs of pass 1's last bound
+  int64_t max_points = 0;   // most Pareto points held at once in pass 1
+  bool reachable() const { return !most_kept.empty() && most_kept[0] >= 0; }
   bool reached() const { return !fronts.empty() && !fronts.back().empty(); }
 };
 
-// Runs the DP at `budget`. `max_points` caps the Pareto points held at
-// once (too_large beyond it).
-DpOutcome RunLowerSetDp(const LowerSetFamily& family, int64_t budget,
-                        int64_t max_points, const Deadline& deadline);
+// Pass 0 at `budget`; check status, then reachable().
+DpOutcome StartLowerSetDp(const LowerSetFamily& family, int64_t budget,
+                          const Deadline& deadline);
+// Pass 1 (fills dp.fronts) and pass 2 (dp.least_kept), only when
+// dp.reachable(). False when stopped, with dp.status and dp.message set.
+// `max_points` caps the Pareto points held at once (too_large beyond it).
+bool FindLeastTime(const LowerSetFamily& family, int64_t budget,
+                   int64_t max_points, const Deadline& deadline, DpOutcome& dp);
+bool FindLeastKept(const LowerSetFamily& family, int64_t budget,
+                   const Deadline& deadline, DpOutcome& dp);
 
 // The chains ∅ = L0 ⊂ ... ⊂ Lk = G (set indices) of the time-centric
-// answer (least extra time) and of the memory-centric one (least kept
-// memory). Only when dp.reached().
+// answer (least extra time, after FindLeastTime) and of the memory-centric
+// one (least kept memory, after FindLeastKept).
 std::vector<int32_t> TimeCentricChain(const DpOutcome& dp,
                                       const LowerSetFamily& family);
 std::vector<int32_t> MemoryCentricChain(const DpOutcome& dp,

@@ -7,6 +7,8 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <string_view>
+#include <unordered_map>
 
 #include "algorithms/forward_backward.h"
 #include "harness/results.h"
@@ -82,6 +84,37 @@ LowerSetLookup EnumerateAll(const ForwardGraph& g, int64_t max_sets,
     }
   }
   return {};
+}
+
+// For each of all the lower sets (indices into `bits`), the sets L ∪ {v}
+// with the node v, ascending in v, found by looking the bitsets up.
+std::vector<std::vector<LowerSetFamily::Cover>> OneNodeCovers(
+    const ForwardGraph& g, const std::vector<uint64_t>& bits) {
+  const int32_t n = g.size();
+  const int32_t words = WordsFor(n);
+  const auto sets = static_cast<int32_t>(bits.size() / words);
+  auto view = [&](const uint64_t* set) {
+    return std::string_view(reinterpret_cast<const char*>(set),
+                            sizeof(uint64_t) * words);
+  };
+  std::unordered_map<std::string_view, int32_t> index;
+  index.reserve(sets);
+  for (int32_t s = 0; s < sets; ++s) {
+    index.emplace(view(bits.data() + static_cast<size_t>(s) * words), s);
+  }
+  std::vector<std::vector<LowerSetFamily::Cover>> covers(sets);
+  std::vector<uint64_t> grown(words);
+  for (int32_t s = 0; s < sets; ++s) {
+    const uint64_t* set = bits.data() + static_cast<size_t>(s) * words;
+    for (int32_t v = 0; v < n; ++v) {
+      if ((set[v >> 6] >> (v & 63)) & 1) continue;
+      std::copy_n(set, words, grown.begin());
+      grown[v >> 6] |= uint64_t{1} << (v & 63);
+      auto it = index.find(view(grown.data()));
+      if (it != index.end()) covers[s].push_back({it->second, v});
+    }
+  }
+  return covers;
 }
 
 // ∅, the ancestor closure {v} ∪ ancestors(v) of every v (distinct: v is
@@ -226,8 +259,9 @@ std::optional<ForwardGraph> ExtractForwardGraph(const Graph& graph,
   return g;
 }
 
-LowerSetFamily LowerSetFamily::FromBitsets(const ForwardGraph& g,
-                                           std::vector<uint64_t> bits) {
+LowerSetFamily LowerSetFamily::FromBitsets(
+    const ForwardGraph& g, std::vector<uint64_t> bits,
+    const std::vector<std::vector<Cover>>& covers) {
   const int32_t n = g.size();
   const int32_t words = WordsFor(n);
   const auto sets = static_cast<int32_t>(bits.size() / words);
@@ -300,12 +334,16 @@ LowerSetFamily LowerSetFamily::FromBitsets(const ForwardGraph& g,
                        boundary[s].end());
     f.boundary_offsets_.push_back(static_cast<int32_t>(f.boundary_.size()));
   }
+  std::vector<int32_t> position(sets);
+  for (int32_t i = 0; i < sets; ++i) position[order[i]] = i;
+  if (!covers.empty()) {
+    f.cover_offsets_.push_back(0);
+    for (int32_t s : order) {
+      for (Cover c : covers[s]) f.covers_.push_back({position[c.set], c.node});
+      f.cover_offsets_.push_back(static_cast<int32_t>(f.covers_.size()));
+    }
+  }
   return f;
-}
-
-int32_t LowerSetFamily::UpperBoundByMem(int64_t mem) const {
-  return static_cast<int32_t>(std::upper_bound(mem_.begin(), mem_.end(), mem) -
-                              mem_.begin());
 }
 
 LowerSetLookup GetLowerSets(const Graph& graph, LowerSetKind kind,
@@ -332,14 +370,17 @@ LowerSetLookup GetLowerSets(const Graph& graph, LowerSetKind kind,
     return {nullptr, Status::kUnsupported, why};
   }
   std::vector<uint64_t> bits;
+  std::vector<std::vector<LowerSetFamily::Cover>> covers;
   if (kind == LowerSetKind::kAll) {
     LowerSetLookup failed = EnumerateAll(*g, max_sets, deadline, bits);
     if (failed.status != Status::kFeasible) return failed;
+    covers = OneNodeCovers(*g, bits);
   } else {
     AncestorClosures(*g, bits);
   }
   auto analysis = std::make_shared<LowerSetAnalysis>();
-  analysis->family = LowerSetFamily::FromBitsets(*g, std::move(bits));
+  analysis->family =
+      LowerSetFamily::FromBitsets(*g, std::move(bits), std::move(covers));
   analysis->graph = std::move(*g);
   slot->analysis = analysis;
   return {analysis};

@@ -10,10 +10,9 @@
 // L; B: the other predecessors of A outside L and outside A).
 //
 // Sets are stored sorted by (M(L), |L|). A proper subset has a smaller size
-// and no larger memory, so this is a subsets-first order, and the supersets
-// of L that a budget allows (M grows by at most budget/2 per segment) form a
-// contiguous index range: the DP finds it by binary search instead of
-// testing every pair.
+// and no larger memory, so this is a subsets-first order. The DP finds the
+// supersets of a set that a budget allows by walking one-node extensions
+// (ForEachSuperset) instead of testing every pair.
 #pragma once
 
 #include <cstdint>
@@ -87,16 +86,63 @@ class LowerSetFamily {
   int64_t node_mem(int32_t v) const { return node_mem_[v]; }
   int64_t node_cost(int32_t v) const { return node_cost_[v]; }
   int64_t boundary_cost(int32_t s) const { return boundary_cost_[s]; }
-  // Sets are sorted by memory: the first index whose M exceeds `mem`.
-  int32_t UpperBoundByMem(int64_t mem) const;
+  // 2 M(L) + M(A(L)) + M(B(L)): a segment ending at L costs this minus
+  // 2 M(L0) at its start. It grows with L: adding a node v (whose
+  // predecessors are all in L) adds 2 M(v), and removes at most M(v) from
+  // A ∪ B, since A(L ∪ {v}) keeps A(L) \ {v} and B keeps every node not
+  // in L ∪ {v} with a successor in A (no predecessor of v is outside L).
+  int64_t peak_key(int32_t s) const { return 2 * mem_[s] + ab_mem_[s]; }
+
+  struct Cover {
+    int32_t set;   // L ∪ {node}
+    int32_t node;  // local index in G
+  };
+  // Calls visit(t) for every strict superset t of set s in the family with
+  // peak_key(t) <= max_key, which `visit` may lower as it goes; when
+  // visit(t) returns false, the supersets of t that the walk would reach
+  // through t are skipped (pass a condition that holds for them too).
+  // `stack` is scratch space.
+  //
+  // For all lower sets this walks the covers L -> L ∪ {v}, adding the nodes
+  // of t \ s in increasing order: removing the largest node of t \ s from t
+  // leaves a lower set (it has no successor in t), so each t is reached
+  // once, along one path whose keys are all at most peak_key(t), and the
+  // walk stops wherever the key passes max_key. Other families are scanned
+  // over the memory-sorted range with a containment test per set.
+  template <typename Visit>
+  void ForEachSuperset(int32_t s, const int64_t& max_key,
+                       std::vector<Cover>& stack, Visit&& visit) const {
+    if (covers_.empty()) {
+      for (int32_t t = s + 1; t < size() && 2 * mem_[t] <= max_key; ++t) {
+        if (peak_key(t) <= max_key && IsSubset(s, t)) {
+          static_cast<void>(visit(t));  // nothing to skip in a scan
+        }
+      }
+      return;
+    }
+    stack.assign(1, {s, -1});
+    while (!stack.empty()) {
+      const Cover at = stack.back();
+      stack.pop_back();
+      for (int32_t i = cover_offsets_[at.set + 1] - 1;
+           i >= cover_offsets_[at.set] && covers_[i].node > at.node; --i) {
+        const Cover next = covers_[i];
+        if (peak_key(next.set) > max_key) continue;
+        if (visit(next.set)) stack.push_back(next);
+      }
+    }
+  }
   // Index of the empty set and of G (first and last in the order).
   int32_t empty_set() const { return 0; }
   int32_t full_set() const { return size() - 1; }
 
   // Builds the per-set quantities from raw bitsets (any order, no
-  // duplicates, containing ∅ and G).
-  static LowerSetFamily FromBitsets(const ForwardGraph& g,
-                                    std::vector<uint64_t> bits);
+  // duplicates, containing ∅ and G) and, for the family of all lower sets,
+  // the covers of each set (indices into `bits`, ascending in node; empty
+  // for other families).
+  static LowerSetFamily FromBitsets(
+      const ForwardGraph& g, std::vector<uint64_t> bits,
+      const std::vector<std::vector<Cover>>& covers);
 
  private:
   int32_t words_ = 0;
@@ -104,6 +150,8 @@ class LowerSetFamily {
   std::vector<int64_t> mem_, cost_, ab_mem_, boundary_mem_, boundary_cost_;
   std::vector<int64_t> node_mem_, node_cost_;
   std::vector<int32_t> count_, boundary_offsets_, boundary_;
+  std::vector<int32_t> cover_offsets_;
+  std::vector<Cover> covers_;
 };
 
 // Everything the DP needs about one graph, shared across budgets.

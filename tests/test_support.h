@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -18,7 +19,8 @@ inline std::string SourceDir() { return REMAT_SOURCE_DIR; }
 inline Graph GraphFromNodes(const std::string& nodes,
                             int64_t static_bytes = 0) {
   return ParseGraphJson(
-      "{\"format\": \"rematbench-graph\", \"version\": 1, \"name\": \"inline\", "
+      "{\"format\": \"rematbench-graph\", \"version\": 1, \"name\": "
+      "\"inline\", "
       "\"static_bytes\": " +
           std::to_string(static_bytes) + ", \"nodes\": " + nodes + "}",
       "inline");
@@ -39,6 +41,47 @@ inline std::vector<std::string> FixtureGraphSpecs() {
   std::sort(files.begin(), files.end());
   specs.insert(specs.end(), files.begin(), files.end());
   return specs;
+}
+
+// The training graph of a random forward DAG with `n` nodes, following
+// DESIGN.md: a loss reading every forward sink; the backward node of f
+// reads the backward nodes of f's consumers (the loss itself for the loss)
+// and, at random, f's inputs and/or f's output; it costs 2x f.
+inline Graph RandomTrainingGraph(std::mt19937& rng, int n, double p) {
+  GraphBuilder b("random_training");
+  std::uniform_int_distribution<int64_t> mem(1, 4), cost(1, 5);
+  std::bernoulli_distribution edge(p), coin(0.5);
+  std::vector<int64_t> fcost(n);
+  std::vector<std::vector<NodeId>> finputs(n), fconsumers(n + 1);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < i; ++j) {
+      if (edge(rng)) finputs[i].push_back(j);
+    }
+    fcost[i] = cost(rng);
+    b.add(NodeKind::kForward, mem(rng), fcost[i], finputs[i]);
+    for (NodeId j : finputs[i]) fconsumers[j].push_back(i);
+  }
+  std::vector<NodeId> sinks;
+  for (int i = 0; i < n; ++i) {
+    if (fconsumers[i].empty()) sinks.push_back(i);
+  }
+  const NodeId loss = b.add(NodeKind::kLoss, 1, 1, sinks, "loss");
+  for (NodeId s : sinks) fconsumers[s].push_back(loss);
+  std::vector<NodeId> grad(n + 1, kNoNode);
+  grad[n] = loss;
+  for (int f = n - 1; f >= 0; --f) {
+    std::vector<NodeId> inputs;
+    for (NodeId c : fconsumers[f]) inputs.push_back(grad[c]);
+    const bool reads_inputs = coin(rng), reads_output = coin(rng);
+    if (reads_inputs) {
+      for (NodeId u : finputs[f]) inputs.push_back(u);
+    }
+    if (reads_output || (!reads_inputs && finputs[f].empty())) {
+      inputs.push_back(f);
+    }
+    grad[f] = b.add(NodeKind::kBackward, mem(rng), 2 * fcost[f], inputs, "", f);
+  }
+  return std::move(b).Build();
 }
 
 }  // namespace remat::testing
