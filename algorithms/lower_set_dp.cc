@@ -45,7 +45,7 @@ class TransitionWalker {
     };
     int64_t max_key = key_limit();
     const uint64_t* source = f_.bits(s);
-    f_.ForEachSuperset(s, max_key, stack_, [&](int32_t t) {
+    f_.ForEachSuperset(s, max_key, scratch_, [&](int32_t t) {
       // Boundary nodes already in s were kept by earlier segments.
       int64_t kept_cost = f_.boundary_cost(t), kept_mem = f_.boundary_mem(t);
       for (int32_t v : f_.boundary(t)) {
@@ -74,7 +74,7 @@ class TransitionWalker {
   const LowerSetFamily& f_;
   const int64_t budget_;
   std::span<const int64_t> most_kept_;
-  std::vector<LowerSetFamily::Cover> stack_;
+  LowerSetFamily::WalkScratch scratch_;
 };
 
 // Adds `p` to `front` unless a point with no more time and no more kept
@@ -159,20 +159,25 @@ bool StopAtDeadline(const Deadline& deadline, int32_t s, int32_t sets,
   return true;
 }
 
-// Fronts of (time, kept) per set, subsets first, holding only points whose
-// time is at most `bound` (time only grows along a strategy); `dropped` is
-// set to the least time of a point dropped for exceeding it. Returns false
-// when the deadline or `max_points` stopped it, with dp.status and
-// dp.message set.
-bool RunFronts(const LowerSetFamily& f, int64_t budget, int64_t bound,
-               int64_t max_points, const Deadline& deadline, DpOutcome& dp,
-               int64_t& dropped) {
+// Extends the fronts of (time, kept) per set, subsets first, from the
+// points with time at most `done` (the fronts of the previous call, or
+// none when `done` < 0) to those with time at most `bound` (time only
+// grows along a strategy), counting them in `points`; `dropped` is set to
+// the least time of a point dropped for exceeding `bound`. A point with
+// time above `done` cannot dominate one below it, so the old points stay
+// where they are (with their indices) and each (point, transition) pair
+// is merged in one call only. Returns false when the deadline or
+// `max_points` stopped it, with dp.status and dp.message set.
+bool RunFronts(const LowerSetFamily& f, int64_t budget, int64_t done,
+               int64_t bound, int64_t max_points, const Deadline& deadline,
+               DpOutcome& dp, int64_t& points, int64_t& dropped) {
   dropped = kInt64Max;
   const int32_t full = f.full_set();
-  dp.fronts.assign(f.size(), {});
-  dp.fronts[f.empty_set()].push_back({0, 0, -1, -1});
-  dp.transitions = 0;
-  int64_t points = 1;
+  if (done < 0) {
+    dp.fronts.assign(f.size(), {});
+    dp.fronts[f.empty_set()].push_back({0, 0, -1, -1});
+    points = 1;
+  }
   std::vector<ParetoPoint> scratch;
   TransitionWalker walker(f, budget, dp.most_kept);
   for (int32_t s = 0; s < full; ++s) {
@@ -184,22 +189,29 @@ bool RunFronts(const LowerSetFamily& f, int64_t budget, int64_t bound,
         s, floor, bound - from.front().time,
         [&](int32_t t, int64_t cap, int64_t time, int64_t kept) {
           ++dp.transitions;
-          // The front is sorted by kept memory descending: skip the
-          // points that hold more than the transition allows.
-          const auto first = static_cast<int32_t>(
-              std::partition_point(
-                  from.begin(), from.end(),
-                  [&](const ParetoPoint& p) { return p.kept > cap; }) -
-              from.begin());
-          const auto last = static_cast<int32_t>(
-              std::partition_point(from.begin() + first, from.end(),
-                                   [&](const ParetoPoint& p) {
-                                     return p.time <= bound - time;
-                                   }) -
-              from.begin());
-          if (last < static_cast<int32_t>(from.size())) {
-            dropped = std::min(dropped, from[last].time + time);
+          if (from.back().time > bound - time) {
+            dropped = std::min(dropped, from.back().time + time);
           }
+          // Pairs within `done` were merged by an earlier call.
+          if (from.back().time <= done - time) return;
+          // The front is sorted by time ascending and kept memory
+          // descending: the new pairs are a window of it.
+          auto time_at_most = [&](int64_t limit) {
+            return static_cast<int32_t>(
+                std::partition_point(
+                    from.begin(), from.end(),
+                    [&](const ParetoPoint& p) { return p.time <= limit; }) -
+                from.begin());
+          };
+          const int32_t first = std::max(
+              time_at_most(done - time),
+              static_cast<int32_t>(
+                  std::partition_point(
+                      from.begin(), from.end(),
+                      [&](const ParetoPoint& p) { return p.kept > cap; }) -
+                  from.begin()));
+          const int32_t last = time_at_most(bound - time);
+          if (first >= last) return;
           points += MergePareto(dp.fronts[t], from, first, last, s, time, kept,
                                 scratch);
         });
@@ -251,12 +263,15 @@ bool FindLeastTime(const LowerSetFamily& f, int64_t budget, int64_t max_points,
   // or an eighth more than the last if higher: the cheap passes are
   // many, and the last bound is within 1/8 of the least time. G is reachable
   // (most_kept), so some bound reaches it.
-  int64_t bound = 0, dropped = 0;
+  dp.transitions = 0;
+  int64_t done = -1, bound = 0, points = 0, dropped = 0;
   while (true) {
-    if (!RunFronts(f, budget, bound, max_points, deadline, dp, dropped)) {
+    if (!RunFronts(f, budget, done, bound, max_points, deadline, dp, points,
+                   dropped)) {
       return false;
     }
     if (dp.reached()) return true;
+    done = bound;
     bound = std::max(
         dropped, bound > kInt64Max / 2 ? kInt64Max : bound + (bound + 7) / 8);
   }

@@ -119,10 +119,13 @@ std::vector<std::vector<LowerSetFamily::Cover>> OneNodeCovers(
 
 // ∅, the ancestor closure {v} ∪ ancestors(v) of every v (distinct: v is
 // the only maximal member of its own), and G when no closure is all of G.
-void AncestorClosures(const ForwardGraph& g, std::vector<uint64_t>& bits) {
+// Returns their covers (see LowerSetFamily::ForEachSuperset).
+std::vector<std::vector<LowerSetFamily::Cover>> AncestorClosures(
+    const ForwardGraph& g, std::vector<uint64_t>& bits) {
   const int32_t n = g.size();
   const int32_t words = WordsFor(n);
   bits.assign(static_cast<size_t>(n + 1) * words, 0);
+  std::vector<std::vector<LowerSetFamily::Cover>> covers(n + 1);
   bool has_full = false;
   for (int32_t v = 0; v < n; ++v) {
     uint64_t* set = bits.data() + static_cast<size_t>(v + 1) * words;
@@ -135,12 +138,19 @@ void AncestorClosures(const ForwardGraph& g, std::vector<uint64_t>& bits) {
     int64_t members = 0;
     for (int32_t w = 0; w < words; ++w) members += std::popcount(set[w]);
     has_full = has_full || members == n;
+    if (g.pred(v).empty()) covers[0].push_back({v + 1, v});
+    for (int32_t w : g.succ(v)) covers[v + 1].push_back({w + 1, w});
   }
   if (!has_full) {
     bits.resize(bits.size() + words, 0);
     uint64_t* full = bits.data() + bits.size() - words;
     for (int32_t v = 0; v < n; ++v) full[v >> 6] |= uint64_t{1} << (v & 63);
+    covers.emplace_back();
+    for (int32_t v = 0; v < n; ++v) {
+      if (g.succ(v).empty()) covers[v + 1].push_back({n + 1, -1});
+    }
   }
+  return covers;
 }
 
 struct CacheSlot {
@@ -261,7 +271,7 @@ std::optional<ForwardGraph> ExtractForwardGraph(const Graph& graph,
 
 LowerSetFamily LowerSetFamily::FromBitsets(
     const ForwardGraph& g, std::vector<uint64_t> bits,
-    const std::vector<std::vector<Cover>>& covers) {
+    const std::vector<std::vector<Cover>>& covers, bool one_node_covers) {
   const int32_t n = g.size();
   const int32_t words = WordsFor(n);
   const auto sets = static_cast<int32_t>(bits.size() / words);
@@ -336,12 +346,11 @@ LowerSetFamily LowerSetFamily::FromBitsets(
   }
   std::vector<int32_t> position(sets);
   for (int32_t i = 0; i < sets; ++i) position[order[i]] = i;
-  if (!covers.empty()) {
-    f.cover_offsets_.push_back(0);
-    for (int32_t s : order) {
-      for (Cover c : covers[s]) f.covers_.push_back({position[c.set], c.node});
-      f.cover_offsets_.push_back(static_cast<int32_t>(f.covers_.size()));
-    }
+  f.one_node_covers_ = one_node_covers;
+  f.cover_offsets_.push_back(0);
+  for (int32_t s : order) {
+    for (Cover c : covers[s]) f.covers_.push_back({position[c.set], c.node});
+    f.cover_offsets_.push_back(static_cast<int32_t>(f.covers_.size()));
   }
   return f;
 }
@@ -376,11 +385,11 @@ LowerSetLookup GetLowerSets(const Graph& graph, LowerSetKind kind,
     if (failed.status != Status::kFeasible) return failed;
     covers = OneNodeCovers(*g, bits);
   } else {
-    AncestorClosures(*g, bits);
+    covers = AncestorClosures(*g, bits);
   }
   auto analysis = std::make_shared<LowerSetAnalysis>();
-  analysis->family =
-      LowerSetFamily::FromBitsets(*g, std::move(bits), std::move(covers));
+  analysis->family = LowerSetFamily::FromBitsets(*g, std::move(bits), covers,
+                                                 kind == LowerSetKind::kAll);
   analysis->graph = std::move(*g);
   slot->analysis = analysis;
   return {analysis};

@@ -93,56 +93,71 @@ class LowerSetFamily {
   // in L ∪ {v} with a successor in A (no predecessor of v is outside L).
   int64_t peak_key(int32_t s) const { return 2 * mem_[s] + ab_mem_[s]; }
 
+  // A superset of a set one step up (see ForEachSuperset).
   struct Cover {
-    int32_t set;   // L ∪ {node}
+    int32_t set;   // L ∪ {node}, or the closure of node (-1 for G)
     int32_t node;  // local index in G
+  };
+  // Scratch space for ForEachSuperset, reused across calls.
+  struct WalkScratch {
+    std::vector<Cover> stack;
+    std::vector<uint32_t> seen;  // == stamp: reached in the current walk
+    uint32_t stamp = 0;
   };
   // Calls visit(t) for every strict superset t of set s in the family with
   // peak_key(t) <= max_key, which `visit` may lower as it goes; when
   // visit(t) returns false, the supersets of t that the walk would reach
   // through t are skipped (pass a condition that holds for them too).
-  // `stack` is scratch space.
   //
-  // For all lower sets this walks the covers L -> L ∪ {v}, adding the nodes
-  // of t \ s in increasing order: removing the largest node of t \ s from t
-  // leaves a lower set (it has no successor in t), so each t is reached
-  // once, along one path whose keys are all at most peak_key(t), and the
-  // walk stops wherever the key passes max_key. Other families are scanned
-  // over the memory-sorted range with a containment test per set.
+  // The walk follows the covers. For all lower sets they are L -> L ∪ {v},
+  // taken with the nodes of t \ s in increasing order: removing the largest
+  // node of t \ s from t leaves a lower set (it has no successor in t), so
+  // each t is reached once, along a path of subsets of t. For ancestor
+  // closures they are closure(v) -> closure(w) for the successors w of v
+  // (and the sinks' closures -> G), which reach closure(w) from closure(v)
+  // for every descendant w, possibly along several paths: there `seen`
+  // keeps each set to one visit.
   template <typename Visit>
-  void ForEachSuperset(int32_t s, const int64_t& max_key,
-                       std::vector<Cover>& stack, Visit&& visit) const {
-    if (covers_.empty()) {
-      for (int32_t t = s + 1; t < size() && 2 * mem_[t] <= max_key; ++t) {
-        if (peak_key(t) <= max_key && IsSubset(s, t)) {
-          static_cast<void>(visit(t));  // nothing to skip in a scan
-        }
+  void ForEachSuperset(int32_t s, const int64_t& max_key, WalkScratch& scratch,
+                       Visit&& visit) const {
+    std::vector<Cover>& stack = scratch.stack;
+    if (!one_node_covers_) {
+      if (scratch.seen.size() != static_cast<size_t>(size()) ||
+          ++scratch.stamp == 0) {
+        scratch.seen.assign(size(), 0);
+        scratch.stamp = 1;
       }
-      return;
     }
     stack.assign(1, {s, -1});
     while (!stack.empty()) {
       const Cover at = stack.back();
       stack.pop_back();
       for (int32_t i = cover_offsets_[at.set + 1] - 1;
-           i >= cover_offsets_[at.set] && covers_[i].node > at.node; --i) {
+           i >= cover_offsets_[at.set]; --i) {
         const Cover next = covers_[i];
+        if (one_node_covers_) {
+          if (next.node <= at.node) break;  // ascending in node
+        } else {
+          if (scratch.seen[next.set] == scratch.stamp) continue;
+          scratch.seen[next.set] = scratch.stamp;
+        }
         if (peak_key(next.set) > max_key) continue;
         if (visit(next.set)) stack.push_back(next);
       }
     }
   }
+
   // Index of the empty set and of G (first and last in the order).
   int32_t empty_set() const { return 0; }
   int32_t full_set() const { return size() - 1; }
 
   // Builds the per-set quantities from raw bitsets (any order, no
-  // duplicates, containing ∅ and G) and, for the family of all lower sets,
-  // the covers of each set (indices into `bits`, ascending in node; empty
-  // for other families).
+  // duplicates, containing ∅ and G) and the covers of each set (indices
+  // into `bits`; for all lower sets, `one_node_covers` and each list
+  // ascending in node).
   static LowerSetFamily FromBitsets(
       const ForwardGraph& g, std::vector<uint64_t> bits,
-      const std::vector<std::vector<Cover>>& covers);
+      const std::vector<std::vector<Cover>>& covers, bool one_node_covers);
 
  private:
   int32_t words_ = 0;
@@ -152,6 +167,7 @@ class LowerSetFamily {
   std::vector<int32_t> count_, boundary_offsets_, boundary_;
   std::vector<int32_t> cover_offsets_;
   std::vector<Cover> covers_;
+  bool one_node_covers_ = false;
 };
 
 // Everything the DP needs about one graph, shared across budgets.
