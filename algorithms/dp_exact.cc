@@ -38,24 +38,13 @@ const bool kRegistered = RegisterAlgorithm({
     .citation = "Kusumoto et al., NeurIPS 2019",
     .exact = false,
     .uses_budget = true,
-    .params = {{.name = "strategy",
-                .type = ParamSpec::Type::kChoice,
-                .default_value = "auto",
-                .description = "time (least extra time), memory (least kept "
-                               "memory) or auto (time, then memory when the "
-                               "simulated peak exceeds the budget)",
-                .choices = {"auto", "time", "memory"}},
+    .params = {StrategyParam(),
                {.name = "max_lower_sets",
                 .type = ParamSpec::Type::kInt,
                 .default_value = "2000000",
                 .description = "refuse (too_large) graphs with more lower sets",
                 .min_int = 1},
-               {.name = "max_states",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "50000000",
-                .description = "refuse (too_large) when the DP holds more "
-                               "Pareto points",
-                .min_int = 1}},
+               MaxStatesParam()},
     .create = [] { return std::make_unique<DpExact>(); },
 });
 

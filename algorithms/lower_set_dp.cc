@@ -426,6 +426,27 @@ Candidate Build(const char* strategy, const ParetoPoint& point,
 
 }  // namespace
 
+ParamSpec StrategyParam() {
+  return {.name = "strategy",
+          .type = ParamSpec::Type::kChoice,
+          .default_value = "auto",
+          .description =
+              "time (least extra time), memory (least kept "
+              "memory) or auto (time, then memory when the "
+              "simulated peak exceeds the budget)",
+          .choices = {"auto", "time", "memory"}};
+}
+
+ParamSpec MaxStatesParam() {
+  return {.name = "max_states",
+          .type = ParamSpec::Type::kInt,
+          .default_value = "50000000",
+          .description =
+              "refuse (too_large) when the DP holds more Pareto "
+              "points",
+          .min_int = 1};
+}
+
 AlgorithmOutput SolveLowerSetDp(const Graph& graph, const SolveRequest& request,
                                 LowerSetKind kind) {
   const int64_t max_sets = kind == LowerSetKind::kAll

@@ -12,6 +12,7 @@
 #include "algorithms/lower_sets.h"
 #include "harness/algorithm.h"
 #include "harness/graph.h"
+#include "harness/params.h"
 
 namespace remat {
 
@@ -87,6 +88,10 @@ std::vector<NodeId> CanonicalComputes(const ForwardGraph& g,
                                       const LowerSetFamily& family,
                                       std::span<const int32_t> chain,
                                       const Graph& graph);
+
+// The parameters dp_exact and dp_approx share: `strategy` and `max_states`.
+ParamSpec StrategyParam();
+ParamSpec MaxStatesParam();
 
 // The whole solve shared by dp_exact and dp_approx: lower sets from the
 // cache, the DP at the request's budget, the time-centric or
