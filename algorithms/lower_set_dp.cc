@@ -159,38 +159,56 @@ bool StopAtDeadline(const Deadline& deadline, int32_t s, int32_t sets,
   return true;
 }
 
-// Extends the fronts of (time, kept) per set, subsets first, from the
-// points with time at most `done` (the fronts of the previous call, or
-// none when `done` < 0) to those with time at most `bound` (time only
-// grows along a strategy), counting them in `points`; `dropped` is set to
-// the least time of a point dropped for exceeding `bound`. A point with
-// time above `done` cannot dominate one below it, so the old points stay
-// where they are (with their indices) and each (point, transition) pair
-// is merged in one call only. Returns false when the deadline or
-// `max_points` stopped it, with dp.status and dp.message set.
-bool RunFronts(const LowerSetFamily& f, int64_t budget, int64_t done,
-               int64_t bound, int64_t max_points, const Deadline& deadline,
-               DpOutcome& dp, int64_t& points, int64_t& dropped) {
-  dropped = kInt64Max;
+// One call of RunFronts: it extends the fronts of (time, kept) per set
+// from the points with time at most `done` (none when `done` < 0) to those
+// with time at most `bound` (time only grows along a strategy).
+struct FrontPass {
+  int64_t done = -1;
+  int64_t bound = 0;
+  // Transitions plus merged (point, transition) pairs the call may spend
+  // before it gives up (kOverWork).
+  int64_t max_work = std::numeric_limits<int64_t>::max();
+  int64_t points = 0;  // Pareto points held, carried across calls
+  // Out: the work spent, and the least time of a point dropped for
+  // exceeding `bound`.
+  int64_t work = 0;
+  int64_t dropped = std::numeric_limits<int64_t>::max();
+};
+
+enum class PassEnd { kDone, kOverWork, kStopped };
+
+// Runs one FrontPass, subsets first. A point with time above `done`
+// cannot dominate one below it, so the old points stay where they are
+// (with their indices) and each (point, transition) pair is merged in one
+// call only. kStopped when the deadline or `max_points` stopped it, with
+// dp.status and dp.message set; after kOverWork the fronts beyond `done`
+// are incomplete (see TruncateFronts).
+PassEnd RunFronts(const LowerSetFamily& f, int64_t budget, int64_t max_points,
+                  const Deadline& deadline, DpOutcome& dp, FrontPass& pass) {
+  const int64_t done = pass.done, bound = pass.bound;
+  pass.dropped = kInt64Max;
+  pass.work = 0;
   const int32_t full = f.full_set();
   if (done < 0) {
     dp.fronts.assign(f.size(), {});
     dp.fronts[f.empty_set()].push_back({0, 0, -1, -1});
-    points = 1;
+    pass.points = 1;
   }
   std::vector<ParetoPoint> scratch;
   TransitionWalker walker(f, budget, dp.most_kept);
   for (int32_t s = 0; s < full; ++s) {
     const std::vector<ParetoPoint>& from = dp.fronts[s];
     if (from.empty()) continue;
-    if (StopAtDeadline(deadline, s, f.size(), dp)) return false;
+    if (StopAtDeadline(deadline, s, f.size(), dp)) return PassEnd::kStopped;
+    if (pass.work > pass.max_work) return PassEnd::kOverWork;
     int64_t floor = from.back().kept;
     const int64_t over = walker.Walk(
         s, floor, bound - from.front().time,
         [&](int32_t t, int64_t cap, int64_t time, int64_t kept) {
           ++dp.transitions;
+          ++pass.work;
           if (from.back().time > bound - time) {
-            dropped = std::min(dropped, from.back().time + time);
+            pass.dropped = std::min(pass.dropped, from.back().time + time);
           }
           // Pairs within `done` were merged by an earlier call.
           if (from.back().time <= done - time) return;
@@ -212,21 +230,37 @@ bool RunFronts(const LowerSetFamily& f, int64_t budget, int64_t done,
                   from.begin()));
           const int32_t last = time_at_most(bound - time);
           if (first >= last) return;
-          points += MergePareto(dp.fronts[t], from, first, last, s, time, kept,
-                                scratch);
+          pass.work += last - first;
+          pass.points += MergePareto(dp.fronts[t], from, first, last, s, time,
+                                     kept, scratch);
         });
-    if (over != kInt64Max)
-      dropped = std::min(dropped, from.front().time + over);
-    dp.max_points = std::max(dp.max_points, points);
-    if (points > max_points) {
+    if (over != kInt64Max) {
+      pass.dropped = std::min(pass.dropped, from.front().time + over);
+    }
+    dp.max_points = std::max(dp.max_points, pass.points);
+    if (pass.points > max_points) {
       dp.status = Status::kTooLarge;
       dp.message = fmt::format(
           "more than max_states={} Pareto points (at lower set {} of {})",
           max_points, s, f.size());
-      return false;
+      return PassEnd::kStopped;
     }
   }
-  return true;
+  return PassEnd::kDone;
+}
+
+// Drops the points with time above `bound` (a suffix of each front, and
+// nothing that a kept point extends) and returns how many points remain.
+int64_t TruncateFronts(DpOutcome& dp, int64_t bound) {
+  int64_t points = 0;
+  for (std::vector<ParetoPoint>& front : dp.fronts) {
+    front.erase(std::partition_point(
+                    front.begin(), front.end(),
+                    [&](const ParetoPoint& p) { return p.time <= bound; }),
+                front.end());
+    points += static_cast<int64_t>(front.size());
+  }
+  return points;
 }
 
 }  // namespace
@@ -252,7 +286,8 @@ DpOutcome StartLowerSetDp(const LowerSetFamily& f, int64_t budget,
 }
 
 bool FindLeastTime(const LowerSetFamily& f, int64_t budget, int64_t max_points,
-                   const Deadline& deadline, DpOutcome& dp) {
+                   const Deadline& deadline, DpOutcome& dp,
+                   int64_t min_pass_work) {
   // A pass costs about one walk per set it reaches plus the points it
   // holds (at most one per time value up to the bound), so passes below
   // the least time are cheap and the one that reaches G costs most. A
@@ -260,20 +295,36 @@ bool FindLeastTime(const LowerSetFamily& f, int64_t budget, int64_t max_points,
   // none of them on a faster strategy. One that does not proves the least
   // time is at least the least time it dropped (the first point above the
   // bound on an optimal strategy was dropped), so the next bound is that,
-  // or an eighth more than the last if higher: the cheap passes are
-  // many, and the last bound is within 1/8 of the least time. G is reachable
-  // (most_kept), so some bound reaches it.
+  // or an eighth more than the last if higher. G is reachable (most_kept),
+  // so some bound reaches it.
+  //
+  // The work can explode within a small range of bounds (on PSPNet near
+  // its smallest budget, from 0.3 M to 10 M transitions between bounds 819
+  // and 922, where the least time is 821): a pass that spends four times
+  // the work of all passes before it is abandoned, the points above half
+  // its step are dropped, and it is run again with half the step.
   dp.transitions = 0;
-  int64_t done = -1, bound = 0, points = 0, dropped = 0;
+  FrontPass pass;
+  int64_t spent = 0, step = 1;
   while (true) {
-    if (!RunFronts(f, budget, done, bound, max_points, deadline, dp, points,
-                   dropped)) {
-      return false;
+    pass.max_work = pass.bound - pass.done <= 1
+                        ? kInt64Max
+                        : std::max(min_pass_work, 4 * spent);
+    const PassEnd end = RunFronts(f, budget, max_points, deadline, dp, pass);
+    if (end == PassEnd::kStopped) return false;
+    if (end == PassEnd::kOverWork) {
+      step = std::max<int64_t>(1, (pass.bound - pass.done) / 2);
+      pass.bound = pass.done + step;
+      pass.points = TruncateFronts(dp, pass.bound);
+      continue;
     }
     if (dp.reached()) return true;
-    done = bound;
-    bound = std::max(
-        dropped, bound > kInt64Max / 2 ? kInt64Max : bound + (bound + 7) / 8);
+    spent += pass.work;
+    pass.done = pass.bound;
+    step = std::min(2 * step, std::max<int64_t>(1, pass.bound / 8));
+    pass.bound =
+        std::max(pass.dropped,
+                 pass.bound > kInt64Max / 2 ? kInt64Max : pass.bound + step);
   }
 }
 

@@ -64,8 +64,11 @@ DpOutcome StartLowerSetDp(const LowerSetFamily& family, int64_t budget,
 // Pass 1 (fills dp.fronts) and pass 2 (dp.least_kept), only when
 // dp.reachable(). False when stopped, with dp.status and dp.message set.
 // `max_points` caps the Pareto points held at once (too_large beyond it).
+// A pass of growing bound may always spend `min_pass_work` (transitions
+// plus merged pairs) before it is abandoned for a smaller step.
 bool FindLeastTime(const LowerSetFamily& family, int64_t budget,
-                   int64_t max_points, const Deadline& deadline, DpOutcome& dp);
+                   int64_t max_points, const Deadline& deadline, DpOutcome& dp,
+                   int64_t min_pass_work = int64_t{1} << 20);
 bool FindLeastKept(const LowerSetFamily& family, int64_t budget,
                    const Deadline& deadline, DpOutcome& dp);
 

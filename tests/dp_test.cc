@@ -357,7 +357,8 @@ class BruteForceDp {
 // On random training graphs of up to 8 forward values (loss included) at
 // budgets from the lower bound to the NoRemat peak and beyond, both DPs
 // find what brute force finds: the same feasibility, the same least extra
-// time (time-centric) and the same least kept memory (memory-centric).
+// time (time-centric, also with passes abandoned at once) and the same
+// least kept memory (memory-centric).
 TEST(DpExact, MatchesBruteForceOnRandomGraphs) {
   std::mt19937 rng(2019);
   int feasible = 0, infeasible = 0;
@@ -384,6 +385,15 @@ TEST(DpExact, MatchesBruteForceOnRandomGraphs) {
           continue;
         }
         ++feasible;
+        // The same least time when every pass of growing bound is
+        // abandoned for half the step as soon as it may be.
+        auto analysis = Analysis(graph, kind);
+        DpOutcome dp =
+            StartLowerSetDp(analysis->family, budget, Deadline::Never());
+        ASSERT_TRUE(dp.reachable());
+        ASSERT_TRUE(FindLeastTime(analysis->family, budget, 1'000'000,
+                                  Deadline::Never(), dp, /*min_pass_work=*/1));
+        EXPECT_EQ(dp.fronts.back().front().time, expected->first);
         ASSERT_TRUE(time.output.schedule) << time.output.message;
         ASSERT_TRUE(memory.output.schedule) << memory.output.message;
         EXPECT_TRUE(time.simulation->valid && memory.simulation->valid);
