@@ -66,47 +66,6 @@ Graph RandomDag(std::mt19937& rng, int n, double p) {
   return std::move(b).Build();
 }
 
-// The training graph of a random forward DAG with `n` nodes, following
-// DESIGN.md: a loss reading every forward sink; the backward node of f
-// reads the backward nodes of f's consumers (the loss itself for the loss)
-// and, at random, f's inputs and/or f's output; it costs 2x f.
-Graph RandomTrainingGraph(std::mt19937& rng, int n, double p) {
-  GraphBuilder b("random_training");
-  std::uniform_int_distribution<int64_t> mem(1, 4), cost(1, 5);
-  std::bernoulli_distribution edge(p), coin(0.5);
-  std::vector<int64_t> fcost(n);
-  std::vector<std::vector<NodeId>> finputs(n), fconsumers(n + 1);
-  for (int i = 0; i < n; ++i) {
-    for (int j = 0; j < i; ++j) {
-      if (edge(rng)) finputs[i].push_back(j);
-    }
-    fcost[i] = cost(rng);
-    b.add(NodeKind::kForward, mem(rng), fcost[i], finputs[i]);
-    for (NodeId j : finputs[i]) fconsumers[j].push_back(i);
-  }
-  std::vector<NodeId> sinks;
-  for (int i = 0; i < n; ++i) {
-    if (fconsumers[i].empty()) sinks.push_back(i);
-  }
-  const NodeId loss = b.add(NodeKind::kLoss, 1, 1, sinks, "loss");
-  for (NodeId s : sinks) fconsumers[s].push_back(loss);
-  std::vector<NodeId> grad(n + 1, kNoNode);
-  grad[n] = loss;
-  for (int f = n - 1; f >= 0; --f) {
-    std::vector<NodeId> inputs;
-    for (NodeId c : fconsumers[f]) inputs.push_back(grad[c]);
-    const bool reads_inputs = coin(rng), reads_output = coin(rng);
-    if (reads_inputs) {
-      for (NodeId u : finputs[f]) inputs.push_back(u);
-    }
-    if (reads_output || (!reads_inputs && finputs[f].empty())) {
-      inputs.push_back(f);
-    }
-    grad[f] = b.add(NodeKind::kBackward, mem(rng), 2 * fcost[f], inputs, "", f);
-  }
-  return std::move(b).Build();
-}
-
 // Budgets from the memory lower bound to the NoRemat peak.
 std::vector<int64_t> Budgets(const Graph& graph, int count) {
   const int64_t lb = MemoryLowerBound(graph), peak = NoRematPeak(graph);
@@ -181,8 +140,8 @@ TEST(ExactSearch, NoHeuristicBeatsIt) {
   double slowest = 0;
   int64_t most_states = 0;
   for (int g = 0; g < 40; ++g) {
-    const Graph graph =
-        g % 2 ? RandomDag(rng, 12, 0.25) : RandomTrainingGraph(rng, 6, 0.4);
+    const Graph graph = g % 2 ? RandomDag(rng, 12, 0.25)
+                              : testing::RandomTrainingGraph(rng, 6, 0.4);
     for (int64_t budget : Budgets(graph, 4)) {
       const SolveResult exact = Solve(graph, "exact_search", budget);
       ++cases;
@@ -249,8 +208,8 @@ TEST(CheckmateModel, StagedHeuristicSchedulesArePointsWhenTheyFit) {
   std::mt19937 rng(11);
   int staged_points = 0;
   for (int g = 0; g < 20; ++g) {
-    const Graph graph =
-        g % 2 ? RandomDag(rng, 12, 0.3) : RandomTrainingGraph(rng, 6, 0.4);
+    const Graph graph = g % 2 ? RandomDag(rng, 12, 0.3)
+                              : testing::RandomTrainingGraph(rng, 6, 0.4);
     for (int64_t budget : Budgets(graph, 4)) {
       for (const auto& [name, attempt] : HeuristicSchedules(graph, budget)) {
         const Schedule& schedule = *attempt.output.schedule;
@@ -280,8 +239,8 @@ TEST(CheckmateMilp, NeverDearerThanStagedHeuristics) {
   std::mt19937 rng(13);
   int compared = 0;
   for (int g = 0; g < 10; ++g) {
-    const Graph graph =
-        g % 2 ? RandomDag(rng, 12, 0.3) : RandomTrainingGraph(rng, 6, 0.4);
+    const Graph graph = g % 2 ? RandomDag(rng, 12, 0.3)
+                              : testing::RandomTrainingGraph(rng, 6, 0.4);
     for (int64_t budget : Budgets(graph, 3)) {
       const SolveResult milp = Solve(graph, "checkmate_milp", budget);
       ASSERT_NE(milp.status, Status::kError) << milp.message;
@@ -310,8 +269,8 @@ TEST(CheckmateMilp, StagedClassNeverBeatsExact) {
   int compared = 0, loses = 0, optimum_staged = 0;
   double worst = 0;
   for (int g = 0; g < 30; ++g) {
-    const Graph graph =
-        g % 2 ? RandomDag(rng, 10, 0.3) : RandomTrainingGraph(rng, 5, 0.4);
+    const Graph graph = g % 2 ? RandomDag(rng, 10, 0.3)
+                              : testing::RandomTrainingGraph(rng, 5, 0.4);
     for (int64_t budget : Budgets(graph, 3)) {
       const AlgorithmInfo& info = FindAlgorithm("exact_search");
       const Attempt exact_run = RunAlgorithm(
