@@ -77,11 +77,7 @@ const bool kRegistered = RegisterGenerator({
                 .type = ParamSpec::Type::kInt,
                 .default_value = "0",
                 .description = "input features per step (0: hidden)"},
-               {.name = "classes",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "10",
-                .description = "outputs of the classifier",
-                .min_int = 1},
+               ClassesParam("10", "outputs of the classifier"),
                DtypeParam()},
     .generate = GenerateLstm,
 });

@@ -44,11 +44,7 @@ const bool kRegistered = RegisterGenerator({
                 .default_value = "784",
                 .description = "input features",
                 .min_int = 1},
-               {.name = "classes",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "10",
-                .description = "outputs of the classifier",
-                .min_int = 1},
+               ClassesParam("10", "outputs of the classifier"),
                DtypeParam()},
     .generate = GenerateMlp,
 });

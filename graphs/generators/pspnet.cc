@@ -62,11 +62,7 @@ const bool kRegistered = RegisterGenerator({
                 .description = "height and width of the input images (473 "
                                "in the paper)",
                 .min_int = 1},
-               {.name = "classes",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "21",
-                .description = "output classes per pixel (21: PASCAL VOC)",
-                .min_int = 1},
+               ClassesParam("21", "output classes per pixel (21: PASCAL VOC)"),
                DtypeParam()},
     .generate = GeneratePspNet,
 });

@@ -97,11 +97,7 @@ const bool kRegistered = RegisterGenerator({
                 .default_value = "auto",
                 .description = "residual block type (auto: by depth)",
                 .choices = {"auto", "basic", "bottleneck"}},
-               {.name = "classes",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "1000",
-                .description = "outputs of the classifier",
-                .min_int = 1},
+               ClassesParam("1000", "outputs of the classifier"),
                DtypeParam()},
     .generate = GenerateResNet,
 });

@@ -67,6 +67,15 @@ ParamSpec BatchParam(const std::string& default_value) {
           .min_int = 1};
 }
 
+ParamSpec ClassesParam(const std::string& default_value,
+                       const std::string& description) {
+  return {.name = "classes",
+          .type = ParamSpec::Type::kInt,
+          .default_value = default_value,
+          .description = description,
+          .min_int = 1};
+}
+
 void CheckOpCount(const std::string& spec, int64_t forward_ops) {
   if (forward_ops > kMaxForwardOps) {
     throw InputError(fmt::format(

@@ -74,9 +74,12 @@ struct Tensor {
 
 // Bytes of one element for dtype=fp32|fp16|bf16.
 int64_t DtypeBytes(const std::string& dtype);
-// The `dtype` and `batch` parameters every layer-level generator takes.
+// The `dtype` and `batch` parameters every layer-level generator takes,
+// and the `classes` parameter of those that end in a classifier.
 ParamSpec DtypeParam();
 ParamSpec BatchParam(const std::string& default_value);
+ParamSpec ClassesParam(const std::string& default_value,
+                       const std::string& description);
 
 // Upper bound on forward operations of one generated graph: the training
 // graph has about twice as many nodes, and 5 million nodes already take a

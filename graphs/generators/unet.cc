@@ -88,11 +88,7 @@ const bool kRegistered = RegisterGenerator({
                 .default_value = "256",
                 .description = "height and width of the input images",
                 .min_int = 1},
-               {.name = "classes",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "2",
-                .description = "output classes per pixel",
-                .min_int = 1},
+               ClassesParam("2", "output classes per pixel"),
                DtypeParam()},
     .generate = GenerateUNet,
 });

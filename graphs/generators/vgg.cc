@@ -80,11 +80,7 @@ const bool kRegistered = RegisterGenerator({
                 .description = "height and width of the input images (at "
                                "least 32)",
                 .min_int = 32},
-               {.name = "classes",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "1000",
-                .description = "outputs of the classifier",
-                .min_int = 1},
+               ClassesParam("1000", "outputs of the classifier"),
                DtypeParam()},
     .generate = GenerateVgg,
 });
