@@ -32,9 +32,9 @@ void InitIsolation(int argc, char** argv);
 bool IsolationEnabled();
 
 // Runs `algorithm` in a child process. A child that dies becomes status
-// error naming the signal or exit status; one still running a grace period
-// after its time limit (it ignored the deadline) is killed and becomes
-// status timeout, without a schedule.
+// error naming the signal or exit status; one still running 30 s plus its
+// time limit after that limit (it ignored the deadline) is killed and
+// becomes status timeout, without a schedule.
 AlgorithmOutput RunIsolated(const Graph& graph, const AlgorithmInfo& algorithm,
                             const Params& params, int64_t budget_bytes,
                             double timeout_seconds);

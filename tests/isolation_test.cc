@@ -131,7 +131,8 @@ TEST(Isolation, ChildPastItsTimeLimitIsKilled) {
   EXPECT_EQ(result.status, Status::kTimeout);
   EXPECT_NE(result.message.find("killed"), std::string::npos) << result.message;
   EXPECT_FALSE(result.has_schedule);
-  EXPECT_LT(seconds, 30);
+  // Killed 30.5 s after the start: the time limit and the grace.
+  EXPECT_LT(seconds, 45);
 }
 
 }  // namespace
