@@ -35,7 +35,8 @@ class TransitionWalker {
       : f_(f), budget_(budget), most_kept_(most_kept) {}
 
   template <typename Visit>
-  int64_t Walk(int32_t s, int64_t& floor, int64_t max_time, Visit&& visit) {
+  int64_t Walk(int32_t s, int64_t& floor, const int64_t& max_time,
+               Visit&& visit) {
     int64_t least_over = kInt64Max;
     // peak = peak_key(t) - 2 M(s) must leave room for `floor`.
     auto key_limit = [&] {
@@ -207,11 +208,12 @@ PassEnd RunFronts(const LowerSetFamily& f, int64_t budget, int64_t max_points,
         [&](int32_t t, int64_t cap, int64_t time, int64_t kept) {
           ++dp.transitions;
           ++pass.work;
-          if (from.back().time > bound - time) {
-            pass.dropped = std::min(pass.dropped, from.back().time + time);
-          }
+          // Every strategy through t spends at least least_rest[t] more.
+          const int64_t rest = dp.least_rest[t];
+          if (rest == kInt64Max) return;
+          const int64_t step = time + rest;
           // Pairs within `done` were merged by an earlier call.
-          if (from.back().time <= done - time) return;
+          if (from.back().time <= done - step) return;
           // The front is sorted by time ascending and kept memory
           // descending: the new pairs are a window of it.
           auto time_at_most = [&](int64_t limit) {
@@ -221,14 +223,17 @@ PassEnd RunFronts(const LowerSetFamily& f, int64_t budget, int64_t max_points,
                     [&](const ParetoPoint& p) { return p.time <= limit; }) -
                 from.begin());
           };
+          const int32_t last = time_at_most(bound - step);
+          if (last < static_cast<int32_t>(from.size())) {
+            pass.dropped = std::min(pass.dropped, from[last].time + step);
+          }
           const int32_t first = std::max(
-              time_at_most(done - time),
+              time_at_most(done - step),
               static_cast<int32_t>(
                   std::partition_point(
                       from.begin(), from.end(),
                       [&](const ParetoPoint& p) { return p.kept > cap; }) -
                   from.begin()));
-          const int32_t last = time_at_most(bound - time);
           if (first >= last) return;
           pass.work += last - first;
           pass.points += MergePareto(dp.fronts[t], from, first, last, s, time,
@@ -285,6 +290,35 @@ DpOutcome StartLowerSetDp(const LowerSetFamily& f, int64_t budget,
   return dp;
 }
 
+// Per set s, a lower bound on the extra time from s to G (kInt64Max when
+// none is found): the least time over chains where every transition from
+// a set L is allowed when it is with M(∂L) kept. Any strategy keeps at
+// least M(∂L) at L (each node of ∂L is on the boundary of its own
+// segment's set, which is inside L), so real strategies are among these
+// chains and the bound holds; the fronts then drop a point as soon as its
+// time plus this bound passes the pass's bound (A*). The walk from s
+// stops where the extra time passes the best found (it only grows).
+bool LeastTimeToFinish(const LowerSetFamily& f, int64_t budget,
+                       const Deadline& deadline, DpOutcome& dp) {
+  dp.least_rest.assign(f.size(), kInt64Max);
+  dp.least_rest[f.full_set()] = 0;
+  TransitionWalker walker(f, budget, dp.most_kept);
+  for (int32_t s = f.full_set() - 1; s >= 0; --s) {
+    if (StopAtDeadline(deadline, s, f.size(), dp)) return false;
+    int64_t floor = f.boundary_mem(s);
+    if (dp.most_kept[s] < floor) continue;  // no point at s can finish
+    int64_t& best = dp.least_rest[s];
+    int64_t max_time = kInt64Max;
+    walker.Walk(s, floor, max_time,
+                [&](int32_t t, int64_t, int64_t time, int64_t) {
+                  if (dp.least_rest[t] == kInt64Max) return;
+                  best = std::min(best, time + dp.least_rest[t]);
+                  max_time = best - 1;
+                });
+  }
+  return true;
+}
+
 bool FindLeastTime(const LowerSetFamily& f, int64_t budget, int64_t max_points,
                    const Deadline& deadline, DpOutcome& dp,
                    int64_t min_pass_work) {
@@ -303,6 +337,7 @@ bool FindLeastTime(const LowerSetFamily& f, int64_t budget, int64_t max_points,
   // and 922, where the least time is 821): a pass that spends four times
   // the work of all passes before it is abandoned, the points above half
   // its step are dropped, and it is run again with half the step.
+  if (!LeastTimeToFinish(f, budget, deadline, dp)) return false;
   dp.transitions = 0;
   FrontPass pass;
   int64_t spent = 0, step = 1;

@@ -48,7 +48,10 @@ struct DpOutcome {
   std::string message;
   // Pass 0, per set (-1 when G cannot be reached from it).
   std::vector<int64_t> most_kept;
-  // Pass 1, per set, sorted by time ascending (kept strictly descending).
+  // Pass 1: per set, a lower bound on the extra time to G (kInt64Max when
+  // G is out of reach), and the fronts, sorted by time ascending (kept
+  // strictly descending).
+  std::vector<int64_t> least_rest;
   std::vector<std::vector<ParetoPoint>> fronts;
   // Pass 2, per set (from_set < 0 and kept = max when unreached).
   std::vector<ParetoPoint> least_kept;
