@@ -222,9 +222,6 @@ KUSUMOTO = [  # network, file, batch, approx, exact, chen, vanilla (GB, Chainer 
     ("DenseNet-161", "cg_densenet.txt", "32", 1.6, 1.7, 1.8, 8.5),
     ("GoogLeNet", "cg_googlenet.txt", "32", 5.2, 5.2, 6.5, 8.5),
 ]
-# A bisection of the exact DP over all lower sets takes too long on these two
-# (12,533 and 27,358 lower sets): it is solved once (see kusumoto2019()).
-KUSUMOTO_EXACT_TOO_SLOW = {"cg_pspnet.txt", "cg_googlenet.txt"}
 KUSUMOTO_TIMING_BUDGET = 10 * GB  # the budget of the authors' timings on two cores
 
 
@@ -252,10 +249,10 @@ def kusumoto2019(remat, args):
     infos = {f: remat.info(g) for f, g in graphs.items()}
 
     algorithms = ["dp_approx", "dp_exact", "chen_greedy"]
-    tasks = [(f, a) for f in graphs for a in algorithms
-             if not (a == "dp_exact" and f in KUSUMOTO_EXACT_TOO_SLOW)]
-    # Longest first, so that the two workers finish together.
-    tasks.sort(key=lambda t: -infos[t[0]]["nodes"])
+    tasks = [(f, a) for f in graphs for a in algorithms]
+    # Longest first, so that the two workers finish together: the exact DP's
+    # time grows with the number of lower sets, not with the number of nodes.
+    tasks.sort(key=lambda t: (t[1] != "dp_exact", -infos[t[0]]["nodes"]))
 
     def run(task):
         f, a = task
@@ -266,25 +263,12 @@ def kusumoto2019(remat, args):
     sqrtn = {f: remat.solve("chen_sqrtn", g) for f, g in graphs.items()}
     noremat = {f: remat.solve("noremat", g) for f, g in graphs.items()}
 
-    # The exact DP where bisection is too slow: one solve at the smallest budget
-    # the approximate DP accepted (the exact DP's lower sets include the
-    # approximate DP's, so it accepts that budget too). And the timing solves.
-    def extra(task):
-        kind, f, a = task
-        if kind == "one":
-            b = best.get((f, "dp_approx"))
-            if not b or not b.get("budget_bytes") or b["status"] != "feasible":
-                return task, None
-            return task, remat.solve(a, graphs[f], b["budget_bytes"], timeout=600)
+    # One solve per DP at the budget of the authors' two-core timings.
+    def timed(task):
+        f, a = task
         return task, remat.solve(a, graphs[f], KUSUMOTO_TIMING_BUDGET, timeout=600)
-    extra_tasks = [("one", f, "dp_exact") for f in graphs if f in KUSUMOTO_EXACT_TOO_SLOW]
-    extra_tasks += [("time", f, a) for f in graphs for a in ("dp_approx", "dp_exact")]
-    done = dict(remat.parallel(extra, extra_tasks))
-    times = {(f, a): v for (kind, f, a), v in done.items() if kind == "time"}
-    one_solve = {f for (kind, f, a), v in done.items() if kind == "one" and v}
-    for f in one_solve:
-        best[(f, "dp_exact")] = done[("one", f, "dp_exact")]
-    mark = {f: " †" if f in one_solve else "" for f in graphs}
+    times = dict(remat.parallel(timed, [(f, a) for f in graphs
+                                        for a in ("dp_approx", "dp_exact")]))
 
     def total(f, ans):
         if ans is None or ans.get("peak_bytes") is None or not fits(ans, ans["budget_bytes"] if ans["budget_bytes"] is not None else math.inf):
@@ -304,16 +288,6 @@ def kusumoto2019(remat, args):
         "threshold searched) bisected the same way; `chen_sqrtn` (one solve, no "
         "budget) is shown for reference. Vanilla is `noremat`: each value once, "
         "freed after its last use.", ""]
-    skipped = [n[0] for n in nets if n[1] in KUSUMOTO_EXACT_TOO_SLOW]
-    if skipped:
-        lines += [f"† The exact DP is not bisected on {' and '.join(skipped)}: over "
-                  "12,533 (PSPNet) and 27,358 (GoogLeNet) lower sets one solve near the "
-                  "smallest budget takes 30–90 s on two cores (the paper reports more "
-                  "than 80 s for both; the authors' code did not finish GoogLeNet in "
-                  "300 s), so a bisection would take a quarter of an hour. It is "
-                  "solved once, at the smallest budget the approximate DP accepted; "
-                  "its figure is therefore an upper bound on the exact DP's minimum.", ""]
-
     # Table 1: raw GB.
     rows, notes, raw_notes = [], [], []
     for name, f, batch, p_apx, p_ex, p_chen, p_van in nets:
@@ -324,7 +298,7 @@ def kusumoto2019(remat, args):
         o_van = noremat[f]["peak_bytes"] + st
         naive = naive_bytes(os.path.join(folder, f))
         rows.append([name, batch,
-                     f"{p_apx} / {gb(o_apx)}", f"{p_ex} / {gb(o_ex)}{mark[f]}",
+                     f"{p_apx} / {gb(o_apx)}", f"{p_ex} / {gb(o_ex)}",
                      f"{p_chen} / {gb(o_chen)}", f"{p_van} / {gb(o_van)}",
                      gb(naive), gb(st)])
         off = [(lbl, p, o) for lbl, p, o in (("approx DP", p_apx, o_apx),
@@ -375,8 +349,7 @@ def kusumoto2019(remat, args):
             o_red = None if o is None else 1 - o / van
             o_act = None if o is None else 1 - (o - st) / noremat[f]["peak_bytes"]
             d = None if o_red is None else o_red - p_red
-            cells += [pct(-p_red), pct(None if o_red is None else -o_red)
-                      + (mark[f] if a == "dp_exact" else ""),
+            cells += [pct(-p_red), pct(None if o_red is None else -o_red),
                       pct(None if o_act is None else -o_act),
                       "–" if d is None else f"{d * 100:+.0f} pt".replace("+-", "-")]
             if d is not None and abs(d) > 0.10 * p_red:
