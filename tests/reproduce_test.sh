@@ -40,6 +40,15 @@ if [ -d "$shared/peer-graphs/kusumoto2019" ]; then
   strip() { sed '/## DP solve times/,$d' "$1"; }
   diff <(strip "$out/peer/kusumoto2019.md") <(strip "$out/peer2/kusumoto2019.md") ||
     { echo "FAIL: Markdown differs between two runs"; exit 1; }
+  # The exact-versus-approximate DP grid (issue 6): written, and no budget
+  # where the exact DP's least extra time exceeds the approximate DP's.
+  "$py" "$src/scripts/kusumoto_dp_grid.py" --quick --remat "$remat" \
+    --out "$out/grid/kusumoto_dp_grid" > /dev/null
+  grep -q '^| VGG19 |' "$out/grid/kusumoto_dp_grid.md" || { echo "FAIL: grid summary"; exit 1; }
+  test -s "$out/grid/kusumoto_dp_grid.json" || { echo "FAIL: grid JSON missing"; exit 1; }
+  if grep -q 'VIOLATED' "$out/grid/kusumoto_dp_grid.md"; then
+    echo "FAIL: exact DP above approximate DP"; exit 1
+  fi
 else
   echo "note: ../shared/peer-graphs absent, Kusumoto graphs not tested"
 fi
