@@ -135,18 +135,11 @@ const bool kRegistered = RegisterAlgorithm({
                 "Optimal Tensor Rematerialization, MLSys 2020",
     .exact = false,
     .uses_budget = true,
-    .params = WithStagedStartParams(
+    .params = WithCheckmateParams(
         {{.name = "lp_fraction",
           .type = ParamSpec::Type::kDouble,
           .default_value = "0.9",
-          .description = "budget fraction the rounded LP is solved at"},
-         {.name = "max_nodes",
-          .type = ParamSpec::Type::kInt,
-          .default_value = "150",
-          .description = "refuse (too_large) graphs with more needed "
-                         "nodes than this (the model grows with n^2; "
-                         "raise it for long studies)",
-          .min_int = 1}}),
+          .description = "budget fraction the rounded LP is solved at"}}),
     .create = [] { return std::make_unique<CheckmateLp>(); },
 });
 

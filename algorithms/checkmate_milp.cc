@@ -172,7 +172,7 @@ const bool kRegistered = RegisterAlgorithm({
     .uses_budget = true,
     // CBC 2.10 crashed in CglPreProcess::postProcess and keeps static state.
     .isolate = true,
-    .params = WithStagedStartParams(
+    .params = WithCheckmateParams(
         {{.name = "preprocess",
           .type = ParamSpec::Type::kChoice,
           .default_value = "off",
@@ -185,13 +185,6 @@ const bool kRegistered = RegisterAlgorithm({
           .type = ParamSpec::Type::kInt,
           .default_value = "1",
           .description = "CBC threads",
-          .min_int = 1},
-         {.name = "max_nodes",
-          .type = ParamSpec::Type::kInt,
-          .default_value = "150",
-          .description = "refuse (too_large) graphs with more needed "
-                         "nodes than this (the model grows with n^2; "
-                         "raise it for long studies)",
           .min_int = 1}}),
     .create = [] { return std::make_unique<CheckmateMilp>(); },
 });

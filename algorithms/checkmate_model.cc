@@ -361,7 +361,7 @@ Schedule CheckmateModel::Extract(
   return schedule;
 }
 
-std::vector<ParamSpec> WithStagedStartParams(std::vector<ParamSpec> params) {
+std::vector<ParamSpec> WithCheckmateParams(std::vector<ParamSpec> params) {
   params.push_back({.name = "stage_order",
                     .type = ParamSpec::Type::kChoice,
                     .default_value = "incumbent",
@@ -371,6 +371,13 @@ std::vector<ParamSpec> WithStagedStartParams(std::vector<ParamSpec> params) {
                         "staged is the MILP's start) or graph (the graph's "
                         "topological order)",
                     .choices = {"incumbent", "graph"}});
+  params.push_back({.name = "max_nodes",
+                    .type = ParamSpec::Type::kInt,
+                    .default_value = "150",
+                    .description = "refuse (too_large) graphs with more "
+                                   "needed nodes than this (the model grows "
+                                   "with n^2; raise it for long studies)",
+                    .min_int = 1});
   params.push_back({.name = "warm_start_seconds",
                     .type = ParamSpec::Type::kDouble,
                     .default_value = "5",

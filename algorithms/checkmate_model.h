@@ -147,9 +147,9 @@ class CheckmateModel {
 // the first computes of the cheapest heuristic schedule (the incumbent).
 enum class StageOrder { kGraph, kIncumbent };
 
-// `params` and the two BestStagedStart reads: stage_order and
-// warm_start_seconds.
-std::vector<ParamSpec> WithStagedStartParams(std::vector<ParamSpec> params);
+// `params` and those of both Checkmate algorithms: max_nodes and the two
+// BestStagedStart reads, stage_order and warm_start_seconds.
+std::vector<ParamSpec> WithCheckmateParams(std::vector<ParamSpec> params);
 
 // The warm start of checkmate_milp and checkmate_lp, and their model: the
 // cheapest schedule the heuristics `names` (all when empty) find
