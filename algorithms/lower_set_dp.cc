@@ -147,7 +147,7 @@ int64_t MergePareto(std::vector<ParetoPoint>& into,
   return change;
 }
 
-// The order of the single label of pass 1: least kept, then least time.
+// The order of the single label of pass 2: least kept, then least time.
 bool LessKept(const ParetoPoint& a, const ParetoPoint& b) {
   return a.kept != b.kept ? a.kept < b.kept : a.time < b.time;
 }
@@ -325,12 +325,12 @@ bool FindLeastTime(const LowerSetFamily& f, int64_t budget, int64_t max_points,
   // A pass costs about one walk per set it reaches plus the points it
   // holds (at most one per time value up to the bound), so passes below
   // the least time are cheap and the one that reaches G costs most. A
-  // pass that reaches G is exact: it dropped only points above its bound,
-  // none of them on a faster strategy. One that does not proves the least
-  // time is at least the least time it dropped (the first point above the
-  // bound on an optimal strategy was dropped), so the next bound is that,
-  // or an eighth more than the last if higher. G is reachable (most_kept),
-  // so some bound reaches it.
+  // pass that reaches G is exact: it dropped only points whose time plus
+  // least_rest (a lower bound on the time left) passes its bound, none of
+  // them on a faster strategy. One that does not proves the least time is
+  // at least the least such sum it dropped (the first point dropped on an
+  // optimal strategy has one), so the next bound is at least that. G is
+  // reachable (most_kept), so some bound reaches it.
   //
   // The work can explode within a small range of bounds (on PSPNet at
   // mid budget, from 0.8 M at bound 503, the least time, to over 10 M at
