@@ -493,6 +493,10 @@ std::vector<NodeId> CanonicalComputes(const ForwardGraph& g,
 
 namespace {
 
+// Time-centric answers `auto` tries at smaller DP budgets before it falls
+// back to memory-centric.
+constexpr int kRetightenings = 3;
+
 // One answer of the DP turned into a schedule and simulated.
 struct Candidate {
   const char* strategy;
@@ -500,6 +504,7 @@ struct Candidate {
   std::vector<int32_t> chain;
   Schedule schedule;
   SimulationResult simulation;
+  int64_t dp_budget = 0;  // the budget the DP ran at
 };
 
 Candidate Build(const char* strategy, const ParetoPoint& point,
@@ -519,9 +524,9 @@ ParamSpec StrategyParam() {
           .type = ParamSpec::Type::kChoice,
           .default_value = "auto",
           .description =
-              "time (least extra time), memory (least kept "
-              "memory) or auto (time, then memory when the "
-              "simulated peak exceeds the budget)",
+              "time (least extra time), memory (least kept memory) or "
+              "auto (time; when its simulated peak exceeds the budget, "
+              "time at up to 3 smaller DP budgets, then memory)",
           .choices = {"auto", "time", "memory"}};
 }
 
@@ -567,12 +572,17 @@ AlgorithmOutput SolveLowerSetDp(const Graph& graph, const SolveRequest& request,
   // Time-centric: the least extra time. Memory-centric: the least kept
   // memory, i.e. coarser segments, whose real peak after the liveness pass
   // is often lower; `auto` falls back to it when time-centric's simulated
-  // peak does not fit (the authors' recommendation).
+  // peak does not fit (the authors' recommendation). Before that, `auto`
+  // asks the time-centric DP again at up to kRetightenings smaller
+  // budgets, each the last strategy's estimate minus its simulated
+  // overshoot (the estimate can miss per-consumer gradients and other
+  // details of the real schedule): a finer strategy that fits usually
+  // costs far less than the jump to the coarsest one.
   const std::string& strategy = request.params.String("strategy");
+  const int64_t max_states = request.params.Int("max_states");
   std::vector<Candidate> tried;
   if (strategy != "memory") {
-    if (!FindLeastTime(a.family, budget, request.params.Int("max_states"),
-                       request.deadline, dp)) {
+    if (!FindLeastTime(a.family, budget, max_states, request.deadline, dp)) {
       return no_schedule(dp.status, dp.message);
     }
     extra["dp_least_extra_time"] = dp.fronts[full].front().time;
@@ -580,6 +590,22 @@ AlgorithmOutput SolveLowerSetDp(const Graph& graph, const SolveRequest& request,
     extra["max_pareto_points"] = dp.max_points;
     tried.push_back(Build("time", dp.fronts[full].front(),
                           TimeCentricChain(dp, a.family), a, graph));
+    tried.back().dp_budget = budget;
+  }
+  for (int i = 0; strategy == "auto" && i < kRetightenings &&
+                  tried.back().simulation.peak_bytes > budget;
+       ++i) {
+    const int64_t dp_budget = EstimatedPeak(a.family, tried.back().chain) -
+                              (tried.back().simulation.peak_bytes - budget);
+    DpOutcome tighter = StartLowerSetDp(a.family, dp_budget, request.deadline);
+    if (tighter.status != Status::kFeasible || !tighter.reachable() ||
+        !FindLeastTime(a.family, dp_budget, max_states, request.deadline,
+                       tighter)) {
+      break;
+    }
+    tried.push_back(Build("time", tighter.fronts[full].front(),
+                          TimeCentricChain(tighter, a.family), a, graph));
+    tried.back().dp_budget = dp_budget;
   }
   if (strategy == "memory" ||
       (strategy == "auto" && tried.back().simulation.peak_bytes > budget)) {
@@ -587,6 +613,7 @@ AlgorithmOutput SolveLowerSetDp(const Graph& graph, const SolveRequest& request,
       extra["dp_least_kept_bytes"] = dp.least_kept[full].kept;
       tried.push_back(Build("memory", dp.least_kept[full],
                             MemoryCentricChain(dp, a.family), a, graph));
+      tried.back().dp_budget = budget;
     } else if (tried.empty()) {
       return no_schedule(dp.status, dp.message);
     }
@@ -606,11 +633,15 @@ AlgorithmOutput SolveLowerSetDp(const Graph& graph, const SolveRequest& request,
   extra["dp_extra_time"] = chosen->point.time;
   extra["dp_kept_bytes"] = chosen->point.kept;
   extra["dp_memory_estimate_bytes"] = estimate;
+  extra["dp_budget_bytes"] = chosen->dp_budget;
   std::string message = fmt::format(
       "{}-centric over {} lower sets: {} segments, DP extra time {}, DP "
       "memory estimate {} bytes (reported figures are simulated)",
       chosen->strategy, a.family.size(), chosen->chain.size() - 1,
       chosen->point.time, estimate);
+  if (chosen->dp_budget != budget) {
+    message += fmt::format(" at a DP budget of {} bytes", chosen->dp_budget);
+  }
   if (tried.size() > 1) {
     message += fmt::format("; time-centric simulated peak {} bytes",
                            tried.front().simulation.peak_bytes);
