@@ -29,16 +29,8 @@ class CheckmateLp : public Algorithm {
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
     const int64_t budget = request.budget_bytes;
-    if (budget < MemoryLowerBound(graph)) {
-      return AlgorithmOutput::NoSchedule(
-          Status::kInfeasible, "budget is below the memory lower bound");
-    }
-    const int64_t max_nodes = request.params.Int("max_nodes");
-    const size_t needed = NoRematOrder(graph).size();
-    if (static_cast<int64_t>(needed) > max_nodes) {
-      return AlgorithmOutput::NoSchedule(
-          Status::kTooLarge,
-          fmt::format("{} needed nodes > max_nodes={}", needed, max_nodes));
+    if (auto refused = RefuseCheckmateRequest(graph, request)) {
+      return std::move(*refused);
     }
     // The stage order comes from the other heuristics (BestStagedStart);
     // this one would recurse.

@@ -1,5 +1,7 @@
 #include "algorithms/checkmate_model.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -359,6 +361,24 @@ Schedule CheckmateModel::Extract(
     }
   }
   return schedule;
+}
+
+std::optional<AlgorithmOutput> RefuseCheckmateRequest(
+    const Graph& graph, const SolveRequest& request) {
+  if (request.budget_bytes < MemoryLowerBound(graph)) {
+    return AlgorithmOutput::NoSchedule(
+        Status::kInfeasible, "budget is below the memory lower bound");
+  }
+  const int64_t max_nodes = request.params.Int("max_nodes");
+  const size_t needed = NoRematOrder(graph).size();
+  if (static_cast<int64_t>(needed) > max_nodes) {
+    return AlgorithmOutput::NoSchedule(
+        Status::kTooLarge,
+        fmt::format("{} needed nodes > max_nodes={} (the model has n "
+                    "binaries per edge and per node)",
+                    needed, max_nodes));
+  }
+  return std::nullopt;
 }
 
 std::vector<ParamSpec> WithCheckmateParams(std::vector<ParamSpec> params) {

@@ -151,6 +151,12 @@ enum class StageOrder { kGraph, kIncumbent };
 // BestStagedStart reads, stage_order and warm_start_seconds.
 std::vector<ParamSpec> WithCheckmateParams(std::vector<ParamSpec> params);
 
+// Why checkmate_milp and checkmate_lp refuse a request before building a
+// model (a budget below the memory lower bound: infeasible; more needed
+// nodes than max_nodes: too_large), or nullopt.
+std::optional<AlgorithmOutput> RefuseCheckmateRequest(
+    const Graph& graph, const SolveRequest& request);
+
 // The warm start of checkmate_milp and checkmate_lp, and their model: the
 // cheapest schedule the heuristics `names` (all when empty) find
 // (BestHeuristicSchedule) after staging each (CheckmateModel::Staged) in
