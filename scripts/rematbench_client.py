@@ -1,0 +1,205 @@
+"""The one wrapper around the `remat` binary that every script in scripts/ uses.
+
+    import rematbench_client as rc            # scripts/ is on sys.path when a
+                                              # script in it runs
+    remat = rc.Remat("build/remat", jobs=2, name="my_script")
+    info = remat.info("chain:n=16")           # remat graph info --json G
+    ans = remat.solve("noremat", "chain:n=16", budget=None, params=(), timeout=600)
+    ans = remat.validate("chain:n=16", "s.txt", budget=3)
+    doc = remat.sweep(["--graphs", "chain:n=64", "--algorithms", "revolve",
+                       "--budgets", "8"])     # the results file of `remat sweep -o`
+    ans = remat.call(["list", "--json"])      # any other subcommand, JSON answer
+    infos = remat.parallel(remat.info, graphs)  # `jobs` calls at once, in order
+    rc.write_json("out/solves.json", {..., "calls": remat.calls()})
+
+Rules every call follows:
+- The binary runs in the source tree (ROOT), so graph paths relative to it
+  work from any working directory and the logs do not depend on where the
+  tree is checked out. A relative `path` is taken relative to the caller's
+  working directory and made absolute.
+- Exit 0 and 1 are answers (1 is a negative answer: infeasible, invalid);
+  any other exit, or no JSON on stdout, ends the script (SystemExit) with
+  "<name>: `remat ...` failed (exit N): <stderr>".
+- Every JSON answer is logged as {"command": ["remat", ...args], "output":
+  answer}. With cache=True (the default) the same question is answered from
+  memory and not run or logged again; with cache=False every call runs and
+  is logged (so a log may hold a command twice).
+- Thread-safe: `parallel` runs `fn` over items in a thread pool of `jobs`.
+
+Nothing here knows about any paper or table; a script builds its commands
+(solve, info, validate, sweep) through the methods above, or `call` for the
+rest, and writes its own files.
+"""
+import concurrent.futures
+import json
+import os
+import subprocess
+import tempfile
+import threading
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GB = 1e9
+
+
+class Remat:
+    """Runs the remat binary, caches and logs its JSON answers."""
+
+    def __init__(self, path, jobs=2, cache=True, name="remat"):
+        self.path = os.path.abspath(path)
+        self.jobs = jobs
+        self.name = name
+        self.log = []       # [{"command": ["remat", ...], "output": answer}]
+        self._cache = {} if cache else None
+        self._lock = threading.Lock()
+
+    # -- running --------------------------------------------------------------
+
+    def run(self, args, ok=(0, 1)):
+        """`remat <args>` in ROOT; returns the CompletedProcess (text). Exits
+        the script when the status is not in `ok`."""
+        proc = subprocess.run([self.path] + list(args), capture_output=True,
+                              text=True, cwd=ROOT)
+        if proc.returncode not in ok:
+            raise SystemExit(f"{self.name}: `{' '.join([self.path] + list(args))}` "
+                             f"failed (exit {proc.returncode}): {proc.stderr.strip()}")
+        return proc
+
+    def call(self, args):
+        """The JSON that `remat <args>` prints (args include --json where the
+        subcommand needs it), cached and logged as described above."""
+        key = tuple(args)
+        if self._cache is not None:
+            with self._lock:
+                if key in self._cache:
+                    return self._cache[key]
+        proc = self.run(args)
+        try:
+            answer = json.loads(proc.stdout)
+        except json.JSONDecodeError:
+            raise SystemExit(f"{self.name}: `{' '.join([self.path] + list(args))}` "
+                             f"printed no JSON: {proc.stderr.strip()}")
+        self.remember(key, ["remat"] + list(args), answer)
+        return answer
+
+    def remember(self, key, command, output):
+        """Cache `output` under `key` and log it as the answer of `command`
+        (for figures a script derives itself, such as forward_cost)."""
+        with self._lock:
+            if self._cache is not None:
+                self._cache[key] = output
+            self.log.append({"command": command, "output": output})
+
+    def cached(self, key):
+        """The cached answer under `key`, or None."""
+        if self._cache is None:
+            return None
+        with self._lock:
+            return self._cache.get(key)
+
+    def parallel(self, fn, items):
+        """[fn(x) for x in items], `jobs` at once."""
+        with concurrent.futures.ThreadPoolExecutor(self.jobs) as pool:
+            return list(pool.map(fn, items))
+
+    # -- subcommands ----------------------------------------------------------
+
+    def info(self, graph):
+        """`remat graph info --json <graph>`: nodes, bounds, static bytes..."""
+        return self.call(["graph", "info", "--json", graph])
+
+    def solve(self, algorithm, graph, budget=None, params=(), timeout=600):
+        """`remat solve --json -a A -g G --timeout T [-b B] [-p k=v ...]`."""
+        args = ["solve", "--json", "-a", algorithm, "-g", graph,
+                "--timeout", str(timeout)]
+        if budget is not None:
+            args += ["-b", str(int(budget))]
+        for p in params:
+            args += ["-p", p]
+        return self.call(args)
+
+    def validate(self, graph, schedule, budget=None):
+        """`remat validate --json -g G -s SCHEDULE [-b B]`: the simulator's
+        verdict on an external schedule file (text format c <id> / f <id>)."""
+        args = ["validate", "--json", "-g", graph, "-s", schedule]
+        if budget is not None:
+            args += ["-b", str(int(budget))]
+        return self.call(args)
+
+    def sweep(self, args):
+        """Runs `remat sweep <args> -o TMP` (exit 0 required) and returns the
+        results file it wrote (results/SCHEMA.md). Not cached or logged: the
+        results file carries its own context."""
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "sweep.json")
+            self.run(["sweep"] + list(args) + ["-o", out], ok=(0,))
+            with open(out) as f:
+                return json.load(f)
+
+    def forward_cost(self, graph):
+        """Sum of `cost` over the forward and loss nodes of `graph` (one
+        forward pass), from `remat graph convert --to json`."""
+        key = ("fwd", graph)
+        hit = self.cached(key)
+        if hit is not None:
+            return hit
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "g.json")
+            self.run(["graph", "convert", graph, "--to", "json", "-o", out], ok=(0,))
+            with open(out) as f:
+                nodes = json.load(f)["nodes"]
+        cost = sum(n["cost"] for n in nodes
+                   if n.get("kind", "forward") in ("forward", "loss"))
+        self.remember(key, ["remat", "graph", "convert", graph, "--to", "json"],
+                      {"forward_cost": cost, "nodes": len(nodes)})
+        return cost
+
+    # -- the log --------------------------------------------------------------
+
+    def calls(self, unique=True, drop=("nodes_by_in_degree",)):
+        """The log sorted by command. unique: one entry per command (two
+        workers may have asked the same question at once). drop: bulky
+        fields removed from the answers."""
+        entries = self.log
+        if unique:
+            entries = list({json.dumps(e["command"]): e for e in entries}.values())
+        entries = sorted(entries, key=lambda e: json.dumps(e["command"]))
+        for e in entries:
+            if isinstance(e["output"], dict):
+                for k in drop:
+                    e["output"].pop(k, None)
+        return entries
+
+
+def git_commit(short=12):
+    """HEAD of the source tree, abbreviated ("" outside a checkout)."""
+    return subprocess.run(["git", "-C", ROOT, "rev-parse", f"--short={short}", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+
+
+def write_text(path, text):
+    """Writes `text` (ending in one newline) via a temporary name and a rename,
+    creating the folder."""
+    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        f.write(text.rstrip() + "\n")
+    os.replace(path + ".tmp", path)
+
+
+def write_json(path, doc):
+    """write_text of `doc` as indented JSON with sorted keys."""
+    write_text(path, json.dumps(doc, indent=1, sort_keys=True))
+
+
+def table(header, rows):
+    """A Markdown table."""
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def budget_grid(lo, hi, n):
+    """n budgets evenly spaced from lo to hi, both included, rounded up,
+    without repeats: the grid of `remat sweep --budgets n`."""
+    if n == 1 or lo >= hi:
+        return [hi]
+    return sorted({lo + -(-(hi - lo) * i // (n - 1)) for i in range(n)})
