@@ -31,192 +31,39 @@ See `Mapping` in graphs/corpus/torch/README.md for how ops become nodes.
 
 import argparse
 import collections
+import contextlib
 import json
 import math
 import heapq
 import operator
+import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 from torch.fx import traceback as fx_traceback
+from torch.fx.experimental import proxy_tensor
 from torch.fx.experimental.proxy_tensor import get_proxy_slot, make_fx
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
-from torch.utils._python_dispatch import _get_current_dispatch_mode
 
-from functorch.experimental import functionalize
+try:  # torch >= 2.0
+    from torch.func import functionalize
+except ImportError:  # torch 1.13
+    from functorch.experimental import functionalize
 
 import torchvision
 
+# The models live in torch_models.py (the replayer rebuilds them from there);
+# the names stay importable from here for callers of export().
+from torch_models import (MODELS, SEED, TrainStep, add_model_args, build,
+                          finish_model_args, model_args_dict, size_suffix)
+
 aten = torch.ops.aten
-
-# --------------------------------------------------------------------------
-# Models defined here (torchvision supplies the others).
-
-
-class UNet(nn.Module):
-    """A small U-Net: padded 3x3 conv-bn-relu pairs, max-pool down,
-    transposed-conv up, concatenated skips."""
-
-    def __init__(self, levels=4, base=16, in_ch=3, classes=2):
-        super().__init__()
-
-        def block(cin, cout):
-            return nn.Sequential(
-                nn.Conv2d(cin, cout, 3, padding=1, bias=False),
-                nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
-                nn.Conv2d(cout, cout, 3, padding=1, bias=False),
-                nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
-
-        chans = [base * 2**i for i in range(levels)]
-        self.down = nn.ModuleList()
-        cin = in_ch
-        for c in chans:
-            self.down.append(block(cin, c))
-            cin = c
-        self.pool = nn.MaxPool2d(2)
-        self.up = nn.ModuleList()
-        self.dec = nn.ModuleList()
-        for c in reversed(chans[:-1]):
-            self.up.append(nn.ConvTranspose2d(cin, c, 2, stride=2))
-            self.dec.append(block(2 * c, c))
-            cin = c
-        self.head = nn.Conv2d(cin, classes, 1)
-
-    def forward(self, x):
-        skips = []
-        for i, blk in enumerate(self.down):
-            x = blk(x)
-            if i + 1 < len(self.down):
-                skips.append(x)
-                x = self.pool(x)
-        for up, dec in zip(self.up, self.dec):
-            x = dec(torch.cat([up(x), skips.pop()], dim=1))
-        return self.head(x)
-
-
-class PSPNet(nn.Module):
-    """PSPNet (Zhao et al. 2017): a dilated torchvision ResNet (output stride
-    8), pyramid pooling with bins 1, 2, 3, 6, concat, a 3x3 head and
-    bilinear upsampling to the input size. No auxiliary loss."""
-
-    def __init__(self, backbone="resnet50", classes=21, bins=(1, 2, 3, 6)):
-        super().__init__()
-        res = getattr(torchvision.models, backbone)(
-            weights=None,
-            replace_stride_with_dilation=None
-            if backbone in ("resnet18", "resnet34") else [False, True, True])
-        self.stem = nn.Sequential(res.conv1, res.bn1, res.relu, res.maxpool)
-        self.layers = nn.Sequential(res.layer1, res.layer2, res.layer3,
-                                    res.layer4)
-        feat = res.fc.in_features
-        red = feat // len(bins)
-        self.stages = nn.ModuleList(
-            nn.Sequential(nn.AdaptiveAvgPool2d(b),
-                          nn.Conv2d(feat, red, 1, bias=False),
-                          nn.BatchNorm2d(red), nn.ReLU(inplace=True))
-            for b in bins)
-        self.head = nn.Sequential(
-            nn.Conv2d(feat + red * len(bins), 512, 3, padding=1, bias=False),
-            nn.BatchNorm2d(512), nn.ReLU(inplace=True),
-            nn.Conv2d(512, classes, 1))
-
-    def forward(self, x):
-        size = x.shape[-2:]
-        f = self.layers(self.stem(x))
-        pyramid = [f] + [
-            F.interpolate(s(f), size=f.shape[-2:], mode="bilinear",
-                          align_corners=False) for s in self.stages
-        ]
-        out = self.head(torch.cat(pyramid, dim=1))
-        return F.interpolate(out, size=size, mode="bilinear",
-                             align_corners=False)
-
-
-class Seq2Seq(nn.Module):
-    """torch.nn.Transformer (post-norm encoder-decoder) with a linear head
-    to a vocabulary; source and target are given as embeddings."""
-
-    def __init__(self, d_model, heads, layers, ffn, vocab, dropout):
-        super().__init__()
-        self.transformer = nn.Transformer(
-            d_model=d_model, nhead=heads, num_encoder_layers=layers,
-            num_decoder_layers=layers, dim_feedforward=ffn, dropout=dropout)
-        self.head = nn.Linear(d_model, vocab)
-
-    def forward(self, src, tgt):
-        return self.head(self.transformer(src, tgt))
-
-
-TORCHVISION_CLASSIFIERS = ("resnet18", "resnet34", "resnet50", "resnet101",
-                           "resnet152", "vgg11", "vgg16", "vgg19",
-                           "densenet121", "densenet161", "googlenet",
-                           "vit_b_16")
-MODELS = TORCHVISION_CLASSIFIERS + ("deeplabv3_resnet50", "unet", "pspnet",
-                                    "transformer")
-
-
-class TrainStep(nn.Module):
-    """The traced module: model and loss. The loss is a leaf module so that
-    the module granularity has one loss node."""
-
-    def __init__(self, model, key=None):
-        super().__init__()
-        self.model = model
-        self.loss = nn.CrossEntropyLoss()
-        self.key = key
-
-    def forward(self, *inputs):
-        *xs, target = inputs
-        out = self.model(*xs)
-        if self.key is not None:
-            out = out[self.key]
-        if out.dim() == 3:  # transformer: (seq, batch, vocab)
-            out = out.reshape(-1, out.shape[-1])
-            target = target.reshape(-1)
-        return self.loss(out, target)
-
-
-def build(args):
-    """Returns (TrainStep, inputs tuple, description)."""
-    n, h = args.batch, args.image
-    img = torch.randn(n, 3, h, h)
-    name = args.model
-    if name in TORCHVISION_CLASSIFIERS:
-        kw = {"weights": None, "num_classes": args.classes}
-        if name == "googlenet":
-            kw.update(aux_logits=False, init_weights=True)
-        if name == "vit_b_16":
-            kw["image_size"] = h
-        model = getattr(torchvision.models, name)(**kw)
-        return TrainStep(model), (img, torch.randint(args.classes, (n,)))
-    seg_target = torch.randint(args.classes, (n, h, h))
-    if name == "deeplabv3_resnet50":
-        model = torchvision.models.segmentation.deeplabv3_resnet50(
-            weights=None, weights_backbone=None, num_classes=args.classes,
-            aux_loss=False)
-        return TrainStep(model, key="out"), (img, seg_target)
-    if name == "unet":
-        model = UNet(levels=args.levels, base=args.base,
-                     classes=args.classes)
-        return TrainStep(model), (img, seg_target)
-    if name == "pspnet":
-        model = PSPNet(backbone=args.backbone, classes=args.classes)
-        return TrainStep(model), (img, seg_target)
-    if name == "transformer":
-        d, s = args.d_model, args.seq
-        model = Seq2Seq(d, args.heads, args.layers, args.ffn or 4 * d,
-                        args.classes, args.dropout)
-        src, tgt = torch.randn(s, n, d), torch.randn(s, n, d)
-        return TrainStep(model), (src, tgt,
-                                  torch.randint(args.classes, (s, n)))
-    raise SystemExit(f"export_torch.py: unknown model '{name}'")
-
 
 # --------------------------------------------------------------------------
 # Pass 1: the joint graph with tags.
@@ -341,10 +188,44 @@ def _saved_tensors(g):
     return out
 
 
+def _stack_trace_scope():
+    """The scope in which fx_traceback.set_stack_trace() sets the stack trace
+    that make_fx copies onto each node it creates. torch 1.13 has
+    `override_stack_trace`; torch 2.x removed it (AttributeError on 2.11)
+    for `preserve_node_meta`, under which set_stack_trace writes the
+    current node meta that proxy creation copies, and an Interpreter run
+    makes each node's meta (stack trace included) current while it runs
+    the node, which is what pass 2 relies on."""
+    if hasattr(fx_traceback, "override_stack_trace"):
+        return fx_traceback.override_stack_trace()
+    return fx_traceback.preserve_node_meta()
+
+
+def _reset_stack_trace():
+    """Forget the last tag of pass 1 so that it does not leak into pass 2."""
+    if hasattr(fx_traceback, "current_stack"):  # torch 1.13
+        fx_traceback.current_stack = []
+    if isinstance(getattr(fx_traceback, "current_meta", None), dict):
+        fx_traceback.current_meta = {}  # torch 2.x
+
+
+def _current_tracer():
+    """The FX tracer of the make_fx call being traced. torch 2.x keeps
+    other modes on the dispatch stack too; ask for the proxy mode there."""
+    get = getattr(proxy_tensor, "get_innermost_proxy_mode", None)
+    if get is not None:
+        return get().tracer
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+    return _get_current_dispatch_mode().tracer
+
+
 def trace_joint(step, inputs):
-    """Returns (graph-2 GraphModule, info) for one training step."""
+    """Returns (graph-2 GraphModule, info) for one training step. Tracing
+    runs the step on real tensors (twice); the buffers (batch-norm running
+    statistics) are restored afterwards, so the step is left as it was."""
     params = [p for p in step.parameters()]
     buffers = [b for b in step.buffers()]
+    saved_buffers = [b.detach().clone() for b in buffers]
     n_p, n_b = len(params), len(buffers)
     fwd_of = {}
     groups = []  # index -> grad_fn, for the backward tags
@@ -372,8 +253,8 @@ def trace_joint(step, inputs):
         h1 = nn.modules.module.register_module_forward_pre_hook(pre_hook)
         h2 = nn.modules.module.register_module_forward_hook(post_hook)
         try:
-            tracer = _get_current_dispatch_mode().tracer
-            with fx_traceback.override_stack_trace(), _Tagger(fwd_of, tracer):
+            tracer = _current_tracer()
+            with _stack_trace_scope(), _Tagger(fwd_of, tracer):
                 fx_traceback.set_stack_trace(["top"])
                 loss = step(*batch)
         finally:
@@ -384,12 +265,12 @@ def trace_joint(step, inputs):
             groups.append(g)
             g.register_prehook(_setter(f"bwd:{k}"))
             g.register_hook(_setter(f"acc:{k}", post=True))
-        with fx_traceback.override_stack_trace():
+        with _stack_trace_scope():
             fx_traceback.set_stack_trace(["seed"])
             grads = torch.autograd.grad(loss, ps, grad_outputs=tangent)
         return (loss, *grads)
 
-    flat = params + buffers + list(inputs) + [torch.ones(())]
+    flat = params + buffers + list(inputs) + [seed_like(params)]
     g1 = make_fx(joint)(*flat)
     for node in g1.graph.nodes:
         node.stack_trace = f"{node.name}|{node.stack_trace or ''}"
@@ -397,15 +278,24 @@ def trace_joint(step, inputs):
     grad_name = {k: g.name() for k, g in enumerate(groups)}
 
     def replay(*a):
-        with fx_traceback.override_stack_trace():
+        with _stack_trace_scope():
             return torch.fx.Interpreter(g1).run(*a)
 
-    fx_traceback.current_stack = []
+    _reset_stack_trace()
     g2 = make_fx(functionalize(replay))(*flat)
+    with torch.no_grad():
+        for b, v in zip(buffers, saved_buffers):
+            b.copy_(v)
     info = dict(n_params=n_p, n_buffers=n_b, n_inputs=len(inputs),
                 fwd_node=fwd_node, grad_name=grad_name, calls=calls,
                 g1=g1)
     return g2, info
+
+
+def seed_like(params):
+    """The gradient seed d(loss)/d(loss) = 1, the last input of the traced
+    graph, on the parameters' device."""
+    return torch.ones((), device=params[0].device if params else "cpu")
 
 
 def _setter(tag, post=False):
@@ -506,8 +396,13 @@ def flops(n):
 
 
 def measure(g2, flat, repeats):
-    """Median CPU time of each op over `repeats` runs, in nanoseconds."""
+    """Median time of each op over `repeats` runs, in nanoseconds, after
+    one untimed run (first calls allocate and pick kernels). On CUDA each
+    run is synchronized before and after, so the figure is the kernel's
+    time, not the launch's."""
     times = {}
+    cuda = any(isinstance(t, torch.Tensor) and t.is_cuda for t in flat)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
 
     class Timer(torch.fx.Interpreter):
 
@@ -515,10 +410,13 @@ def measure(g2, flat, repeats):
             if n.op != "call_function" or _is_alias(n):
                 return super().run_node(n)
             args, kwargs = self.fetch_args_kwargs_from_env(n)
+            n.target(*args, **kwargs)
             samples = []
             for _ in range(repeats):
+                sync()
                 t0 = time.perf_counter_ns()
                 res = n.target(*args, **kwargs)
+                sync()
                 samples.append(time.perf_counter_ns() - t0)
             times[n.name] = int(statistics.median(samples))
             return res
@@ -780,88 +678,85 @@ def by_module(aten_nodes, calls):
 # --------------------------------------------------------------------------
 # Command line.
 
-DEFAULT_CLASSES = {"unet": 2, "pspnet": 21, "deeplabv3_resnet50": 21}
-
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
         description="Export a PyTorch training step (forward, loss, "
-        "backward) as a rematbench graph (format v1).")
-    p.add_argument("--model", required=True, choices=MODELS)
+        "backward) as a rematbench graph (format v1). The model and batch "
+        "options are recorded in the graph's provenance (model_args, seed), "
+        "so scripts/replay_torch.py can rebuild the same step.")
+    add_model_args(p)
     p.add_argument("--granularity", choices=("aten", "module"),
                    default="aten")
     p.add_argument("--cost", choices=("flop", "measured"), default="flop",
-                   help="FLOPs from shapes, or the median CPU time of each "
-                   "op in nanoseconds")
+                   help="FLOPs from shapes, or the median time of each op "
+                   "in nanoseconds on --device (units.cost = ns)")
     p.add_argument("--repeats", type=int, default=5,
                    help="runs per op for --cost measured (median)")
-    p.add_argument("--batch", type=int, default=2,
-                   help="batch size (>= 2: batch norm trains)")
-    p.add_argument("--image", type=int, default=224, help="image side")
-    p.add_argument("--classes", type=int, default=None,
-                   help="classes (vocabulary for the transformer); default "
-                   "1000, 21 for pspnet and deeplabv3, 2 for unet")
-    p.add_argument("--levels", type=int, default=4, help="unet levels")
-    p.add_argument("--base", type=int, default=16, help="unet base channels")
-    p.add_argument("--backbone", default="resnet50",
-                   choices=("resnet18", "resnet34", "resnet50", "resnet101"),
-                   help="pspnet backbone")
-    p.add_argument("--d-model", type=int, default=512)
-    p.add_argument("--heads", type=int, default=8)
-    p.add_argument("--layers", type=int, default=6,
-                   help="transformer encoder and decoder layers (each)")
-    p.add_argument("--ffn", type=int, default=0, help="0: 4 x d-model")
-    p.add_argument("--seq", type=int, default=32,
-                   help="transformer source and target length")
-    p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--device", default="cpu",
+                   help="cpu or cuda (cuda:N): where the step is traced "
+                   "and timed; the model and batch are drawn on the CPU "
+                   "from the same seed, so they are the same on both")
+    p.add_argument("--threads", type=int, default=0,
+                   help="torch CPU threads (0: torch's default); time "
+                   "measured costs with the thread count you replay with")
     p.add_argument("--name", default=None, help="graph name")
     p.add_argument("-o", "--out", required=True,
                    help="output file (.json, or .json.gz to compress)")
-    args = p.parse_args(argv)
-    if args.batch < 2:
-        p.error("--batch must be at least 2 (training-mode batch norm)")
-    if args.classes is None:
-        args.classes = DEFAULT_CLASSES.get(args.model, 1000)
+    args = finish_model_args(p, p.parse_args(argv))
+    if args.device != "cpu" and not args.device.startswith("cuda"):
+        p.error(f"--device must be cpu or cuda[:N], not '{args.device}'")
+    if args.device.startswith("cuda") and not torch.cuda.is_available():
+        p.error(f"--device {args.device}: torch {torch.__version__} sees "
+                "no CUDA device")
+    if args.repeats < 1:
+        p.error("--repeats must be at least 1")
     return args
 
 
-def size_suffix(args):
-    if args.model == "transformer":
-        return (f"l{args.layers}_d{args.d_model}_h{args.heads}_s{args.seq}"
-                f"_b{args.batch}")
-    if args.model == "unet":
-        return f"l{args.levels}_c{args.base}_b{args.batch}_i{args.image}"
-    if args.model == "pspnet":
-        return f"{args.backbone}_b{args.batch}_i{args.image}"
-    return f"b{args.batch}_i{args.image}"
-
-
 def write(path, graph):
+    """Writes to a temporary file beside `path` and renames it, so that a
+    failed export leaves no partial file."""
     head = {k: v for k, v in graph.items() if k != "nodes"}
     lines = json.dumps(head, indent=1)[:-2] + ',\n "nodes": [\n'
     lines += ",\n".join(
         json.dumps(n, separators=(",", ":")) for n in graph["nodes"])
     text = lines + "\n ]\n}\n"
-    if path.endswith(".gz"):
-        import gzip
-        with open(path, "wb") as f:
-            with gzip.GzipFile(filename="", mode="wb", fileobj=f,
-                               mtime=0) as z:
-                z.write(text.encode())
-    else:
-        with open(path, "w") as f:
-            f.write(text)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".",
+                               prefix=".export_torch.")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if path.endswith(".gz"):
+                import gzip
+                with gzip.GzipFile(filename="", mode="wb", fileobj=f,
+                                   mtime=0) as z:
+                    z.write(text.encode())
+            else:
+                f.write(text.encode())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
 
 
-def export(step, inputs, granularity="aten", cost="flop", repeats=5):
-    """The native nodes (JSON dicts with ids) of one training step of
-    `step` (a module returning the loss) on `inputs`."""
+def trace_nodes(step, inputs, granularity="aten", cost="flop", repeats=5):
+    """(native nodes as JSON dicts with ids, graph-2 GraphModule, info) of
+    one training step of `step` (a module returning the loss) on `inputs`.
+    The replayer calls this to rebuild an export and runs the GraphModule.
+    A node's traced ops are its `name` (the op that owns its memory) and,
+    when there are more, all of them in FX order in `fx`."""
     step.train()
     g2, info = trace_joint(step, inputs)
     if cost == "measured":
-        flat = [p for p in step.parameters()] + list(step.buffers()) + \
-            list(inputs) + [torch.ones(())]
+        params = [p for p in step.parameters()]
+        flat = params + list(step.buffers()) + list(inputs) + \
+            [seed_like(params)]
+        saved = [b.detach().clone() for b in step.buffers()]
         times = measure(g2, flat, repeats)
+        with torch.no_grad():  # the timed runs update running statistics
+            for b, v in zip(step.buffers(), saved):
+                b.copy_(v)
         cost_of = lambda n: times.get(n.name, 0)
     else:
         cost_of = flops
@@ -884,14 +779,22 @@ def export(step, inputs, granularity="aten", cost="flop", repeats=5):
         print(f"export_torch.py: {info['grad_of_by_neighbour']} backward ops "
               f"without a grad_fn tag, {info['grad_of_default_loss']} given "
               "grad_of = the loss", file=sys.stderr)
+    return out, g2, info
+
+
+def export(step, inputs, granularity="aten", cost="flop", repeats=5):
+    """The native nodes (JSON dicts with ids) of one training step and the
+    number of FX nodes traced."""
+    out, g2, _ = trace_nodes(step, inputs, granularity, cost, repeats)
     return out, len(g2.graph.nodes)
 
 
 def main(argv):
     args = parse_args(argv)
-    torch.manual_seed(0)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     t0 = time.time()
-    step, inputs = build(args)
+    step, inputs = build(args, args.device)
     out, fx_nodes = export(step, inputs, args.granularity, args.cost,
                            args.repeats)
     n_params = sum(p.numel() for p in step.parameters())
@@ -903,6 +806,11 @@ def main(argv):
         "command": command,
         "model": args.model,
         "granularity": args.granularity,
+        # Everything scripts/replay_torch.py needs to rebuild the step:
+        # torch_models.build(model_args) after torch.manual_seed(seed).
+        "model_args": model_args_dict(args),
+        "seed": SEED,
+        "device": args.device,
         "source": "make_fx joint graph of loss + autograd.grad, "
                   "functionalized (functorch aot_autograd recipe)",
         "torch": torch.__version__,
@@ -918,6 +826,7 @@ def main(argv):
             n["cost"] for n in out if n["kind"] != "backward")
     else:
         provenance["cost_repeats"] = args.repeats
+        provenance["threads"] = torch.get_num_threads()
         provenance["host"] = platform.node()
     name = args.name or f"torch_{args.model}_{size_suffix(args)}_" \
         f"{args.granularity}"
