@@ -21,10 +21,11 @@ import argparse
 import datetime
 import json
 import os
-import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import rematbench_client as rc
+
+ROOT = rc.ROOT
 
 FAMILIES = [
     ("resnet (CIFAR, 32x32, batch 32)", "resnet",
@@ -39,14 +40,6 @@ FALLBACK = ("chain (unit memory and cost)", "chain",
             [(n, f"chain:n={n}") for n in (16, 64, 256, 1024, 4096, 16384)])
 
 
-def remat_json(remat, *args):
-    out = subprocess.run([remat, *args, "--json"], check=False,
-                         capture_output=True, text=True)
-    if out.returncode not in (0, 1):
-        sys.exit(f"{remat} {' '.join(args)} failed:\n{out.stderr}")
-    return json.loads(out.stdout)
-
-
 def human(nbytes):
     for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if nbytes >= size:
@@ -55,11 +48,11 @@ def human(nbytes):
 
 
 def measure(remat, spec):
-    info = remat_json(remat, "graph", "info", spec)
-    plain = remat_json(remat, "solve", "--algorithm", "noremat",
-                       "--graph", spec)
-    tw = remat_json(remat, "solve", "--algorithm", "twremat", "--graph", spec,
-                    "--param", "search=off")
+    info = remat.info(spec)
+    plain = remat.call(["solve", "--algorithm", "noremat", "--graph", spec,
+                        "--json"])
+    tw = remat.call(["solve", "--algorithm", "twremat", "--graph", spec,
+                     "--param", "search=off", "--json"])
     if not (plain["valid"] and tw["valid"]):
         sys.exit(f"{spec}: invalid schedule: {plain} {tw}")
     return {
@@ -114,26 +107,23 @@ def main():
     parser.add_argument("--out", default=os.path.join(ROOT, "results",
                                                       "twremat_depth"))
     args = parser.parse_args()
-    generators = {g["name"] for g in remat_json(args.remat, "list")["generators"]}
+    remat = rc.Remat(args.remat, name="twremat_depth_table")
+    generators = {g["name"] for g in remat.call(["list", "--json"])["generators"]}
     chosen = [f for f in FAMILIES if f[1] in generators] or [FALLBACK]
     families = []
     for title, _, specs in chosen:
         rows = []
         for depth, spec in specs:
             print(f"  {spec}", file=sys.stderr)
-            rows.append((depth, measure(args.remat, spec)))
+            rows.append((depth, measure(remat, spec)))
         families.append((title, rows))
-    commit = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"],
-                            cwd=ROOT, capture_output=True, text=True
-                            ).stdout.strip() or "unknown"
+    commit = rc.git_commit() or "unknown"
     command = " ".join(["scripts/twremat_depth_table.py"] + sys.argv[1:])
-    with open(args.out + ".md", "w") as f:
-        f.write(markdown(families, command, commit))
-    with open(args.out + ".json", "w") as f:
-        json.dump({"command": command, "commit": commit,
-                   "families": [{"title": t, "rows": [r for _, r in rows]}
-                                for t, rows in families]}, f, indent=1)
-        f.write("\n")
+    rc.write_text(args.out + ".md", markdown(families, command, commit))
+    rc.write_text(args.out + ".json", json.dumps(
+        {"command": command, "commit": commit,
+         "families": [{"title": t, "rows": [r for _, r in rows]}
+                      for t, rows in families]}, indent=1))
     print(f"wrote {args.out}.md and {args.out}.json", file=sys.stderr)
 
 
