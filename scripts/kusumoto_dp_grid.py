@@ -23,15 +23,12 @@ results/kusumoto_dp_grid.md. Every figure comes from running `remat`; only the
 solve-time column varies between runs.
 """
 import argparse
-import concurrent.futures
-import json
 import os
 import re
-import subprocess
-import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GB = 1e9
+import rematbench_client as rc
+
+ROOT, GB = rc.ROOT, rc.GB
 GRAPHS = [  # network, file (the order of the reproduction's tables)
     ("PSPNet", "cg_pspnet.txt"),
     ("U-Net", "cg_unet.txt"),
@@ -47,33 +44,10 @@ ALGORITHMS = ("dp_exact", "dp_approx")
 TIMEOUT = 600
 
 
-class Remat:
-    """Runs the remat binary and logs every call with its JSON answer."""
-
-    def __init__(self, path):
-        self.path = path
-        self.log = []
-
-    def json(self, args):
-        # Graph paths are relative to the source tree so that the log does
-        # not depend on where it was checked out.
-        proc = subprocess.run([self.path] + args, capture_output=True, text=True,
-                              cwd=ROOT)
-        # solve exits 1 when the answer is not feasible; that is an answer.
-        if proc.returncode not in (0, 1):
-            raise SystemExit(f"kusumoto_dp_grid: `remat {' '.join(args)}` failed "
-                             f"(exit {proc.returncode}): {proc.stderr.strip()}")
-        try:
-            answer = json.loads(proc.stdout)
-        except json.JSONDecodeError:
-            raise SystemExit(f"kusumoto_dp_grid: `remat {' '.join(args)}` printed "
-                             f"no JSON: {proc.stderr.strip()}")
-        self.log.append({"command": ["remat"] + args, "output": answer})
-        return answer
-
-    def solve(self, algorithm, graph, budget):
-        return self.json(["solve", "--json", "-a", algorithm, "-g", graph,
-                          "-b", str(budget), "--timeout", str(TIMEOUT)])
+def solve(remat, algorithm, graph, budget):
+    # This script's own argument order, so that its log keeps its commands.
+    return remat.call(["solve", "--json", "-a", algorithm, "-g", graph,
+                       "-b", str(budget), "--timeout", str(TIMEOUT)])
 
 
 def has_strategy(answer):
@@ -86,23 +60,15 @@ def smallest_dp_budget(remat, graph, lo, hi):
     """Smallest budget (to 0.1%) in (lo, hi] at which the exact DP finds a
     strategy; hi must be one. The exact DP's lower sets include the
     approximate DP's, so no smaller budget admits an approximate strategy."""
-    if has_strategy(remat.solve("dp_exact", graph, lo)):
+    if has_strategy(solve(remat, "dp_exact", graph, lo)):
         return lo
     while hi - lo > hi // 1000:
         mid = (lo + hi) // 2
-        if has_strategy(remat.solve("dp_exact", graph, mid)):
+        if has_strategy(solve(remat, "dp_exact", graph, mid)):
             hi = mid
         else:
             lo = mid
     return hi
-
-
-def grid(lo, hi, n):
-    """n budgets evenly spaced from lo to hi, both included, rounded up,
-    without repeats (the rule of `remat sweep`)."""
-    if n == 1 or lo >= hi:
-        return [hi]
-    return sorted({lo + -(-(hi - lo) * i // (n - 1)) for i in range(n)})
 
 
 def check(exact, approx):
@@ -134,12 +100,6 @@ def cell(answer):
             str(d.get("dp_least_extra_time", "–"))]
 
 
-def table(header, rows):
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(out)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--remat", default=os.path.join(ROOT, "build", "remat"))
@@ -164,21 +124,14 @@ def main():
         nets = [g for g in GRAPHS if g[1] in ("cg_vgg19.txt", "cg_unet.txt")]
         n = 3
     paths = {f: os.path.relpath(os.path.join(folder, f), ROOT) for _, f in nets}
-    remat = Remat(args.remat)
+    remat = rc.Remat(args.remat, args.jobs, cache=False, name="kusumoto_dp_grid")
 
     # Full range: one sweep over all graphs. One thread, so that the solve
     # times are not inflated by a second solve competing for memory bandwidth.
-    with tempfile.TemporaryDirectory() as tmp:
-        sweep_out = os.path.join(tmp, "sweep.json")
-        sweep_args = ["sweep", "--graphs", ",".join(paths[f] for _, f in nets),
-                      "--algorithms", ",".join(ALGORITHMS), "--budgets", str(n),
-                      "--threads", "1", "--timeout", str(TIMEOUT), "-o", sweep_out]
-        proc = subprocess.run([args.remat] + sweep_args, capture_output=True,
-                              text=True, cwd=ROOT)
-        if proc.returncode != 0:
-            raise SystemExit(f"kusumoto_dp_grid: sweep failed: {proc.stderr.strip()}")
-        with open(sweep_out) as f:
-            sweep = json.load(f)
+    sweep_args = ["sweep", "--graphs", ",".join(paths[f] for _, f in nets),
+                  "--algorithms", ",".join(ALGORITHMS), "--budgets", str(n),
+                  "--threads", "1", "--timeout", str(TIMEOUT)]
+    sweep = remat.sweep(sweep_args[1:])
     info = {g["spec"]: g for g in sweep["graphs"]}
     points = {}  # (file, grid, budget) -> {algorithm: answer}
     for run in sweep["runs"]:
@@ -193,14 +146,13 @@ def main():
         lo = smallest_dp_budget(remat, paths[f], i["lower_bound_bytes"],
                                 i["noremat_peak_bytes"])
         return f, lo
-    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-        lows = dict(pool.map(dp_range, [f for _, f in nets]))
-        tasks = [(f, b, a) for _, f in nets
-                 for b in grid(lows[f], info[paths[f]]["noremat_peak_bytes"], n)
-                 for a in ALGORITHMS]
-        for (f, b, a), ans in zip(tasks, pool.map(
-                lambda t: remat.solve(t[2], paths[t[0]], t[1]), tasks)):
-            points.setdefault((f, "DP range", b), {})[a] = ans
+    lows = dict(remat.parallel(dp_range, [f for _, f in nets]))
+    tasks = [(f, b, a) for _, f in nets
+             for b in rc.budget_grid(lows[f], info[paths[f]]["noremat_peak_bytes"], n)
+             for a in ALGORITHMS]
+    for (f, b, a), ans in zip(tasks, remat.parallel(
+            lambda t: solve(remat, t[2], paths[t[0]], t[1]), tasks)):
+        points.setdefault((f, "DP range", b), {})[a] = ans
 
     # Tables.
     violations, rows_json, summary, fallbacks = [], [], [], []
@@ -289,7 +241,7 @@ def main():
                   f"NoRemat peak {gb(i['noremat_peak_bytes'])} GB, smallest budget with "
                   f"an exact-DP strategy {gb(lows[f])} GB; static bytes "
                   f"{gb(i['static_bytes'])} GB (not in the peaks).", "",
-                  table(["grid", "budget (GB)", "exact status", "exact peak",
+                  rc.table(["grid", "budget (GB)", "exact status", "exact peak",
                          "exact overhead", "exact strategy", "exact least extra time",
                          "approx status", "approx peak", "approx overhead",
                          "approx strategy", "approx least extra time",
@@ -309,7 +261,7 @@ def main():
             "a time, the DP range " + ("likewise" if args.jobs == 1 else
                                        f"{args.jobs} at once")
             + "; varies with the machine's load).", "",
-            table(["network", "nodes", "lower sets", "lower bound (GB)",
+            rc.table(["network", "nodes", "lower sets", "lower bound (GB)",
                    "smallest exact-DP budget (GB)", "NoRemat peak (GB)", "budgets", "ok",
                    "exact better", "violations", "memory-centric", "exact overhead higher",
                    "max exact solve (s)", "max approx solve (s)"], summary), ""]
@@ -335,18 +287,14 @@ def main():
     # checkout's HEAD, which may have moved on since the build.
     doc = {"format": "rematbench-kusumoto-dp-grid", "version": 1,
            "git_commit": sweep["context"]["git_commit"], "remat": os.path.relpath(args.remat, ROOT),
-           "budgets_per_grid": n, "sweep": {"command": ["remat"] + sweep_args[:-2],
+           "budgets_per_grid": n, "sweep": {"command": ["remat"] + sweep_args,
                                             "context": sweep["context"],
                                             "graphs": sweep["graphs"]},
            "points": rows_json,
-           "solve_calls": sorted(remat.log, key=lambda e: json.dumps(e["command"])),
+           "solve_calls": remat.calls(unique=False, drop=()),
            "violations": violations}
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    for ext, text in ((".json", json.dumps(doc, indent=1, sort_keys=True) + "\n"),
-                      (".md", "\n".join(lines).rstrip() + "\n")):
-        with open(args.out + ext + ".tmp", "w") as fh:
-            fh.write(text)
-        os.replace(args.out + ext + ".tmp", args.out + ext)
+    rc.write_json(args.out + ".json", doc)
+    rc.write_text(args.out + ".md", "\n".join(lines))
     print(f"kusumoto_dp_grid: {args.out}.md ({len(rows_json)} budgets, "
           f"{len(violations)} violations)")
 
