@@ -15,16 +15,10 @@ import platform
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import rematbench_client as rc
+
+ROOT = rc.ROOT
 GRAPH = "../shared/peer-graphs/checkmate2020/VGG16_256_224x224_train.json"
-
-
-def remat_json(remat, args):
-    out = subprocess.run([remat, *args, "--json"], cwd=ROOT, text=True,
-                         capture_output=True)
-    if out.returncode not in (0, 1):
-        sys.exit(f"{remat} {' '.join(args)}: {out.stderr}")
-    return json.loads(out.stdout)
 
 
 def main():
@@ -35,16 +29,17 @@ def main():
     ap.add_argument("-p", "--param", action="append", default=["threads=2"],
                     help="checkmate_milp parameter (threads=2 is given)")
     args = ap.parse_args()
-    info = remat_json(args.remat, ["graph", "info", GRAPH])
+    # --remat is relative to the source tree, where remat runs.
+    remat = rc.Remat(os.path.join(ROOT, args.remat), name="checkmate_milp_vgg16")
+    info = remat.info(GRAPH)
     lb, peak = info["lower_bound_bytes"], info["noremat_peak_bytes"]
-    # The sweep's grid (harness/sweep.cc, BudgetGrid): rounded up.
-    budgets = [lb + -(-(peak - lb) * i // 7) for i in range(8)]
+    budgets = rc.budget_grid(lb, peak, 8)
     params = [x for p in args.param for x in ("--param", p)]
     solve = ["solve", "--algorithm", "checkmate_milp", "--graph", GRAPH,
              *params, "--timeout", f"{args.timeout:g}"]
     runs = []
     for budget in budgets:
-        r = remat_json(args.remat, solve + ["--budget", str(budget)])
+        r = remat.call(solve + ["--budget", str(budget), "--json"])
         run = {k: r.get(k) for k in ("budget_bytes", "status", "optimal",
                                      "solve_seconds", "cost", "peak_bytes",
                                      "message")}
