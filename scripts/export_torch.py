@@ -396,34 +396,35 @@ def flops(n):
 
 
 def measure(g2, flat, repeats):
-    """Median time of each op over `repeats` runs, in nanoseconds, after
-    one untimed run (first calls allocate and pick kernels). On CUDA each
-    run is synchronized before and after, so the figure is the kernel's
-    time, not the launch's."""
-    times = {}
+    """Time of each op (views and getitems included) in nanoseconds: the
+    median over `repeats` runs of the whole step, after one untimed run
+    (first calls pick kernels and grow the allocator), each op timed where
+    it runs in the step. Timing an op in place, rather than repeating it
+    on the same inputs, keeps what a real step pays: inputs that are no
+    longer in cache and fresh output memory. On CUDA every op is
+    synchronized before and after, so the figure is the kernel's time, not
+    the launch's."""
+    samples = collections.defaultdict(list)
     cuda = any(isinstance(t, torch.Tensor) and t.is_cuda for t in flat)
     sync = torch.cuda.synchronize if cuda else (lambda: None)
 
     class Timer(torch.fx.Interpreter):
 
         def run_node(self, n):
-            if n.op != "call_function" or _is_alias(n):
+            if n.op != "call_function":
                 return super().run_node(n)
             args, kwargs = self.fetch_args_kwargs_from_env(n)
-            n.target(*args, **kwargs)
-            samples = []
-            for _ in range(repeats):
-                sync()
-                t0 = time.perf_counter_ns()
-                res = n.target(*args, **kwargs)
-                sync()
-                samples.append(time.perf_counter_ns() - t0)
-            times[n.name] = int(statistics.median(samples))
+            sync()
+            t0 = time.perf_counter_ns()
+            res = n.target(*args, **kwargs)
+            sync()
+            samples[n.name].append(time.perf_counter_ns() - t0)
             return res
 
     with torch.no_grad():
-        Timer(g2).run(*flat)
-    return times
+        for _ in range(repeats + 1):
+            Timer(g2).run(*flat)
+    return {k: int(statistics.median(v[1:])) for k, v in samples.items()}
 
 
 def to_native(g2, info, cost_of):
@@ -559,7 +560,7 @@ def to_native(g2, info, cost_of):
             "kind": kind[n],
             "op": str(n.target),
             "mem": mem,
-            "cost": cost_of(n),
+            "cost": cost_of(n, members[n]),
             "inputs": ins,
             "grad_of": pos[grad_of[n]] if n in grad_of else None,
             "fx": members[n],
@@ -757,9 +758,11 @@ def trace_nodes(step, inputs, granularity="aten", cost="flop", repeats=5):
         with torch.no_grad():  # the timed runs update running statistics
             for b, v in zip(step.buffers(), saved):
                 b.copy_(v)
-        cost_of = lambda n: times.get(n.name, 0)
+        # A node's time is that of all its traced ops: a replay runs the
+        # views and getitems too, and on small tensors they are not free.
+        cost_of = lambda n, names: sum(times.get(x, 0) for x in names)
     else:
-        cost_of = flops
+        cost_of = lambda n, names: flops(n)
     nodes = to_native(g2, info, cost_of)
     if granularity == "module":
         nodes = by_module(nodes, info["calls"])

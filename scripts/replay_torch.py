@@ -440,6 +440,11 @@ class Program:
         self.random = {m for ms in self.members for m in ms
                        if _is_random(fx[m].target)}
         self.check_reads()
+        # Each op's argument fetching compiled once: the replay loop is
+        # timed, and fx's map_arg per call would add to every op's time.
+        self.fetch = {m: (fx[m].target, _fetcher(fx[m].args, idx),
+                          _fetcher(fx[m].kwargs, idx))
+                      for ms in self.members for m in ms}
         self.rng_states = self.record_rng()
 
     def _is_tuple(self, n):
@@ -521,9 +526,10 @@ class Program:
 
     # ----------------------------------------------------------------------
 
-    def run(self, events, path, measure=False):
+    def run(self, events, path, measure=False, profile=None):
         """One replay. Returns (live-storage peak bytes or None, where,
-        gradients list, loss)."""
+        gradients list, loss). With a list `profile`, appends (node, seconds)
+        for each compute event."""
         torch = self.torch
         fx, members, keep, nodes = self.fx, self.members, self.keep, \
             self.step.graph["nodes"]
@@ -570,11 +576,12 @@ class Program:
                             f"{path}:{no}: c {v}: input {u} "
                             f"({nodes[u]['name']}) of node {v} "
                             f"({nodes[v]['name']}) is not live")
+                if profile is not None:
+                    t0 = time.perf_counter()
                 for m in members[v]:
                     n = fx[m]
-                    args = self.map_arg(n.args, lambda a: env[self.index[a]])
-                    kwargs = self.map_arg(n.kwargs,
-                                          lambda a: env[self.index[a]])
+                    target, get_args, get_kwargs = self.fetch[m]
+                    args, kwargs = get_args(env), get_kwargs(env)
                     w = self.writes.get(m)
                     if w and m in ran:
                         # Recomputation: the running statistics (and any
@@ -587,10 +594,10 @@ class Program:
                     if m in self.random:
                         saved = self._rng_get()
                         self._rng_set(self.rng_states[m])
-                        r = n.target(*args, **kwargs)
+                        r = target(*args, **kwargs)
                         self._rng_set(saved)
                     else:
-                        r = n.target(*args, **kwargs)
+                        r = target(*args, **kwargs)
                     ran.add(m)
                     env[m] = r
                     held.add(m)
@@ -606,6 +613,8 @@ class Program:
                         per_event[k] = max(per_event.get(k, 0), b)
                         if b > peak:
                             peak, where = b, (k, no, v, n.name)
+                if profile is not None:
+                    profile.append((v, time.perf_counter() - t0))
                 if pending:
                     self._run_side(pending, env)
                 for m in members[v]:
@@ -629,6 +638,34 @@ class Program:
                 done.append(i)
         for i in done:
             pending.remove(i)
+
+
+def _fetcher(a, idx):
+    """A function env -> `a` with every FX node replaced by env[its index]
+    (tuples, lists and dicts rebuilt; constants shared)."""
+    import torch
+    if isinstance(a, torch.fx.Node):
+        i = idx[a]
+        return lambda env: env[i]
+    if isinstance(a, (tuple, list)):
+        fs = [_fetcher(x, idx) for x in a]
+        if not any(getattr(f, "dynamic", True) for f in fs):
+            return _const(a)
+        if isinstance(a, tuple):
+            return lambda env: tuple(f(env) for f in fs)
+        return lambda env: [f(env) for f in fs]
+    if isinstance(a, dict):
+        fs = {k: _fetcher(x, idx) for k, x in a.items()}
+        if not any(getattr(f, "dynamic", True) for f in fs.values()):
+            return _const(a)
+        return lambda env: {k: f(env) for k, f in fs.items()}
+    return _const(a)
+
+
+def _const(a):
+    f = lambda env: a
+    f.dynamic = False
+    return f
 
 
 def _alias_op(target):
@@ -661,21 +698,30 @@ class Replayer:
         if self.device != "cpu":
             self.torch.cuda.synchronize()
 
-    def timed(self, events, path, repeats, warmup):
-        for _ in range(warmup):
-            self.program.run(events, path)
-        samples = []
-        for _ in range(repeats):
-            self.sync()
-            t0 = time.perf_counter()
-            self.program.run(events, path)
-            self.sync()
-            samples.append(time.perf_counter() - t0)
-        self.step.reset_buffers()
-        return statistics.median(samples), samples
+    def _time_one(self, events, path):
+        self.sync()
+        t0 = time.perf_counter()
+        self.program.run(events, path)
+        self.sync()
+        return time.perf_counter() - t0
 
-    def noremat(self, repeats, warmup):
-        """(events, simulated cost, median time) of the NoRemat schedule."""
+    def timed(self, events, path, repeats, warmup):
+        """Times the schedule and the NoRemat schedule alternately (after
+        `warmup` untimed runs of each), so that a change of machine load
+        hits both: (schedule samples, NoRemat samples), in seconds."""
+        base, _ = self.noremat()
+        for _ in range(warmup):
+            self.program.run(base, "noremat schedule")
+            self.program.run(events, path)
+        mine, theirs = [], []
+        for _ in range(repeats):
+            theirs.append(self._time_one(base, "noremat schedule"))
+            mine.append(self._time_one(events, path))
+        self.step.reset_buffers()
+        return mine, theirs
+
+    def noremat(self):
+        """(events, simulated cost) of the graph's NoRemat schedule."""
         if self._noremat is None:
             sched, _ = solve(self.remat, self.path, "noremat", None, [])
             try:
@@ -683,8 +729,7 @@ class Replayer:
             finally:
                 os.unlink(sched)
             _, cost, _ = simulate(self.graph, events, "noremat schedule")
-            t, _ = self.timed(events, "noremat schedule", repeats, warmup)
-            self._noremat = (events, cost, t)
+            self._noremat = (events, cost)
         return self._noremat
 
     def compare_grads(self, grads):
@@ -725,8 +770,9 @@ class Replayer:
             for b, e in zip(self.step.buffers, self.eager_buffers))
         equal, worst = self.compare_grads(grads)
         self.step.reset_buffers()
-        nr_events, nr_cost, nr_time = self.noremat(repeats, warmup)
-        t, samples = self.timed(events, sched_path, repeats, warmup)
+        nr_events, nr_cost = self.noremat()
+        samples, nr_samples = self.timed(events, sched_path, repeats, warmup)
+        t, nr_time = statistics.median(samples), statistics.median(nr_samples)
         nodes = g["nodes"]
         # Where the measured live bytes inside a compute event differ from
         # the simulator's memory at that event: by op, the first of each.
@@ -765,7 +811,10 @@ class Replayer:
             "time_seconds": t,
             "time_samples_seconds": samples,
             "noremat_time_seconds": nr_time,
-            "measured_overhead": t / nr_time,
+            "noremat_time_samples_seconds": nr_samples,
+            # Median of the per-pair ratios: each pair ran back to back.
+            "measured_overhead": statistics.median(
+                a / b for a, b in zip(samples, nr_samples)),
             "gradients_equal": equal,
             "max_abs_gradient_difference": worst,
             "loss_equal": loss is not None and bool(

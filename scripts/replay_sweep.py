@@ -1,0 +1,527 @@
+#!/usr/bin/python3
+"""Replays every feasible point of a `remat sweep` results file whose graph
+is a PyTorch export, and compares the simulator with the real step.
+
+  scripts/replay_sweep.py RESULTS.json [--measured-costs] [--out-dir DIR]
+  scripts/replay_sweep.py RESULTS.json --sweep G1.json,G2.json --budgets 4 \\
+      --measured-costs        # runs `remat sweep` first, writing RESULTS.json
+
+For each graph of RESULTS.json that scripts/export_torch.py wrote, the step
+is rebuilt once (scripts/replay_torch.py), and each feasible point's
+schedule is replayed: the file the sweep kept (`schedule_file`, relative to
+RESULTS.json's directory, from `remat sweep --schedules-dir`) or, when the
+results file has none, the schedule `remat solve` gives for the point's
+algorithm, parameters and budget (checked against the point's simulated
+peak and cost: a differing re-solve is reported, not hidden). Points whose
+schedules are identical (budget-independent algorithms) are replayed once
+and share the measurement.
+
+With --measured-costs each graph is also exported with `--cost measured`
+(the same model options, --threads) into DIR/measured/, and every point
+gets the overhead those costs predict beside the FLOP model's.
+
+Writes DIR/replay.json (schema: results/SCHEMA.md, "Replay results"),
+DIR/peak.png (simulated vs measured peak), DIR/overhead.png (predicted vs
+measured time overhead) and DIR/cost_model.md (the FLOP model against
+measured op times, per op class). Exit status 0 when done (the figures
+say what matched), 2 on bad usage or input.
+"""
+
+import argparse
+import collections
+import datetime
+import hashlib
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import replay_torch as RT  # noqa: E402
+
+SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(
+        description="Replay every feasible point of a remat sweep results "
+        "file on the PyTorch steps its exported graphs came from; write "
+        "replay.json, peak.png, overhead.png and cost_model.md.")
+    p.add_argument("results", help="results file of `remat sweep` (read, "
+                   "or written first with --sweep)")
+    p.add_argument("--sweep", help="comma-separated graph files: run `remat "
+                   "sweep --algorithms all` on them first, writing RESULTS")
+    p.add_argument("--budgets", type=int, default=4,
+                   help="budgets per graph for --sweep (default 4)")
+    p.add_argument("--timeout", type=float, default=30,
+                   help="seconds per solve for --sweep and re-solves")
+    p.add_argument("--remat", default="build/remat",
+                   help="the remat binary (default build/remat)")
+    p.add_argument("--out-dir", help="where the outputs go (default: the "
+                   "directory of RESULTS)")
+    p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch CPU threads for replays and measured costs")
+    p.add_argument("--repeats", type=int, default=3,
+                   help="timed replays per point, each paired with one of "
+                   "NoRemat (median)")
+    p.add_argument("--warmup", type=int, default=0,
+                   help="untimed pairs before timing (the memory-measuring "
+                   "replay that comes first already warms the kernels)")
+    p.add_argument("--measured-costs", action="store_true",
+                   help="export each graph with --cost measured too and "
+                   "predict the overhead with it")
+    p.add_argument("--cost-repeats", type=int, default=5,
+                   help="runs per op for the measured costs")
+    args = p.parse_args(argv)
+    if args.repeats < 1 or args.warmup < 0:
+        p.error("--repeats must be >= 1 and --warmup >= 0")
+    return args
+
+
+def write_atomic(path, data, binary=False):
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".",
+                               prefix=".replay_sweep.")
+    try:
+        with os.fdopen(fd, "wb" if binary else "w") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def run_sweep(args):
+    """`remat sweep` on the graphs, keeping the schedules when the binary
+    can (--schedules-dir)."""
+    help_text = subprocess.run([args.remat, "sweep", "--help"],
+                               capture_output=True, text=True).stdout
+    cmd = [args.remat, "sweep", "--graphs", args.sweep, "--algorithms",
+           "all", "--budgets", str(args.budgets), "--threads", "1",
+           "--timeout", str(args.timeout), "--out", args.results]
+    if "--schedules-dir" in help_text:
+        cmd += ["--schedules-dir",
+                os.path.join(os.path.dirname(args.results) or ".",
+                             "schedules")]
+    print("replay_sweep.py: " + " ".join(cmd), file=sys.stderr)
+    r = subprocess.run(cmd)
+    if r.returncode not in (0, 1):
+        raise RT.BadInput(f"{args.remat} sweep failed (exit {r.returncode})")
+
+
+def resolve(spec, base):
+    for p in (spec, os.path.join(base, spec)):
+        if os.path.isfile(p):
+            return p
+    return None
+
+
+def is_export(path):
+    try:
+        RT.load_graph(path)
+        return True
+    except RT.BadInput:
+        return False
+
+
+def measured_cost_graph(path, graph, out_dir, args):
+    """Exports the graph's step again with --cost measured (reused when the
+    file is there and has the same nodes)."""
+    import torch_models as M
+    os.makedirs(out_dir, exist_ok=True)
+    name = os.path.basename(path).replace(".json", "_measured.json")
+    dest = os.path.join(out_dir, name)
+    if os.path.isfile(dest):
+        try:
+            return dest, RT.load_cost_graph(dest, graph)
+        except RT.BadInput:
+            pass
+    prov = graph["provenance"]
+    margs = M.model_args_from_provenance(prov)
+    cmd = [sys.executable, os.path.join(SOURCE, "scripts", "export_torch.py"),
+           "--granularity", prov.get("granularity", "aten"),
+           "--cost", "measured", "--repeats", str(args.cost_repeats),
+           "--threads", str(args.threads), "--device", args.device,
+           "-o", dest]
+    for k in M.MODEL_ARGS:
+        cmd += ["--" + k.replace("_", "-"), str(getattr(margs, k))]
+    print("replay_sweep.py: " + " ".join(cmd[1:]), file=sys.stderr)
+    subprocess.run(cmd, check=True)
+    return dest, RT.load_cost_graph(dest, graph)
+
+
+def schedule_for(point, run, spec, results_dir, args):
+    """(schedule path, temporary?, source)."""
+    if point.get("schedule_file"):
+        path = os.path.join(results_dir, point["schedule_file"])
+        if not os.path.isfile(path):
+            raise RT.BadInput(f"{args.results}: schedule_file {path} is "
+                              "missing")
+        return path, False, "schedule_file"
+    params = [f"{k}={v}" for k, v in sorted(run.get("params", {}).items())]
+    path, _ = RT.solve(args.remat, spec, run["algorithm"],
+                       point["budget_bytes"], params, args.timeout)
+    return path, True, "remat solve"
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def git_commit():
+    try:
+        r = subprocess.run(["git", "-C", SOURCE, "rev-parse", "HEAD"],
+                           capture_output=True, text=True)
+        return r.stdout.strip() or None
+    except OSError:
+        return None
+
+
+def main(argv):
+    args = parse_args(argv)
+    try:
+        if args.sweep:
+            run_sweep(args)
+        try:
+            with open(args.results) as f:
+                results = json.load(f)
+        except (OSError, ValueError) as e:
+            raise RT.BadInput(f"{args.results}: cannot read results: {e}")
+        if results.get("format") != "rematbench-results":
+            raise RT.BadInput(f"{args.results}: not a rematbench results "
+                              "file")
+        results_dir = os.path.dirname(os.path.abspath(args.results))
+        out_dir = args.out_dir or os.path.dirname(args.results) or "."
+        os.makedirs(out_dir, exist_ok=True)
+        doc = replay_all(results, results_dir, out_dir, args)
+    except RT.BadInput as e:
+        print(f"replay_sweep.py: {e}", file=sys.stderr)
+        return 2
+    write_atomic(os.path.join(out_dir, "replay.json"),
+                 json.dumps(doc, indent=1) + "\n")
+    plot(doc, out_dir)
+    write_atomic(os.path.join(out_dir, "cost_model.md"), cost_report(doc))
+    s = doc["summary"]
+    print(f"replay_sweep.py: {s['points']} points ({s['replays']} distinct "
+          f"schedules): gradients equal {s['gradients_equal_percent']:.1f}%, "
+          f"peak equal {s['peak_equal']}/{s['points']}, median overhead "
+          f"error {s['median_overhead_error_measured_costs']} (measured "
+          f"costs), {s['median_overhead_error_flop']} (FLOP) -> "
+          f"{out_dir}", file=sys.stderr)
+    return 0
+
+
+def replay_all(results, results_dir, out_dir, args):
+    import torch
+    import torchvision
+    points, graphs = [], []
+    specs = {g["name"]: g for g in results.get("graphs", [])}
+    by_graph = collections.defaultdict(list)
+    for run in results.get("runs", []):
+        by_graph[run["graph"]].append(run)
+    for gname in sorted(by_graph):
+        ginfo = specs.get(gname, {})
+        path = resolve(ginfo.get("spec", ""), results_dir)
+        if path is None or not is_export(path):
+            continue
+        print(f"replay_sweep.py: {gname}: rebuilding {path}",
+              file=sys.stderr)
+        rep = RT.Replayer(path, args.device, args.threads, args.remat)
+        cost_path, cost_graph = (None, None)
+        if args.measured_costs:
+            cost_path, cost_graph = measured_cost_graph(
+                path, rep.graph, os.path.join(out_dir, "measured"), args)
+        graphs.append({
+            "name": gname, "export": os.path.relpath(path, SOURCE),
+            "measured_cost_graph": os.path.relpath(cost_path, SOURCE)
+            if cost_path else None,
+            "lower_bound_bytes": ginfo.get("lower_bound_bytes"),
+            "noremat_peak_bytes": ginfo.get("noremat_peak_bytes"),
+            "base_cost": ginfo.get("base_cost"),
+        })
+        done = {}  # schedule digest -> replay figures
+        for run in sorted(by_graph[gname],
+                          key=lambda r: (r["algorithm"],
+                                         json.dumps(r.get("params", {}),
+                                                    sort_keys=True))):
+            for point in run["points"]:
+                if point.get("status") != "feasible":
+                    continue
+                try:
+                    sched, temp, source = schedule_for(point, run, path,
+                                                       results_dir, args)
+                except RT.BadInput as e:
+                    points.append(base_point(gname, run, point, rep) |
+                                  {"replayed": False, "message": str(e)})
+                    continue
+                try:
+                    key = digest(sched)
+                    if key not in done:
+                        print(f"replay_sweep.py: {gname} {run['algorithm']} "
+                              f"{point['budget_bytes']}", file=sys.stderr)
+                        done[key] = rep.replay(sched, args.repeats,
+                                               args.warmup, cost_graph)
+                        done[key]["first"] = (run["algorithm"],
+                                              point["budget_bytes"])
+                    r = done[key]
+                finally:
+                    if temp:
+                        os.unlink(sched)
+                points.append(make_point(gname, run, point, rep, r, source))
+    if not points:
+        raise RT.BadInput(f"{args.results}: no feasible point on a PyTorch "
+                          "export")
+    summary = summarize(points)
+    return {
+        "format": "rematbench-replay-results",
+        "version": 1,
+        "context": {
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime(
+                "%Y-%m-%dT%H:%M:%SZ"),
+            "host": platform.node(),
+            "git_commit": git_commit(),
+            "results_file": os.path.relpath(os.path.abspath(args.results),
+                                            SOURCE),
+            "command_line": " ".join(["scripts/replay_sweep.py"] +
+                                     sys.argv[1:]),
+            "device": args.device,
+            "torch": torch.__version__,
+            "torchvision": torchvision.__version__,
+            "python": platform.python_version(),
+            "threads": torch.get_num_threads(),
+            "repeats": args.repeats,
+            "warmup": args.warmup,
+        },
+        "graphs": graphs,
+        "summary": summary,
+        "points": points,
+    }
+
+
+def base_point(gname, run, point, rep):
+    return {
+        "graph": gname,
+        "algorithm": run["algorithm"],
+        "params": run.get("params", {}),
+        "budget_bytes": point["budget_bytes"],
+        "results_peak_bytes": point.get("peak_bytes"),
+        "results_cost": point.get("cost"),
+    }
+
+
+def make_point(gname, run, point, rep, r, source):
+    p = base_point(gname, run, point, rep)
+    pm = r.get("predicted_overhead_measured_costs")
+    p.update({
+        "replayed": True,
+        "schedule_source": source,
+        "same_as": None if r["first"] == (run["algorithm"],
+                                          point["budget_bytes"]) else
+        {"algorithm": r["first"][0], "budget_bytes": r["first"][1]},
+        # A re-solved schedule that is not the sweep's (a time limit hit
+        # differently) is still replayed, and said so here.
+        "matches_results": r["simulated_peak_bytes"] == point.get(
+            "peak_bytes") and r["simulated_cost"] == point.get("cost"),
+        "length": r["length"],
+        "simulated_peak_bytes": r["simulated_peak_bytes"],
+        "simulated_cost": r["simulated_cost"],
+        "measured_peak_bytes": r["measured_peak_bytes"],
+        "peak_ratio": r["peak_ratio"],
+        "peak_equal": r["measured_peak_bytes"] == r["simulated_peak_bytes"],
+        "event_differences": r["event_differences"],
+        "cuda_peak_bytes": r["cuda_peak_bytes"],
+        "predicted_overhead_flop": r["predicted_overhead"],
+        "predicted_overhead_measured_costs": pm,
+        "time_seconds": r["time_seconds"],
+        "noremat_time_seconds": r["noremat_time_seconds"],
+        "measured_overhead": r["measured_overhead"],
+        "overhead_error_flop": r["measured_overhead"] /
+        r["predicted_overhead"] - 1,
+        "overhead_error_measured_costs": None if pm is None else
+        r["measured_overhead"] / pm - 1,
+        "gradients_equal": r["gradients_equal"],
+        "max_abs_gradient_difference": r["max_abs_gradient_difference"],
+        "loss_equal": r["loss_equal"],
+        "buffers_equal": r["buffers_equal"],
+        "device": r["device"],
+        "torch": r["torch"],
+    })
+    return p
+
+
+def summarize(points):
+    done = [p for p in points if p.get("replayed")]
+    n = len(done)
+
+    def med_abs(key):
+        xs = [abs(p[key]) for p in done if p.get(key) is not None]
+        return round(statistics.median(xs), 4) if xs else None
+
+    return {
+        "points": n,
+        "not_replayed": len(points) - n,
+        "replays": len({(p["graph"], p["same_as"] and
+                         (p["same_as"]["algorithm"],
+                          p["same_as"]["budget_bytes"])
+                         or (p["algorithm"], p["budget_bytes"]))
+                        for p in done}),
+        "gradients_equal": sum(p["gradients_equal"] for p in done),
+        "gradients_equal_percent": 100.0 * sum(
+            p["gradients_equal"] for p in done) / n if n else 0.0,
+        "buffers_equal": sum(p["buffers_equal"] for p in done),
+        "peak_equal": sum(p["peak_equal"] for p in done),
+        "median_overhead_error_flop": med_abs("overhead_error_flop"),
+        "median_overhead_error_measured_costs": med_abs(
+            "overhead_error_measured_costs"),
+        "within_10_percent_measured_costs": sum(
+            1 for p in done if p.get("overhead_error_measured_costs")
+            is not None and abs(p["overhead_error_measured_costs"]) <= 0.1),
+    }
+
+
+def plot(doc, out_dir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    pts = [p for p in doc["points"] if p.get("replayed")]
+    graphs = sorted({p["graph"] for p in pts})
+    marks = "osD^v<>p"
+
+    def save(fig, name):
+        fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".replay_sweep.",
+                                   suffix=".png")
+        os.close(fd)
+        try:
+            fig.savefig(tmp, dpi=110, metadata={"Software": None})
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, os.path.join(out_dir, name))
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        plt.close(fig)
+
+    fig, ax = plt.subplots(figsize=(6.4, 5.4))
+    lo, hi = float("inf"), 0
+    for i, g in enumerate(graphs):
+        xs = [p["simulated_peak_bytes"] / 2**20 for p in pts
+              if p["graph"] == g]
+        ys = [p["measured_peak_bytes"] / 2**20 for p in pts
+              if p["graph"] == g]
+        ax.scatter(xs, ys, marker=marks[i % len(marks)], s=22,
+                   label=g.replace("torch_", ""), alpha=0.75)
+        lo, hi = min([lo] + xs + ys), max([hi] + xs + ys)
+    ax.plot([lo, hi], [lo, hi], "k--", lw=0.8, label="y = x")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("simulated activation peak (MiB)")
+    ax.set_ylabel("measured live-storage peak (MiB)")
+    ax.set_title(f"Replayed schedules, {doc['context']['device']}, torch "
+                 f"{doc['context']['torch']}")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    save(fig, "peak.png")
+
+    fig, ax = plt.subplots(figsize=(6.4, 5.4))
+    hi = 1.0
+    for key, label, m in (("predicted_overhead_flop", "FLOP costs", "x"),
+                          ("predicted_overhead_measured_costs",
+                           "measured costs", "o")):
+        xs = [p[key] for p in pts if p.get(key) is not None]
+        ys = [p["measured_overhead"] for p in pts if p.get(key) is not None]
+        if xs:
+            ax.scatter(xs, ys, marker=m, s=22, alpha=0.7,
+                       label=f"predicted with {label}")
+            hi = max([hi] + xs + ys)
+    ax.plot([1, hi], [1, hi], "k--", lw=0.8, label="y = x")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("predicted cost overhead (cost / NoRemat cost)")
+    ax.set_ylabel("measured time overhead (time / NoRemat time)")
+    ax.set_title("Overhead: simulator vs replay")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    save(fig, "overhead.png")
+
+
+def op_class(op):
+    if not op:
+        return "other"
+    name = op.split(".")[1] if op.startswith("aten.") else op
+    for key, cls in (("convolution_backward", "convolution backward"),
+                     ("convolution", "convolution"),
+                     ("batch_norm_backward", "batch norm backward"),
+                     ("batch_norm", "batch norm"),
+                     ("mm", "matmul"), ("bmm", "matmul"), ("addmm", "matmul"),
+                     ("pool", "pooling"), ("upsample", "upsampling"),
+                     ("softmax", "softmax"), ("nll_loss", "loss")):
+        if key in name:
+            return cls
+    return "element-wise and other"
+
+
+def cost_report(doc):
+    """The FLOP model against measured op times, per op class; and its
+    overhead predictions against measured time."""
+    lines = ["# FLOP cost model vs measured op time", "",
+             f"Written by `{doc['context']['command_line']}` on "
+             f"{doc['context']['device']} ({doc['context']['host']}, torch "
+             f"{doc['context']['torch']}, {doc['context']['threads']} "
+             f"thread(s)), {doc['context']['date']}. Per op class, the share "
+             "of the base cost (every needed node once) under the FLOP "
+             "model and under measured time (`export_torch.py --cost "
+             "measured`), and the measured nanoseconds per FLOP: a class "
+             "whose time share exceeds its FLOP share is cheaper in FLOPs "
+             "than in time, so the FLOP model underprices recomputing it.",
+             ""]
+    have = [g for g in doc["graphs"] if g.get("measured_cost_graph")]
+    if not have:
+        return "\n".join(lines + ["No measured costs (run with "
+                                  "--measured-costs).", ""])
+    for g in have:
+        flop = RT.load_graph(os.path.join(SOURCE, g["export"]))
+        meas = RT.load_graph(os.path.join(SOURCE, g["measured_cost_graph"]))
+        by = collections.defaultdict(lambda: [0, 0, 0])
+        for a, b in zip(flop["nodes"], meas["nodes"]):
+            c = by[op_class(a.get("op"))]
+            c[0] += a["cost"]
+            c[1] += b["cost"]
+            c[2] += 1
+        tf = sum(c[0] for c in by.values()) or 1
+        tm = sum(c[1] for c in by.values()) or 1
+        lines += [f"## {g['name']}", "",
+                  f"Base: {tf:,} FLOP, {tm / 1e6:,.1f} ms measured.", "",
+                  "| op class | nodes | FLOP share | time share | ns / kFLOP |",
+                  "|---|---|---|---|---|"]
+        for cls, (f, m, n) in sorted(by.items(), key=lambda kv: -kv[1][1]):
+            lines.append(f"| {cls} | {n} | {100 * f / tf:.1f}% | "
+                         f"{100 * m / tm:.1f}% | "
+                         f"{(1e3 * m / f) if f else float('nan'):.2f} |")
+        lines.append("")
+    pts = [p for p in doc["points"] if p.get("replayed")]
+    lines += ["## Overhead predictions vs measured time", "",
+              "Per graph, over its replayed points: the median of |measured "
+              "time overhead / predicted overhead - 1| with each cost model "
+              "(1.0 overhead = the NoRemat replay's time).", "",
+              "| graph | points | median error, FLOP model | median error, "
+              "measured costs |", "|---|---|---|---|"]
+    for g in sorted({p["graph"] for p in pts}):
+        ps = [p for p in pts if p["graph"] == g]
+        ef = statistics.median(abs(p["overhead_error_flop"]) for p in ps)
+        em = [abs(p["overhead_error_measured_costs"]) for p in ps
+              if p.get("overhead_error_measured_costs") is not None]
+        lines.append(f"| {g} | {len(ps)} | {100 * ef:.1f}% | "
+                     f"{(100 * statistics.median(em)) if em else float('nan'):.1f}% |")
+    s = doc["summary"]
+    lines += ["", f"All points: FLOP model {s['median_overhead_error_flop']},"
+              f" measured costs {s['median_overhead_error_measured_costs']} "
+              "(median relative error).", ""]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
