@@ -31,7 +31,6 @@ See `Mapping` in graphs/corpus/torch/README.md for how ops become nodes.
 
 import argparse
 import collections
-import contextlib
 import json
 import math
 import heapq

@@ -67,13 +67,11 @@ node).
 """
 
 import argparse
-import contextlib
 import gzip
 import json
 import math
 import operator
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -540,7 +538,7 @@ class Program:
         held = set()  # FX indices whose values env holds for live nodes
         ran = set()  # FX indices run at least once in this replay
         pending = list(self.side)
-        peak, where = 0, None
+        peak, where, loss = 0, None, None
         per_event = {}  # event index -> largest live bytes inside it
         self.step.reset_buffers()
         self._run_side(pending, env)
@@ -601,6 +599,8 @@ class Program:
                     ran.add(m)
                     env[m] = r
                     held.add(m)
+                    if m == self.loss_fx:
+                        loss = r
                     if m in self.grad_of_param:
                         grads[self.grad_of_param[m]] = r
                     if m in self.grad_src and isinstance(r, torch.Tensor):
@@ -624,8 +624,7 @@ class Program:
                 live.add(v)
         self.per_event = per_event
         self.last_env, self.last_held = env, held  # for debugging
-        return (peak if measure else None), where, grads, env[self.loss_fx] \
-            if self.loss_fx in held else None
+        return (peak if measure else None), where, grads, loss
 
     def _run_side(self, pending, env):
         """Runs, once, each buffer-writing op outside the nodes whose

@@ -14,6 +14,11 @@ packages=(
 # REMAT_EXTRA_PACKAGES="python3-torch python3-torchvision").
 read -r -a extra <<< "${REMAT_EXTRA_PACKAGES:-}"
 packages+=("${extra[@]}")
+# Under CI (CI=true, as CI services set it) the whole suite runs, including
+# the PyTorch exporter and replayer tests, which fail without torch there.
+if [[ "${CI:-}" == "true" ]]; then
+  packages+=(python3-torch python3-torchvision)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

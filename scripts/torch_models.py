@@ -112,12 +112,48 @@ class Seq2Seq(nn.Module):
         return self.head(self.transformer(src, tgt))
 
 
+class Mlp(nn.Module):
+    """`depth` Linear(width, width) + ReLU layers and a linear head: a
+    model whose every tensor size is known by hand (the replay tests')."""
+
+    def __init__(self, width, depth, classes):
+        super().__init__()
+        layers = []
+        for _ in range(depth):
+            layers += [nn.Linear(width, width), nn.ReLU()]
+        self.body = nn.Sequential(*layers, nn.Linear(width, classes))
+
+    def forward(self, x):
+        return self.body(x)
+
+
+class TinyResNet(nn.Module):
+    """A 3x3 conv-bn-relu stem, `depth` torchvision BasicBlocks of `width`
+    channels, global average pooling and a linear head: a residual network
+    small enough for the exact solvers (the replay tests')."""
+
+    def __init__(self, width, depth, classes):
+        super().__init__()
+        from torchvision.models.resnet import BasicBlock
+        self.stem = nn.Sequential(
+            nn.Conv2d(3, width, 3, padding=1, bias=False),
+            nn.BatchNorm2d(width), nn.ReLU(inplace=True))
+        self.blocks = nn.Sequential(*[BasicBlock(width, width)
+                                      for _ in range(depth)])
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc = nn.Linear(width, classes)
+
+    def forward(self, x):
+        x = self.pool(self.blocks(self.stem(x)))
+        return self.fc(torch.flatten(x, 1))
+
+
 TORCHVISION_CLASSIFIERS = ("resnet18", "resnet34", "resnet50", "resnet101",
                            "resnet152", "vgg11", "vgg16", "vgg19",
                            "densenet121", "densenet161", "googlenet",
                            "vit_b_16")
 MODELS = TORCHVISION_CLASSIFIERS + ("deeplabv3_resnet50", "unet", "pspnet",
-                                    "transformer")
+                                    "transformer", "mlp", "resnet_tiny")
 
 
 class TrainStep(nn.Module):
@@ -141,7 +177,8 @@ class TrainStep(nn.Module):
         return self.loss(out, target)
 
 
-DEFAULT_CLASSES = {"unet": 2, "pspnet": 21, "deeplabv3_resnet50": 21}
+DEFAULT_CLASSES = {"unet": 2, "pspnet": 21, "deeplabv3_resnet50": 21,
+                   "mlp": 3, "resnet_tiny": 10}
 
 # The seed every export and replay builds its model and batch with: an
 # export's parameters and batch are a function of its options alone.
@@ -171,11 +208,16 @@ def add_model_args(p):
     p.add_argument("--seq", type=int, default=32,
                    help="transformer source and target length")
     p.add_argument("--dropout", type=float, default=0.1)
+    p.add_argument("--width", type=int, default=8,
+                   help="mlp: units per layer (and input features); "
+                   "resnet_tiny: channels")
+    p.add_argument("--depth", type=int, default=2,
+                   help="mlp: hidden layers; resnet_tiny: residual blocks")
 
 
 MODEL_ARGS = ("model", "batch", "image", "classes", "levels", "base",
               "backbone", "d_model", "heads", "layers", "ffn", "seq",
-              "dropout")
+              "dropout", "width", "depth")
 
 
 def finish_model_args(p, args):
@@ -227,6 +269,10 @@ def size_suffix(args):
         return f"l{args.levels}_c{args.base}_b{args.batch}_i{args.image}"
     if args.model == "pspnet":
         return f"{args.backbone}_b{args.batch}_i{args.image}"
+    if args.model == "mlp":
+        return f"w{args.width}_d{args.depth}_b{args.batch}"
+    if args.model == "resnet_tiny":
+        return f"w{args.width}_d{args.depth}_b{args.batch}_i{args.image}"
     return f"b{args.batch}_i{args.image}"
 
 
@@ -271,4 +317,11 @@ def _build(args):
         src, tgt = torch.randn(s, n, d), torch.randn(s, n, d)
         return TrainStep(model), (src, tgt,
                                   torch.randint(args.classes, (s, n)))
+    if name == "mlp":
+        model = Mlp(args.width, args.depth, args.classes)
+        return TrainStep(model), (torch.randn(n, args.width),
+                                  torch.randint(args.classes, (n,)))
+    if name == "resnet_tiny":
+        model = TinyResNet(args.width, args.depth, args.classes)
+        return TrainStep(model), (img, torch.randint(args.classes, (n,)))
     raise ValueError(f"unknown model '{name}'")
