@@ -38,7 +38,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "algorithms/warm_start.h"
+#include "algorithms/common/warm_start.h"
+#include "harness/memory_model.h"
 #include "harness/registry.h"
 #include "harness/simulator.h"
 
@@ -52,7 +53,8 @@ Mask Bit(int i) { return Mask{1} << i; }
 // The needed nodes, renumbered 0..m-1 in topological order, with masks.
 struct Problem {
   std::vector<NodeId> node;              // index -> graph node
-  std::vector<int64_t> mem, need, cost;  // need = mem + workspace
+  // The memory model's resident and compute bytes (harness/memory_model.h).
+  std::vector<int64_t> mem, need, cost;
   std::vector<Mask> inputs;
   std::vector<Mask> reaches;     // targets reachable from i (i included)
   std::vector<Mask> target_bit;  // Bit(i) for targets, else 0
@@ -73,8 +75,8 @@ Problem MakeProblem(const Graph& graph) {
   for (NodeId v : order) {
     index[v] = p.size();
     p.node.push_back(v);
-    p.mem.push_back(graph.mem(v));
-    p.need.push_back(graph.mem(v) + graph.workspace(v));
+    p.mem.push_back(memory_model::ResidentBytes(graph, v));
+    p.need.push_back(memory_model::ComputeBytes(graph, v));
     p.cost.push_back(graph.cost(v));
   }
   const int m = p.size();
@@ -322,9 +324,9 @@ class ExactSearch : public Algorithm {
       return AlgorithmOutput::NoSchedule(
           Status::kInfeasible, "budget is below the memory lower bound");
     }
-    std::optional<Incumbent> incumbent = BestHeuristicSchedule(
-        graph, budget, request.deadline, {"checkpoint_last", "noremat"},
-        request.deadline.SecondsLeft());
+    std::optional<Incumbent> incumbent =
+        BestWarmStart(graph, budget, request.deadline, request.params,
+                      request.deadline.SecondsLeft());
     const int64_t upper_bound =
         incumbent ? incumbent->cost : std::numeric_limits<int64_t>::max();
     Search search(p, budget, upper_bound);
@@ -345,6 +347,7 @@ class ExactSearch : public Algorithm {
           fmt::format("{} (best so far from {})", why, incumbent->algorithm));
       out.status = Status::kTimeout;
       out.extra["states_expanded"] = search.expanded();
+      out.extra["warm_start"] = request.params.String("warm_start");
       return out;
     }
     AlgorithmOutput out;
@@ -367,6 +370,7 @@ class ExactSearch : public Algorithm {
     out.optimal = true;
     out.lower_bound_cost = optimum;
     out.extra["states_expanded"] = search.expanded();
+    out.extra["warm_start"] = request.params.String("warm_start");
     return out;
   }
 };
@@ -390,7 +394,10 @@ const bool kRegistered = RegisterAlgorithm({
                 .default_value = "20000000",
                 .description = "stop like at the time limit after reaching "
                                "this many states (bounds memory use)",
-                .min_int = 1}},
+                .min_int = 1},
+               // The two schedules at the ends of every curve: an upper
+               // bound on the cost at any budget they fit.
+               WarmStartParam("exact_search", "checkpoint_last+noremat")},
     .create = [] { return std::make_unique<ExactSearch>(); },
 });
 

@@ -12,9 +12,9 @@
 #include <chrono>
 #include <map>
 
-#include "algorithms/separator_hierarchy.h"
-#include "algorithms/tree_decomposition.h"
-#include "algorithms/twremat.h"
+#include "algorithms/twremat/separator_hierarchy.h"
+#include "algorithms/twremat/tree_decomposition.h"
+#include "algorithms/twremat/twremat.h"
 #include "harness/graph_source.h"
 #include "harness/simulator.h"
 

@@ -9,6 +9,8 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,6 +58,10 @@ struct SolveRequest {
   int64_t budget_bytes = kUnboundedBudget;  // bound on the activation peak
   Params params;
   Deadline deadline = Deadline::Never();
+  // What the algorithm's Prepare returned for this graph and these
+  // parameters, shared by every budget's solve; null: not prepared yet (the
+  // algorithm then prepares within this solve).
+  std::shared_ptr<const void> prepared;
 };
 
 // What an algorithm says. With a schedule, `status` matters only as
@@ -76,13 +82,79 @@ struct AlgorithmOutput {
 class Algorithm {
  public:
   virtual ~Algorithm() = default;
+
+  // Budget-independent work on `graph` (a tree decomposition, the lower
+  // sets of its forward graph): a sweep calls it once per graph and
+  // algorithm run and hands the result to every budget's Solve in
+  // `request.prepared` (NetworKit's run-then-get shape), so that no
+  // algorithm needs a process-wide cache. It reads the request's
+  // parameters and deadline, not its budget. Null: nothing to share, or a
+  // failure not worth sharing (the deadline passed).
+  std::shared_ptr<const void> Prepare(const Graph& graph,
+                                      const SolveRequest& request) {
+    return DoPrepare(graph, request);
+  }
+
   AlgorithmOutput Solve(const Graph& graph, const SolveRequest& request) {
     return Run(graph, request);
   }
 
  private:
+  virtual std::shared_ptr<const void> DoPrepare(
+      const Graph& /*graph*/, const SolveRequest& /*request*/) {
+    return nullptr;
+  }
   virtual AlgorithmOutput Run(const Graph& graph,
                               const SolveRequest& request) = 0;
+};
+
+// The base of an algorithm with per-graph work of type `Prepared`. Run
+// receives the shared preparation, made within the solve when the caller
+// had none; null means the deadline passed while preparing (PrepareGraph
+// returns null exactly then, so such a failure is never shared).
+template <typename Prepared>
+class PreparedAlgorithm : public Algorithm {
+ private:
+  virtual std::shared_ptr<const Prepared> PrepareGraph(
+      const Graph& graph, const SolveRequest& request) = 0;
+  virtual AlgorithmOutput RunPrepared(const Graph& graph,
+                                      const SolveRequest& request,
+                                      const Prepared* prepared) = 0;
+
+  std::shared_ptr<const void> DoPrepare(const Graph& graph,
+                                        const SolveRequest& request) final {
+    return PrepareGraph(graph, request);
+  }
+  AlgorithmOutput Run(const Graph& graph,
+                      const SolveRequest& request) final {
+    auto prepared = std::static_pointer_cast<const Prepared>(request.prepared);
+    if (!prepared) prepared = PrepareGraph(graph, request);
+    return RunPrepared(graph, request, prepared.get());
+  }
+};
+
+// Where a caller that solves one graph at many budgets keeps one
+// algorithm run's preparation: the first solve to need it prepares (the
+// others wait for it rather than repeat the work); a null preparation is
+// not kept, so the next solve tries again with its own deadline.
+class PreparationSlot {
+ public:
+  std::shared_ptr<const void> GetOrPrepare(Algorithm& algorithm,
+                                           const Graph& graph,
+                                           const SolveRequest& request) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!prepared_) prepared_ = algorithm.Prepare(graph, request);
+    return prepared_;
+  }
+  // Drops the preparation (solves that hold it keep their copy).
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu_);
+    prepared_.reset();
+  }
+
+ private:
+  std::mutex mu_;
+  std::shared_ptr<const void> prepared_;
 };
 
 }  // namespace remat

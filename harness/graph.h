@@ -101,6 +101,11 @@ class Graph {
   nlohmann::json provenance_ = nlohmann::json::object();
 };
 
+// A 64-bit FNV-1a hash of everything the memory model reads (sizes, costs,
+// kinds, edges, targets, static bytes), as 16 hex digits: two graphs with
+// the same hash give the same figures to every algorithm.
+std::string ContentHash(const Graph& graph);
+
 // Collects nodes in any order and checks them in Build(). Every error is an
 // InputError whose message starts with `source` (a file name or generator
 // spec) and names the offending node.

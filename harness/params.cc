@@ -25,6 +25,17 @@ bool ParseDouble(const std::string& text, double& value) {
          std::isfinite(value);
 }
 
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> items;
+  size_t start = 0;
+  for (size_t plus; (plus = text.find('+', start)) != std::string::npos;
+       start = plus + 1) {
+    items.push_back(text.substr(start, plus - start));
+  }
+  items.push_back(text.substr(start));
+  return items;
+}
+
 void CheckValue(const ParamSpec& spec, const std::string& value,
                 const std::string& owner) {
   auto fail = [&](const std::string& expected) {
@@ -53,6 +64,17 @@ void CheckValue(const ParamSpec& spec, const std::string& value,
       if (std::find(spec.choices.begin(), spec.choices.end(), value) ==
           spec.choices.end()) {
         fail(fmt::format("expected one of {}", fmt::join(spec.choices, ", ")));
+      }
+      break;
+    case ParamSpec::Type::kList:
+      if (value.empty()) fail("expected at least one name");
+      for (const std::string& item : SplitList(value)) {
+        if (item.empty()) fail("an empty name between '+' signs");
+        if (spec.check_item) {
+          if (std::string why = spec.check_item(item); !why.empty()) {
+            fail(fmt::format("'{}': {}", item, why));
+          }
+        }
       }
       break;
   }
@@ -108,6 +130,10 @@ const std::string& Params::String(const std::string& key) const {
     throw std::logic_error("undeclared parameter " + key);
   }
   return it->second;
+}
+
+std::vector<std::string> Params::List(const std::string& key) const {
+  return SplitList(String(key));
 }
 
 int64_t Params::Int(const std::string& key) const {

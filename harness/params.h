@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -13,13 +14,17 @@
 namespace remat {
 
 struct ParamSpec {
-  enum class Type { kInt, kDouble, kChoice, kBytes };
+  // kList: names separated by '+' ("chen_greedy+revolve"), since commas
+  // already separate parameters and specs.
+  enum class Type { kInt, kDouble, kChoice, kBytes, kList };
   std::string name;
   Type type = Type::kInt;
   std::string default_value;  // empty: required
   std::string description;
   std::vector<std::string> choices;  // kChoice only
   int64_t min_int = 0;               // kInt / kBytes lower bound
+  // kList only: the reason an item is refused, or empty when it is fine.
+  std::function<std::string(const std::string& item)> check_item;
 };
 
 // Checked, defaulted parameter values. Construct with Params::Parse.
@@ -37,6 +42,7 @@ class Params {
   int64_t Int(const std::string& key) const;
   double Double(const std::string& key) const;
   const std::string& String(const std::string& key) const;
+  std::vector<std::string> List(const std::string& key) const;
 
   // Only the values given explicitly, for result files and canonical names.
   const std::map<std::string, std::string>& given() const { return given_; }

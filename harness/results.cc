@@ -20,20 +20,6 @@ namespace remat {
 
 namespace {
 
-class Fnv1a {
- public:
-  void Add(int64_t value) {
-    for (int i = 0; i < 8; ++i) {
-      hash_ ^= static_cast<uint64_t>(value >> (8 * i)) & 0xff;
-      hash_ *= 0x100000001b3ULL;
-    }
-  }
-  uint64_t hash() const { return hash_; }
-
- private:
-  uint64_t hash_ = 0xcbf29ce484222325ULL;
-};
-
 #if defined(__clang__)
 constexpr const char* kCompiler = "clang " __clang_version__;
 #else
@@ -41,23 +27,6 @@ constexpr const char* kCompiler = "gcc " __VERSION__;
 #endif
 
 }  // namespace
-
-std::string ContentHash(const Graph& g) {
-  Fnv1a h;
-  h.Add(g.num_nodes());
-  h.Add(g.static_bytes());
-  for (NodeId v = 0; v < g.num_nodes(); ++v) {
-    h.Add(g.mem(v));
-    h.Add(g.cost(v));
-    h.Add(g.workspace(v));
-    h.Add(static_cast<int64_t>(g.kind(v)));
-    h.Add(g.grad_of(v));
-    h.Add(g.is_target(v));
-    h.Add(static_cast<int64_t>(g.inputs(v).size()));
-    for (NodeId u : g.inputs(v)) h.Add(u);
-  }
-  return fmt::format("{:016x}", h.hash());
-}
 
 GraphSummary Summarize(const Graph& graph, const std::string& spec) {
   GraphSummary s;

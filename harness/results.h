@@ -27,11 +27,6 @@ struct GraphSummary {
 GraphSummary Summarize(const Graph& graph, const std::string& spec);
 nlohmann::json ToJson(const GraphSummary& summary);
 
-// A 64-bit FNV-1a hash of everything the memory model reads (sizes, costs,
-// kinds, edges, targets, static bytes), as 16 hex digits: two graphs with
-// the same hash give the same figures to every algorithm.
-std::string ContentHash(const Graph& graph);
-
 // One point of a run; figures are null when there is no schedule.
 nlohmann::json ToJson(const SolveResult& result, int64_t budget_bytes);
 

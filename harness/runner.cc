@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <memory>
 #include <new>
 
 #include "harness/isolation.h"
@@ -11,15 +12,21 @@ namespace remat {
 
 Attempt RunAlgorithm(const Graph& graph, const AlgorithmInfo& algorithm,
                      const Params& params, int64_t budget_bytes,
-                     double timeout_seconds) {
+                     double timeout_seconds, PreparationSlot* preparation) {
   Attempt attempt;
   SolveRequest request{budget_bytes, params, Deadline::In(timeout_seconds)};
   const auto start = std::chrono::steady_clock::now();
   try {
-    attempt.output = algorithm.isolate && IsolationEnabled()
-                         ? RunIsolated(graph, algorithm, params, budget_bytes,
-                                       timeout_seconds)
-                         : algorithm.create()->Solve(graph, request);
+    if (algorithm.isolate && IsolationEnabled()) {
+      attempt.output = RunIsolated(graph, algorithm, params, budget_bytes,
+                                   timeout_seconds);
+    } else {
+      std::unique_ptr<Algorithm> solver = algorithm.create();
+      if (preparation) {
+        request.prepared = preparation->GetOrPrepare(*solver, graph, request);
+      }
+      attempt.output = solver->Solve(graph, request);
+    }
   } catch (const std::bad_alloc&) {
     attempt.output =
         AlgorithmOutput::NoSchedule(Status::kError, "ran out of memory");

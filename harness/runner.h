@@ -42,9 +42,13 @@ struct SolveResult {
 // from now (<= 0: none). Exceptions thrown by the algorithm become status
 // error with their message. An algorithm marked `isolate` runs in a child
 // process once InitIsolation enabled it (a crash there is status error).
+// With a `preparation` slot, the algorithm's per-graph work is taken from
+// it (made there by the first solve that needs it; its time counts in
+// that solve's solve_seconds); without one, the solve prepares for itself.
 Attempt RunAlgorithm(const Graph& graph, const AlgorithmInfo& algorithm,
                      const Params& params, int64_t budget_bytes,
-                     double timeout_seconds);
+                     double timeout_seconds,
+                     PreparationSlot* preparation = nullptr);
 
 // Decides the status from the simulation: an invalid schedule is an error;
 // a valid one is feasible iff its peak fits `budget_bytes` (a timeout stays

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "harness/liveness.h"
+#include "harness/memory_model.h"
 
 namespace remat {
 
@@ -45,7 +46,7 @@ SimulationResult Simulate(const Graph& graph, std::span<const Event> schedule,
                                    graph.node_name(v)));
       }
       live[v] = 0;
-      memory -= graph.mem(v);
+      memory -= memory_model::ResidentBytes(graph, v);
       if (options.record_timeline) result.memory_at_event.push_back(memory);
       continue;
     }
@@ -59,10 +60,10 @@ SimulationResult Simulate(const Graph& graph, std::span<const Event> schedule,
                                    v, u, graph.node_name(u)));
       }
     }
-    const int64_t now = memory + graph.mem(v) + graph.workspace(v);
+    const int64_t now = memory_model::MemoryAtCompute(graph, memory, v);
     if (now > result.peak_bytes) result.peak_bytes = now;
     if (options.record_timeline) result.memory_at_event.push_back(now);
-    memory += graph.mem(v);
+    memory += memory_model::ResidentBytes(graph, v);
     live[v] = 1;
     computed[v] = 1;
     ++result.length;
@@ -117,9 +118,7 @@ int64_t MemoryLowerBound(const Graph& graph) {
   int64_t bound = 0;
   for (NodeId v = 0; v < graph.num_nodes(); ++v) {
     if (!needed[v]) continue;
-    int64_t m = graph.mem(v) + graph.workspace(v);
-    for (NodeId u : graph.inputs(v)) m += graph.mem(u);
-    bound = std::max(bound, m);
+    bound = std::max(bound, memory_model::LeastMemoryToCompute(graph, v));
   }
   return bound;
 }

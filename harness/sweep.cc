@@ -238,13 +238,25 @@ nlohmann::json RunSweep(const SweepConfig& config) {
     return summaries[x.graph].nodes > summaries[y.graph].nodes;
   });
 
+  // One preparation per (graph, algorithm run), made by its first task and
+  // dropped when its last one ends, so that memory holds only the graphs
+  // being worked on.
+  const auto slot_of = [&](const Task& t) {
+    return t.graph * algorithms.size() + t.algorithm;
+  };
+  std::vector<PreparationSlot> preparations(num_graphs * algorithms.size());
+  std::vector<std::atomic<int>> tasks_left(preparations.size());
+  for (const Task& t : tasks) ++tasks_left[slot_of(t)];
+
   std::vector<Attempt> attempts(tasks.size());
   Progress progress(config.progress, tasks.size());
   ParallelFor(tasks.size(), [&](size_t i) {
     const Task& t = tasks[i];
     const AlgorithmRun& run = algorithms[t.algorithm];
+    PreparationSlot& preparation = preparations[slot_of(t)];
     attempts[i] = RunAlgorithm(*graphs[t.graph], *run.info, run.params,
-                               t.budget, config.timeout_seconds);
+                               t.budget, config.timeout_seconds, &preparation);
+    if (--tasks_left[slot_of(t)] == 0) preparation.Release();
     // Schedules can be large; the results keep only their figures.
     attempts[i].output.schedule.reset();
     progress.Done(fmt::format("{} {} {}", summaries[t.graph].name,

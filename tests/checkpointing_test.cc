@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <set>
 
-#include "algorithms/checkpoint_candidates.h"
+#include "algorithms/checkpointing/checkpoint_candidates.h"
 #include "harness/graph_source.h"
 #include "harness/registry.h"
 #include "harness/runner.h"
@@ -268,7 +268,7 @@ Graph SkipEverywhere() {
 TEST(Candidates, ArticulationPointsOfTheForwardGraph) {
   std::string why;
   const Graph unet = SkipEverywhere();
-  auto fwd = PrepareForwardGraph(unet, why);
+  auto fwd = PrepareCheckpointGraph(unet, why);
   ASSERT_TRUE(fwd) << why;
   EXPECT_TRUE(ArticulationCandidates(unet, *fwd).empty());
   EXPECT_EQ(AllCandidates(unet, *fwd).size(), 6u);
@@ -276,11 +276,11 @@ TEST(Candidates, ArticulationPointsOfTheForwardGraph) {
   // and concat are cut points, pool, conv2 and up are not.
   const Graph skip =
       LoadGraph(testing::SourceDir() + "/tests/fixtures/skip_connections.json");
-  fwd = PrepareForwardGraph(skip, why);
+  fwd = PrepareCheckpointGraph(skip, why);
   ASSERT_TRUE(fwd) << why;
   EXPECT_EQ(ArticulationCandidates(skip, *fwd), (std::vector<NodeId>{0, 4}));
   const Graph chain = Chain(5);
-  fwd = PrepareForwardGraph(chain, why);
+  fwd = PrepareCheckpointGraph(chain, why);
   EXPECT_EQ(ArticulationCandidates(chain, *fwd),
             (std::vector<NodeId>{0, 1, 2, 3, 4}));
 }

@@ -10,8 +10,8 @@
 #include <optional>
 #include <random>
 
-#include "algorithms/lower_set_dp.h"
-#include "algorithms/lower_sets.h"
+#include "algorithms/kusumoto/lower_set_dp.h"
+#include "algorithms/kusumoto/lower_sets.h"
 #include "harness/graph_source.h"
 #include "harness/registry.h"
 #include "harness/runner.h"
@@ -34,7 +34,7 @@ Attempt Solve(const Graph& graph, const std::string& algorithm, int64_t budget,
 std::shared_ptr<const LowerSetAnalysis> Analysis(const Graph& graph,
                                                  LowerSetKind kind) {
   LowerSetLookup lookup =
-      GetLowerSets(graph, kind, /*max_sets=*/1'000'000, Deadline::Never());
+      AnalyzeLowerSets(graph, kind, /*max_sets=*/1'000'000, Deadline::Never());
   EXPECT_TRUE(lookup.analysis) << lookup.message;
   return lookup.analysis;
 }
@@ -297,7 +297,7 @@ TEST(DpExact, GuardsAndUnsupportedGraphs) {
 // chain fits.
 class BruteForceDp {
  public:
-  BruteForceDp(const ForwardGraph& g, LowerSetKind kind, int64_t budget)
+  BruteForceDp(const LowerSetGraph& g, LowerSetKind kind, int64_t budget)
       : g_(g), budget_(budget), full_((1u << g.size()) - 1) {
     const int32_t n = g.size();
     auto closed = [&](uint32_t set) {
@@ -384,7 +384,7 @@ class BruteForceDp {
     return best;
   }
 
-  const ForwardGraph& g_;
+  const LowerSetGraph& g_;
   const int64_t budget_;
   const uint32_t full_;
   std::vector<uint32_t> family_;
@@ -404,7 +404,7 @@ TEST(DpExact, MatchesBruteForceOnRandomGraphs) {
   for (int trial = 0; trial < 40; ++trial) {
     const Graph graph = testing::RandomTrainingGraph(rng, 4 + trial % 4, 0.45);
     std::string why;
-    const std::optional<ForwardGraph> g = ExtractForwardGraph(graph, why);
+    const std::optional<LowerSetGraph> g = ExtractLowerSetGraph(graph, why);
     ASSERT_TRUE(g) << why;
     const int64_t low = MemoryLowerBound(graph), high = 2 * NoRematPeak(graph);
     for (int step = 0; step <= 6; ++step) {

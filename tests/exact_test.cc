@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "algorithms/checkmate_model.h"
+#include "algorithms/checkmate/checkmate_model.h"
 #include "harness/graph_source.h"
 #include "harness/registry.h"
 #include "harness/runner.h"

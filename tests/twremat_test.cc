@@ -1,6 +1,6 @@
 // TwRemat: tree decompositions, the separator hierarchy, the recursion and
 // its knobs, checked against the bounds ALGORITHMS.md derives.
-#include "algorithms/twremat.h"
+#include "algorithms/twremat/twremat.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -10,8 +10,8 @@
 #include <random>
 #include <set>
 
-#include "algorithms/separator_hierarchy.h"
-#include "algorithms/tree_decomposition.h"
+#include "algorithms/twremat/separator_hierarchy.h"
+#include "algorithms/twremat/tree_decomposition.h"
 #include "harness/graph_source.h"
 #include "harness/liveness.h"
 #include "harness/registry.h"

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/warm_start.h"
+#include "algorithms/common/warm_start.h"
 #include "harness/algorithm.h"
 #include "harness/graph.h"
 #include "harness/schedule.h"
@@ -147,9 +147,12 @@ class CheckmateModel {
 // the first computes of the cheapest heuristic schedule (the incumbent).
 enum class StageOrder { kGraph, kIncumbent };
 
-// `params` and those of both Checkmate algorithms: max_nodes and the two
-// BestStagedStart reads, stage_order and warm_start_seconds.
-std::vector<ParamSpec> WithCheckmateParams(std::vector<ParamSpec> params);
+// `params` and those of both Checkmate algorithms: max_nodes and the three
+// BestStagedStart reads, stage_order, warm_start (of algorithm `owner`,
+// default `warm_start`) and warm_start_seconds.
+std::vector<ParamSpec> WithCheckmateParams(const std::string& owner,
+                                           const std::string& warm_start,
+                                           std::vector<ParamSpec> params);
 
 // Why checkmate_milp and checkmate_lp refuse a request before building a
 // model (a budget below the memory lower bound: infeasible; more needed
@@ -158,8 +161,8 @@ std::optional<AlgorithmOutput> RefuseCheckmateRequest(
     const Graph& graph, const SolveRequest& request);
 
 // The warm start of checkmate_milp and checkmate_lp, and their model: the
-// cheapest schedule the heuristics `names` (all when empty) find
-// (BestHeuristicSchedule) after staging each (CheckmateModel::Staged) in
+// cheapest schedule the algorithms of the warm_start parameter find
+// (BestWarmStart) after staging each (CheckmateModel::Staged) in
 // the graph's order or, for kIncumbent, in the order of its own first
 // computes; and the model staged in the incumbent's order (kIncumbent with
 // an incumbent) or the graph's.
@@ -173,7 +176,6 @@ struct StagedStart {
 };
 // Each heuristic runs for at most warm_start_seconds and a tenth of the
 // time left.
-StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
-                            const std::vector<std::string>& names);
+StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request);
 
 }  // namespace remat

@@ -19,15 +19,16 @@
 //      budget;
 //   5. the post-pass: drop computes nobody reads, then the shared liveness
 //      pass puts every free as early as legal (targets included).
-#include "algorithms/twremat.h"
+#include "algorithms/twremat/twremat.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <optional>
 
-#include "algorithms/tree_decomposition.h"
+#include "algorithms/twremat/tree_decomposition.h"
 #include "harness/liveness.h"
+#include "harness/memory_model.h"
 #include "harness/registry.h"
 #include "harness/simulator.h"
 
@@ -185,13 +186,14 @@ class Recursion {
     }
     released_after_.assign(m + 1, 0);
     for (int32_t i = 0; i < m; ++i) {
-      released_after_[last_read_[i]] += graph_.mem(need_[i]);
+      released_after_[last_read_[i]] +=
+          memory_model::ResidentBytes(graph_, need_[i]);
     }
     int64_t now = live_bytes_, peak = live_bytes_;
     for (int32_t i = 0; i < m; ++i) {
       const NodeId v = need_[i];
-      peak = std::max(peak, now + graph_.mem(v) + graph_.workspace(v));
-      now += graph_.mem(v) - released_after_[i];
+      peak = std::max(peak, memory_model::MemoryAtCompute(graph_, now, v));
+      now += memory_model::ResidentBytes(graph_, v) - released_after_[i];
     }
     return peak;
   }
@@ -210,7 +212,7 @@ class Recursion {
     computes_->push_back(v);
     if (!live_[v]) {
       live_[v] = 1;
-      live_bytes_ += graph_.mem(v);
+      live_bytes_ += memory_model::ResidentBytes(graph_, v);
     }
     const auto count = static_cast<int64_t>(computes_->size());
     // Every compute gets exactly one free in the final schedule.
@@ -223,7 +225,7 @@ class Recursion {
   void Release(NodeId v) {
     if (live_[v]) {
       live_[v] = 0;
-      live_bytes_ -= graph_.mem(v);
+      live_bytes_ -= memory_model::ResidentBytes(graph_, v);
     }
   }
 
@@ -411,24 +413,41 @@ AlgorithmOutput SearchKnobs(const Graph& graph,
   return search.Result(std::move(extra));
 }
 
-class TwRemat : public Algorithm {
+// The per-graph work: the decomposition and its separator hierarchy, the
+// same at every budget.
+struct Decomposition {
+  SeparatorHierarchy hierarchy;
+  nlohmann::json figures;  // width, bags, hierarchy height
+};
+
+class TwRemat : public PreparedAlgorithm<Decomposition> {
  private:
-  AlgorithmOutput Run(const Graph& graph,
-                      const SolveRequest& request) override {
-    const Params& params = request.params;
-    const EliminationOrder order = params.String("elimination") == "min_degree"
-                                       ? EliminationOrder::kMinDegree
-                                       : EliminationOrder::kMinFill;
+  std::shared_ptr<const Decomposition> PrepareGraph(
+      const Graph& graph, const SolveRequest& request) override {
+    const EliminationOrder order =
+        request.params.String("elimination") == "min_degree"
+            ? EliminationOrder::kMinDegree
+            : EliminationOrder::kMinFill;
     const std::optional<TreeDecomposition> td =
         DecomposeByElimination(graph, order, request.deadline);
-    if (!td) {
+    if (!td) return nullptr;
+    SeparatorHierarchy hierarchy(graph, *td);
+    nlohmann::json figures = {{"width", td->width()},
+                              {"bags", td->num_bags()},
+                              {"hierarchy_height", hierarchy.height()}};
+    return std::make_shared<const Decomposition>(
+        Decomposition{std::move(hierarchy), std::move(figures)});
+  }
+
+  AlgorithmOutput RunPrepared(const Graph& graph, const SolveRequest& request,
+                              const Decomposition* decomposition) override {
+    if (!decomposition) {
       return AlgorithmOutput::NoSchedule(
           Status::kTimeout, "deadline reached during the tree decomposition");
     }
-    const SeparatorHierarchy hierarchy(graph, *td);
-    nlohmann::json extra = {{"width", td->width()},
-                            {"bags", td->num_bags()},
-                            {"hierarchy_height", hierarchy.height()}};
+    const SeparatorHierarchy& hierarchy = decomposition->hierarchy;
+    nlohmann::json extra = decomposition->figures;
+    const Params& params = request.params;
     TwRematOptions options;
     options.max_depth = static_cast<int32_t>(params.Int("max_depth"));
     options.memory_limit = params.Int("memory_limit");

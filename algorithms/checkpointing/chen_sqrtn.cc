@@ -22,7 +22,7 @@
 
 #include <cmath>
 
-#include "algorithms/segment_schedule.h"
+#include "algorithms/checkpointing/segment_schedule.h"
 #include "harness/registry.h"
 
 namespace remat {
@@ -44,7 +44,7 @@ class ChenSqrtN : public Algorithm {
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
     std::string why;
-    std::optional<ForwardGraph> fwd = PrepareForwardGraph(graph, why);
+    std::optional<CheckpointGraph> fwd = PrepareCheckpointGraph(graph, why);
     if (!fwd) return AlgorithmOutput::NoSchedule(Status::kUnsupported, why);
     const bool speed = request.params.String("select") == "speed";
     std::vector<NodeId> candidates;

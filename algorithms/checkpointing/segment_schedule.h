@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/checkpoint_candidates.h"
+#include "algorithms/checkpointing/checkpoint_candidates.h"
 #include "harness/algorithm.h"
 #include "harness/graph.h"
 #include "harness/params.h"
@@ -36,7 +36,7 @@ namespace remat {
 class SegmentChain {
  public:
   // `checkpoints`: needed forward values in topological order.
-  SegmentChain(const Graph& graph, const ForwardGraph& fwd,
+  SegmentChain(const Graph& graph, const CheckpointGraph& fwd,
                std::vector<NodeId> checkpoints);
 
   int32_t num_checkpoints() const {
@@ -55,11 +55,11 @@ class SegmentChain {
             stage_nodes_.data() + stage_offsets_[j + 1]};
   }
   const Graph& graph() const { return graph_; }
-  const ForwardGraph& forward_graph() const { return fwd_; }
+  const CheckpointGraph& forward_graph() const { return fwd_; }
 
  private:
   const Graph& graph_;
-  const ForwardGraph& fwd_;
+  const CheckpointGraph& fwd_;
   std::vector<NodeId> checkpoints_;
   std::vector<int32_t> segment_;
   std::vector<int64_t> stage_offsets_;

@@ -9,19 +9,11 @@
 // a graph with parallel branches, a cut through the middle of several
 // branches is not available, so the answer can only be the same or worse.
 // The DP is quadratic in n at worst, so it needs no size guard.
-#include "algorithms/lower_set_dp.h"
+#include "algorithms/kusumoto/lower_set_dp.h"
 #include "harness/registry.h"
 
 namespace remat {
 namespace {
-
-class DpApprox : public Algorithm {
- private:
-  AlgorithmOutput Run(const Graph& graph,
-                      const SolveRequest& request) override {
-    return SolveLowerSetDp(graph, request, LowerSetKind::kAncestorClosures);
-  }
-};
 
 const bool kRegistered = RegisterAlgorithm({
     .name = "dp_approx",
@@ -31,7 +23,7 @@ const bool kRegistered = RegisterAlgorithm({
     .exact = false,
     .uses_budget = true,
     .params = {StrategyParam(), MaxStatesParam()},
-    .create = [] { return std::make_unique<DpApprox>(); },
+    .create = [] { return std::make_unique<LowerSetDp>(LowerSetKind::kAncestorClosures); },
 });
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "algorithms/lower_set_dp.h"
+#include "algorithms/kusumoto/lower_set_dp.h"
 
 #include <fmt/format.h>
 
@@ -425,7 +425,7 @@ int64_t EstimatedPeak(const LowerSetFamily& f, std::span<const int32_t> chain) {
   return peak;
 }
 
-std::vector<NodeId> CanonicalComputes(const ForwardGraph& g,
+std::vector<NodeId> CanonicalComputes(const LowerSetGraph& g,
                                       const LowerSetFamily& f,
                                       std::span<const int32_t> chain,
                                       const Graph& graph) {
@@ -540,16 +540,28 @@ ParamSpec MaxStatesParam() {
           .min_int = 1};
 }
 
-AlgorithmOutput SolveLowerSetDp(const Graph& graph, const SolveRequest& request,
-                                LowerSetKind kind) {
-  const int64_t max_sets = kind == LowerSetKind::kAll
+std::shared_ptr<const LowerSetLookup> LowerSetDp::PrepareGraph(
+    const Graph& graph, const SolveRequest& request) {
+  const int64_t max_sets = kind_ == LowerSetKind::kAll
                                ? request.params.Int("max_lower_sets")
                                : kInt64Max;
-  LowerSetLookup lookup = GetLowerSets(graph, kind, max_sets, request.deadline);
-  if (!lookup.analysis) {
-    return AlgorithmOutput::NoSchedule(lookup.status, lookup.message);
+  auto lookup = std::make_shared<LowerSetLookup>(
+      AnalyzeLowerSets(graph, kind_, max_sets, request.deadline));
+  if (lookup->status == Status::kTimeout) return nullptr;
+  return lookup;
+}
+
+AlgorithmOutput LowerSetDp::RunPrepared(const Graph& graph,
+                                        const SolveRequest& request,
+                                        const LowerSetLookup* lookup) {
+  if (!lookup) {
+    return AlgorithmOutput::NoSchedule(
+        Status::kTimeout, "deadline reached while enumerating lower sets");
   }
-  const LowerSetAnalysis& a = *lookup.analysis;
+  if (!lookup->analysis) {
+    return AlgorithmOutput::NoSchedule(lookup->status, lookup->message);
+  }
+  const LowerSetAnalysis& a = *lookup->analysis;
   const int64_t budget = request.budget_bytes;
   DpOutcome dp = StartLowerSetDp(a.family, budget, request.deadline);
   nlohmann::json extra = {{"lower_sets", a.family.size()},

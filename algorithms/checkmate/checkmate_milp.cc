@@ -22,8 +22,8 @@
 #include <mutex>
 #include <string>
 
-#include "algorithms/checkmate_model.h"
-#include "algorithms/warm_start.h"
+#include "algorithms/checkmate/checkmate_model.h"
+#include "algorithms/common/warm_start.h"
 #include "harness/registry.h"
 #include "harness/simulator.h"
 
@@ -43,6 +43,13 @@ std::mutex cbc_mutex;
 // columns, and models under 10,000 columns stopped by a 10 s limit).
 constexpr int kPreprocessMaxCols = 10000;
 
+// The default warm start: the heuristics of the registry as it was when
+// warm starts became a parameter, in name order, so that registering a new
+// heuristic changes no MILP result.
+constexpr const char* kWarmStart =
+    "checkmate_lp+checkpoint_last+chen_greedy+chen_recursive+chen_sqrtn+"
+    "dp_approx+dp_exact+noremat+revolve+twremat";
+
 struct CbcDeleter {
   void operator()(Cbc_Model* model) const { Cbc_deleteModel(model); }
 };
@@ -56,7 +63,7 @@ class CheckmateMilp : public Algorithm {
     }
     // The staged class, and so the MILP's optimum, depends on the stage
     // order (BestStagedStart).
-    auto [order, incumbent, model] = BestStagedStart(graph, request, {});
+    auto [order, incumbent, model] = BestStagedStart(graph, request);
     std::optional<std::vector<double>> start;
     if (incumbent) start = model.PointOf(incumbent->schedule);
     std::string warm_start = "none fits when staged";
@@ -144,6 +151,7 @@ class CheckmateMilp : public Algorithm {
                                    ? incumbent->algorithm
                                    : "graph";
     out.extra["variables"] = model.num_cols();
+    out.extra["warm_start"] = request.params.String("warm_start");
     out.extra["constraints"] = model.num_rows();
     return out;
   }
@@ -161,6 +169,7 @@ const bool kRegistered = RegisterAlgorithm({
     // CBC 2.10 crashed in CglPreProcess::postProcess and keeps static state.
     .isolate = true,
     .params = WithCheckmateParams(
+        "checkmate_milp", kWarmStart,
         {{.name = "preprocess",
           .type = ParamSpec::Type::kChoice,
           .default_value = "off",

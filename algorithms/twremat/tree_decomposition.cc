@@ -1,4 +1,4 @@
-#include "algorithms/tree_decomposition.h"
+#include "algorithms/twremat/tree_decomposition.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "algorithms/checkmate_model.h"
+#include "algorithms/checkmate/checkmate_model.h"
 
 #include <fmt/format.h>
 
@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "harness/memory_model.h"
 #include "harness/simulator.h"
 
 namespace remat {
@@ -50,8 +51,8 @@ CheckmateModel::CheckmateModel(const Graph& graph, int64_t budget_bytes,
   inputs_.resize(n);
   consumers_.resize(n);
   for (int k = 0; k < n; ++k) {
-    mem_.push_back(graph.mem(node_[k]));
-    workspace_.push_back(graph.workspace(node_[k]));
+    mem_.push_back(memory_model::ResidentBytes(graph, node_[k]));
+    workspace_.push_back(memory_model::TransientBytes(graph, node_[k]));
     for (NodeId u : graph.inputs(node_[k])) {
       // Inputs of a needed node are needed, so -1 means "later in order".
       if (index_[u] < 0 || index_[u] > k) {
@@ -381,7 +382,10 @@ std::optional<AlgorithmOutput> RefuseCheckmateRequest(
   return std::nullopt;
 }
 
-std::vector<ParamSpec> WithCheckmateParams(std::vector<ParamSpec> params) {
+std::vector<ParamSpec> WithCheckmateParams(const std::string& owner,
+                                           const std::string& warm_start,
+                                           std::vector<ParamSpec> params) {
+  params.push_back(WarmStartParam(owner, warm_start));
   params.push_back({.name = "stage_order",
                     .type = ParamSpec::Type::kChoice,
                     .default_value = "incumbent",
@@ -407,8 +411,7 @@ std::vector<ParamSpec> WithCheckmateParams(std::vector<ParamSpec> params) {
   return params;
 }
 
-StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
-                            const std::vector<std::string>& names) {
+StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request) {
   const int64_t budget_bytes = request.budget_bytes;
   const StageOrder order = request.params.String("stage_order") == "graph"
                                ? StageOrder::kGraph
@@ -421,8 +424,8 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
     if (!first) return std::nullopt;
     return CheckmateModel(graph, budget_bytes, std::move(*first)).Staged(s);
   };
-  std::optional<Incumbent> incumbent = BestHeuristicSchedule(
-      graph, budget_bytes, request.deadline, names,
+  std::optional<Incumbent> incumbent = BestWarmStart(
+      graph, budget_bytes, request.deadline, request.params,
       std::min(request.params.Double("warm_start_seconds"),
                request.deadline.SecondsLeft() / 10),
       staged);

@@ -1,4 +1,4 @@
-#include "algorithms/forward_backward.h"
+#include "algorithms/common/forward_backward.h"
 
 #include <fmt/format.h>
 

@@ -15,7 +15,7 @@
 // depend on the budget.
 #include <fmt/format.h>
 
-#include "algorithms/segment_schedule.h"
+#include "algorithms/checkpointing/segment_schedule.h"
 #include "harness/registry.h"
 
 namespace remat {
@@ -26,7 +26,7 @@ class ChenRecursive : public Algorithm {
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
     std::string why;
-    std::optional<ForwardGraph> fwd = PrepareForwardGraph(graph, why);
+    std::optional<CheckpointGraph> fwd = PrepareCheckpointGraph(graph, why);
     if (!fwd) return AlgorithmOutput::NoSchedule(Status::kUnsupported, why);
     const SegmentChain chain(graph, *fwd, ArticulationCandidates(graph, *fwd));
     // Slots are never the limit: the nesting depth is.

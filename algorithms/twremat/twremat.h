@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "algorithms/separator_hierarchy.h"
+#include "algorithms/twremat/separator_hierarchy.h"
 #include "harness/algorithm.h"
 #include "harness/graph.h"
 #include "harness/schedule.h"

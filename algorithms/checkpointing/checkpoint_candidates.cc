@@ -1,4 +1,4 @@
-#include "algorithms/checkpoint_candidates.h"
+#include "algorithms/checkpointing/checkpoint_candidates.h"
 
 #include <fmt/format.h>
 
@@ -12,11 +12,11 @@
 
 namespace remat {
 
-std::optional<ForwardGraph> PrepareForwardGraph(const Graph& graph,
+std::optional<CheckpointGraph> PrepareCheckpointGraph(const Graph& graph,
                                                 std::string& why) {
   std::optional<ForwardBackward> split = SplitForwardBackward(graph, why);
   if (!split) return std::nullopt;
-  ForwardGraph fwd{.split = std::move(*split), .needed = NeededNodes(graph)};
+  CheckpointGraph fwd{.split = std::move(*split), .needed = NeededNodes(graph)};
   for (NodeId v : fwd.split.forward) {
     if (!fwd.needed[v]) continue;
     for (NodeId u : graph.inputs(v)) {
@@ -35,7 +35,7 @@ std::optional<ForwardGraph> PrepareForwardGraph(const Graph& graph,
 }
 
 std::vector<NodeId> ArticulationCandidates(const Graph& graph,
-                                           const ForwardGraph& fwd) {
+                                           const CheckpointGraph& fwd) {
   using UGraph =
       boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS>;
   const auto f = static_cast<int32_t>(fwd.forward.size());
@@ -72,7 +72,7 @@ std::vector<NodeId> ArticulationCandidates(const Graph& graph,
   return candidates;
 }
 
-std::vector<NodeId> AllCandidates(const Graph& graph, const ForwardGraph& fwd) {
+std::vector<NodeId> AllCandidates(const Graph& graph, const CheckpointGraph& fwd) {
   std::vector<NodeId> candidates;
   for (NodeId v : fwd.forward) {
     if (graph.kind(v) != NodeKind::kLoss) candidates.push_back(v);
@@ -91,7 +91,7 @@ ParamSpec CandidatesParam() {
 }
 
 std::vector<NodeId> SelectCandidates(const Graph& graph,
-                                     const ForwardGraph& fwd,
+                                     const CheckpointGraph& fwd,
                                      const std::string& choice) {
   return choice == "all" ? AllCandidates(graph, fwd)
                          : ArticulationCandidates(graph, fwd);
@@ -114,7 +114,7 @@ bool NamesConvOrMatmul(std::string text) {
 }  // namespace
 
 std::vector<NodeId> ConvAndMatmulOutputs(const Graph& graph,
-                                         const ForwardGraph& fwd) {
+                                         const CheckpointGraph& fwd) {
   std::vector<NodeId> kept;
   for (NodeId v : fwd.forward) {
     if (graph.kind(v) == NodeKind::kLoss) continue;

@@ -24,7 +24,7 @@
 
 #include <algorithm>
 
-#include "algorithms/segment_schedule.h"
+#include "algorithms/checkpointing/segment_schedule.h"
 #include "harness/registry.h"
 #include "harness/simulator.h"
 
@@ -68,7 +68,7 @@ class Revolve : public Algorithm {
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
     std::string why;
-    std::optional<ForwardGraph> fwd = PrepareForwardGraph(graph, why);
+    std::optional<CheckpointGraph> fwd = PrepareCheckpointGraph(graph, why);
     if (!fwd) return AlgorithmOutput::NoSchedule(Status::kUnsupported, why);
     const SegmentChain chain(graph, *fwd, ArticulationCandidates(graph, *fwd));
     const int32_t steps = chain.num_steps();

@@ -17,12 +17,18 @@
 #include <optional>
 #include <vector>
 
-#include "algorithms/checkmate_model.h"
+#include "algorithms/checkmate/checkmate_model.h"
 #include "harness/registry.h"
 #include "harness/simulator.h"
 
 namespace remat {
 namespace {
+
+// The default warm start, which gives the stage order: checkmate_milp's
+// without this algorithm itself.
+constexpr const char* kWarmStart =
+    "checkpoint_last+chen_greedy+chen_recursive+chen_sqrtn+dp_approx+"
+    "dp_exact+noremat+revolve+twremat";
 
 class CheckmateLp : public Algorithm {
  private:
@@ -32,18 +38,10 @@ class CheckmateLp : public Algorithm {
     if (auto refused = RefuseCheckmateRequest(graph, request)) {
       return std::move(*refused);
     }
-    // The stage order comes from the other heuristics (BestStagedStart);
-    // this one would recurse.
-    std::vector<std::string> others;
-    for (const AlgorithmInfo* info : AllAlgorithms()) {
-      if (!info->exact && info->name != "checkmate_lp") {
-        others.push_back(info->name);
-      }
-    }
     const CheckmateModel model =
         request.params.String("stage_order") == "graph"
             ? CheckmateModel(graph, budget)
-            : BestStagedStart(graph, request, others).model;
+            : BestStagedStart(graph, request).model;
     OsiClpSolverInterface lp;
     lp.messageHandler()->setLogLevel(0);
     lp.getModelPtr()->setMaximumWallSeconds(
@@ -115,6 +113,7 @@ class CheckmateLp : public Algorithm {
         "LP value {:.1f} at the budget; best of {} roundings{}", lp_value,
         tried, best_fits ? "" : " (none fits the budget)");
     out.extra["staged_lower_bound_cost"] = staged_bound;
+    out.extra["warm_start"] = request.params.String("warm_start");
     return out;
   }
 };
@@ -128,6 +127,7 @@ const bool kRegistered = RegisterAlgorithm({
     .exact = false,
     .uses_budget = true,
     .params = WithCheckmateParams(
+        "checkmate_lp", kWarmStart,
         {{.name = "lp_fraction",
           .type = ParamSpec::Type::kDouble,
           .default_value = "0.9",

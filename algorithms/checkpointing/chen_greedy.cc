@@ -21,7 +21,8 @@
 #include <cmath>
 #include <limits>
 
-#include "algorithms/segment_schedule.h"
+#include "algorithms/checkpointing/segment_schedule.h"
+#include "harness/memory_model.h"
 #include "harness/registry.h"
 
 namespace remat {
@@ -33,15 +34,15 @@ struct Plan {
   int64_t largest_segment = 0;  // y, counting the trailing segment
 };
 
-Plan GreedyPlan(const Graph& graph, const ForwardGraph& fwd,
+Plan GreedyPlan(const Graph& graph, const CheckpointGraph& fwd,
                 const std::vector<uint8_t>& is_candidate, int64_t threshold) {
   Plan plan;
   int64_t running = 0;
   for (NodeId v : fwd.forward) {
-    running += graph.mem(v);
+    running += memory_model::ResidentBytes(graph, v);
     if (running > threshold && is_candidate[v]) {
       plan.kept.push_back(v);
-      plan.kept_bytes += graph.mem(v);
+      plan.kept_bytes += memory_model::ResidentBytes(graph, v);
       plan.largest_segment = std::max(plan.largest_segment, running);
       running = 0;
     }
@@ -55,7 +56,7 @@ class ChenGreedy : public Algorithm {
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
     std::string why;
-    std::optional<ForwardGraph> fwd = PrepareForwardGraph(graph, why);
+    std::optional<CheckpointGraph> fwd = PrepareCheckpointGraph(graph, why);
     if (!fwd) return AlgorithmOutput::NoSchedule(Status::kUnsupported, why);
     const std::string& choice = request.params.String("candidates");
     const std::vector<NodeId> candidates =

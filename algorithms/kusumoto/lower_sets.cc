@@ -1,17 +1,15 @@
-#include "algorithms/lower_sets.h"
+#include "algorithms/kusumoto/lower_sets.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <bit>
-#include <map>
-#include <mutex>
 #include <numeric>
 #include <string_view>
 #include <unordered_map>
 
-#include "algorithms/forward_backward.h"
-#include "harness/results.h"
+#include "algorithms/common/forward_backward.h"
+#include "harness/memory_model.h"
 #include "harness/simulator.h"
 
 namespace remat {
@@ -22,7 +20,7 @@ int32_t WordsFor(int32_t n) { return (n + 63) / 64; }
 // True when `to` is `from` or reachable from it in G. Kusumoto's and the
 // chain's graphs only ever ask about a direct successor; the search is for
 // other exporters' conventions.
-bool ReachesInG(const ForwardGraph& g, int32_t from, int32_t to) {
+bool ReachesInG(const LowerSetGraph& g, int32_t from, int32_t to) {
   if (from == to) return true;
   std::vector<uint8_t> seen(g.size(), 0);
   std::vector<int32_t> stack = {from};
@@ -44,7 +42,7 @@ bool ReachesInG(const ForwardGraph& g, int32_t from, int32_t to) {
 // topological numbering the largest member of a lower set is maximal, so
 // each nonempty set has one parent (itself minus that member) and the
 // children of L are L ∪ {v} for v beyond max(L) whose predecessors are in L.
-LowerSetLookup EnumerateAll(const ForwardGraph& g, int64_t max_sets,
+LowerSetLookup EnumerateAll(const LowerSetGraph& g, int64_t max_sets,
                             const Deadline& deadline,
                             std::vector<uint64_t>& bits) {
   const int32_t n = g.size();
@@ -89,7 +87,7 @@ LowerSetLookup EnumerateAll(const ForwardGraph& g, int64_t max_sets,
 // For each of all the lower sets (indices into `bits`), the sets L ∪ {v}
 // with the node v, ascending in v, found by looking the bitsets up.
 std::vector<std::vector<LowerSetFamily::Cover>> OneNodeCovers(
-    const ForwardGraph& g, const std::vector<uint64_t>& bits) {
+    const LowerSetGraph& g, const std::vector<uint64_t>& bits) {
   const int32_t n = g.size();
   const int32_t words = WordsFor(n);
   const auto sets = static_cast<int32_t>(bits.size() / words);
@@ -121,7 +119,7 @@ std::vector<std::vector<LowerSetFamily::Cover>> OneNodeCovers(
 // the only maximal member of its own), and G when no closure is all of G.
 // Returns their covers (see LowerSetFamily::ForEachSuperset).
 std::vector<std::vector<LowerSetFamily::Cover>> AncestorClosures(
-    const ForwardGraph& g, std::vector<uint64_t>& bits) {
+    const LowerSetGraph& g, std::vector<uint64_t>& bits) {
   const int32_t n = g.size();
   const int32_t words = WordsFor(n);
   bits.assign(static_cast<size_t>(n + 1) * words, 0);
@@ -153,53 +151,20 @@ std::vector<std::vector<LowerSetFamily::Cover>> AncestorClosures(
   return covers;
 }
 
-struct CacheSlot {
-  std::mutex mu;
-  std::shared_ptr<const LowerSetAnalysis> analysis;
-  std::string unsupported;  // why the graph is refused, once known
-  int64_t last_use = 0;
-};
-
-// A few graphs at a time: a sweep works on one graph's budgets at once.
-constexpr size_t kMaxCachedGraphs = 8;
-
-std::mutex cache_mu;
-std::map<std::pair<std::string, LowerSetKind>, std::shared_ptr<CacheSlot>>
-    cache;
-int64_t cache_clock = 0;
-
-std::shared_ptr<CacheSlot> Slot(const Graph& graph, LowerSetKind kind) {
-  auto key = std::make_pair(ContentHash(graph), kind);
-  std::lock_guard<std::mutex> lock(cache_mu);
-  auto it = cache.find(key);
-  if (it == cache.end()) {
-    if (cache.size() >= kMaxCachedGraphs) {
-      auto oldest = std::min_element(
-          cache.begin(), cache.end(), [](const auto& a, const auto& b) {
-            return a.second->last_use < b.second->last_use;
-          });
-      cache.erase(oldest);  // holders keep their shared_ptr alive
-    }
-    it = cache.emplace(key, std::make_shared<CacheSlot>()).first;
-  }
-  it->second->last_use = ++cache_clock;
-  return it->second;
-}
-
 }  // namespace
 
-std::optional<ForwardGraph> ExtractForwardGraph(const Graph& graph,
+std::optional<LowerSetGraph> ExtractLowerSetGraph(const Graph& graph,
                                                 std::string& why) {
   std::optional<ForwardBackward> split = SplitForwardBackward(graph, why);
   if (!split) return std::nullopt;
   const std::vector<uint8_t> needed = NeededNodes(graph);
-  ForwardGraph g;
+  LowerSetGraph g;
   g.local.assign(graph.num_nodes(), -1);
   for (NodeId v : split->forward) {
     if (!needed[v]) continue;
     g.local[v] = g.size();
     g.node.push_back(v);
-    g.mem.push_back(graph.mem(v));
+    g.mem.push_back(memory_model::ResidentBytes(graph, v));
     g.cost.push_back(graph.cost(v));
   }
   if (g.size() == 0) {
@@ -270,7 +235,7 @@ std::optional<ForwardGraph> ExtractForwardGraph(const Graph& graph,
 }
 
 LowerSetFamily LowerSetFamily::FromBitsets(
-    const ForwardGraph& g, std::vector<uint64_t> bits,
+    const LowerSetGraph& g, std::vector<uint64_t> bits,
     const std::vector<std::vector<Cover>>& covers, bool one_node_covers) {
   const int32_t n = g.size();
   const int32_t words = WordsFor(n);
@@ -355,29 +320,11 @@ LowerSetFamily LowerSetFamily::FromBitsets(
   return f;
 }
 
-LowerSetLookup GetLowerSets(const Graph& graph, LowerSetKind kind,
-                            int64_t max_sets, const Deadline& deadline) {
-  std::shared_ptr<CacheSlot> slot = Slot(graph, kind);
-  // Held while building, so that parallel solves of the same graph wait
-  // for one enumeration instead of repeating it.
-  std::lock_guard<std::mutex> lock(slot->mu);
-  if (slot->analysis) {
-    if (slot->analysis->family.size() > max_sets) {
-      return {nullptr, Status::kTooLarge,
-              fmt::format("{} lower sets exceed max_lower_sets={}",
-                          slot->analysis->family.size(), max_sets)};
-    }
-    return {slot->analysis};
-  }
-  if (!slot->unsupported.empty()) {
-    return {nullptr, Status::kUnsupported, slot->unsupported};
-  }
+LowerSetLookup AnalyzeLowerSets(const Graph& graph, LowerSetKind kind,
+                                int64_t max_sets, const Deadline& deadline) {
   std::string why;
-  std::optional<ForwardGraph> g = ExtractForwardGraph(graph, why);
-  if (!g) {
-    slot->unsupported = why;
-    return {nullptr, Status::kUnsupported, why};
-  }
+  std::optional<LowerSetGraph> g = ExtractLowerSetGraph(graph, why);
+  if (!g) return {nullptr, Status::kUnsupported, why};
   std::vector<uint64_t> bits;
   std::vector<std::vector<LowerSetFamily::Cover>> covers;
   if (kind == LowerSetKind::kAll) {
@@ -391,13 +338,7 @@ LowerSetLookup GetLowerSets(const Graph& graph, LowerSetKind kind,
   analysis->family = LowerSetFamily::FromBitsets(*g, std::move(bits), covers,
                                                  kind == LowerSetKind::kAll);
   analysis->graph = std::move(*g);
-  slot->analysis = analysis;
   return {analysis};
-}
-
-void ClearLowerSetCache() {
-  std::lock_guard<std::mutex> lock(cache_mu);
-  cache.clear();
 }
 
 }  // namespace remat

@@ -29,7 +29,7 @@ namespace remat {
 
 // The forward graph G plus what the canonical schedule needs from the rest
 // of the training graph.
-struct ForwardGraph {
+struct LowerSetGraph {
   std::vector<NodeId> node;    // local index -> graph node, topological
   std::vector<int32_t> local;  // graph node -> local index, or -1
   std::vector<int64_t> mem, cost;
@@ -156,7 +156,7 @@ class LowerSetFamily {
   // into `bits`; for all lower sets, `one_node_covers` and each list
   // ascending in node).
   static LowerSetFamily FromBitsets(
-      const ForwardGraph& g, std::vector<uint64_t> bits,
+      const LowerSetGraph& g, std::vector<uint64_t> bits,
       const std::vector<std::vector<Cover>>& covers, bool one_node_covers);
 
  private:
@@ -172,16 +172,16 @@ class LowerSetFamily {
 
 // Everything the DP needs about one graph, shared across budgets.
 struct LowerSetAnalysis {
-  ForwardGraph graph;
+  LowerSetGraph graph;
   LowerSetFamily family;
 };
 
 // The forward graph of `graph`, or nullopt with `why` when the graph is not
 // a training graph the canonical schedule can handle.
-std::optional<ForwardGraph> ExtractForwardGraph(const Graph& graph,
+std::optional<LowerSetGraph> ExtractLowerSetGraph(const Graph& graph,
                                                 std::string& why);
 
-// Result of GetLowerSets: an analysis, or a status (unsupported, too_large,
+// Result of AnalyzeLowerSets: an analysis, or a status (unsupported, too_large,
 // timeout) with a message.
 struct LowerSetLookup {
   std::shared_ptr<const LowerSetAnalysis> analysis;
@@ -189,15 +189,11 @@ struct LowerSetLookup {
   std::string message;
 };
 
-// The analysis of `graph` for `kind`, from a process-wide cache keyed by the
-// graph's content: the sweep creates a fresh algorithm object per budget and
-// runs budgets in parallel, so the enumeration must outlive the object.
+// The analysis of `graph` for `kind`: the per-graph work of dp_exact and
+// dp_approx (their Prepare), shared by every budget of a sweep.
 // Enumerating all lower sets stops with too_large beyond `max_sets` sets
-// and with timeout at `deadline`; failures are not cached.
-LowerSetLookup GetLowerSets(const Graph& graph, LowerSetKind kind,
-                            int64_t max_sets, const Deadline& deadline);
-
-// Forgets every cached analysis (benchmarks measure cold solves with it).
-void ClearLowerSetCache();
+// and with timeout at `deadline`.
+LowerSetLookup AnalyzeLowerSets(const Graph& graph, LowerSetKind kind,
+                                int64_t max_sets, const Deadline& deadline);
 
 }  // namespace remat

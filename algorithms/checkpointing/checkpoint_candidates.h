@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/forward_backward.h"
+#include "algorithms/common/forward_backward.h"
 #include "harness/graph.h"
 #include "harness/params.h"
 
@@ -17,7 +17,7 @@ namespace remat {
 // What every segment-based algorithm needs of a training graph: the
 // forward / backward split, the needed nodes, and the needed forward values
 // (topological order).
-struct ForwardGraph {
+struct CheckpointGraph {
   ForwardBackward split;
   std::vector<uint8_t> needed;  // per node, NeededNodes()
   std::vector<NodeId> forward;  // needed forward values, topological order
@@ -26,7 +26,7 @@ struct ForwardGraph {
 // Nullopt with `why` when the graph has no usable forward / backward split,
 // or when a needed forward value reads a non-forward node: segments are cut
 // in the forward graph alone, so it must be closed under inputs.
-std::optional<ForwardGraph> PrepareForwardGraph(const Graph& graph,
+std::optional<CheckpointGraph> PrepareCheckpointGraph(const Graph& graph,
                                                 std::string& why);
 
 // Articulation points of the forward graph viewed as undirected, with a
@@ -36,21 +36,21 @@ std::optional<ForwardGraph> PrepareForwardGraph(const Graph& graph,
 // segments between consecutive ones meet only at them. Loss nodes are left
 // out: nothing follows them, so keeping one saves nothing. Topological order.
 std::vector<NodeId> ArticulationCandidates(const Graph& graph,
-                                           const ForwardGraph& fwd);
+                                           const CheckpointGraph& fwd);
 
 // Every needed forward value except the loss, topological order.
-std::vector<NodeId> AllCandidates(const Graph& graph, const ForwardGraph& fwd);
+std::vector<NodeId> AllCandidates(const Graph& graph, const CheckpointGraph& fwd);
 
 // The `candidates=ap|all` choice shared by the Chen algorithms.
 ParamSpec CandidatesParam();
 std::vector<NodeId> SelectCandidates(const Graph& graph,
-                                     const ForwardGraph& fwd,
+                                     const CheckpointGraph& fwd,
                                      const std::string& choice);
 
 // The "speed" selection of the TensorFlow gradient-checkpointing library:
 // every forward value whose op (or, when the op is empty, name) names a
 // convolution or a matrix product. Topological order.
 std::vector<NodeId> ConvAndMatmulOutputs(const Graph& graph,
-                                         const ForwardGraph& fwd);
+                                         const CheckpointGraph& fwd);
 
 }  // namespace remat

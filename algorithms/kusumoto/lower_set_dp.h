@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/lower_sets.h"
+#include "algorithms/kusumoto/lower_sets.h"
 #include "harness/algorithm.h"
 #include "harness/graph.h"
 #include "harness/params.h"
@@ -90,7 +90,7 @@ int64_t EstimatedPeak(const LowerSetFamily& family,
 
 // The computes of the strategy's canonical schedule on the whole training
 // graph (frees come from the shared liveness pass).
-std::vector<NodeId> CanonicalComputes(const ForwardGraph& g,
+std::vector<NodeId> CanonicalComputes(const LowerSetGraph& g,
                                       const LowerSetFamily& family,
                                       std::span<const int32_t> chain,
                                       const Graph& graph);
@@ -99,10 +99,20 @@ std::vector<NodeId> CanonicalComputes(const ForwardGraph& g,
 ParamSpec StrategyParam();
 ParamSpec MaxStatesParam();
 
-// The whole solve shared by dp_exact and dp_approx: lower sets from the
-// cache, the DP at the request's budget, the time-centric or
-// memory-centric answer (param `strategy`), the canonical schedule.
-AlgorithmOutput SolveLowerSetDp(const Graph& graph, const SolveRequest& request,
-                                LowerSetKind kind);
+// dp_exact and dp_approx: the lower sets of `kind` are the per-graph
+// preparation; each solve runs the DP at its budget, takes the time-centric
+// or memory-centric answer (param `strategy`) and its canonical schedule.
+class LowerSetDp : public PreparedAlgorithm<LowerSetLookup> {
+ public:
+  explicit LowerSetDp(LowerSetKind kind) : kind_(kind) {}
+
+ private:
+  std::shared_ptr<const LowerSetLookup> PrepareGraph(
+      const Graph& graph, const SolveRequest& request) override;
+  AlgorithmOutput RunPrepared(const Graph& graph, const SolveRequest& request,
+                              const LowerSetLookup* lookup) override;
+
+  LowerSetKind kind_;
+};
 
 }  // namespace remat

@@ -15,21 +15,14 @@
 //
 // The number of lower sets can grow exponentially with the graph's width
 // (GoogLeNet: 27,358), hence `max_lower_sets` and `max_states`. The shared
-// machinery is in lower_sets.h (families, cache) and lower_set_dp.h (DP,
-// canonical schedule).
-#include "algorithms/lower_set_dp.h"
+// machinery is in lower_sets.h (the families, made once per graph as the
+// algorithm's preparation) and lower_set_dp.h (the DP and the canonical
+// schedule).
+#include "algorithms/kusumoto/lower_set_dp.h"
 #include "harness/registry.h"
 
 namespace remat {
 namespace {
-
-class DpExact : public Algorithm {
- private:
-  AlgorithmOutput Run(const Graph& graph,
-                      const SolveRequest& request) override {
-    return SolveLowerSetDp(graph, request, LowerSetKind::kAll);
-  }
-};
 
 const bool kRegistered = RegisterAlgorithm({
     .name = "dp_exact",
@@ -45,7 +38,7 @@ const bool kRegistered = RegisterAlgorithm({
                 .description = "refuse (too_large) graphs with more lower sets",
                 .min_int = 1},
                MaxStatesParam()},
-    .create = [] { return std::make_unique<DpExact>(); },
+    .create = [] { return std::make_unique<LowerSetDp>(LowerSetKind::kAll); },
 });
 
 }  // namespace

@@ -15,7 +15,7 @@
 #include <span>
 #include <vector>
 
-#include "algorithms/tree_decomposition.h"
+#include "algorithms/twremat/tree_decomposition.h"
 #include "harness/graph.h"
 
 namespace remat {

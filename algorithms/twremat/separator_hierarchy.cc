@@ -1,4 +1,4 @@
-#include "algorithms/separator_hierarchy.h"
+#include "algorithms/twremat/separator_hierarchy.h"
 
 #include <algorithm>
 #include <utility>

@@ -1,4 +1,4 @@
-#include "algorithms/segment_schedule.h"
+#include "algorithms/checkpointing/segment_schedule.h"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 
 namespace remat {
 
-SegmentChain::SegmentChain(const Graph& graph, const ForwardGraph& fwd,
+SegmentChain::SegmentChain(const Graph& graph, const CheckpointGraph& fwd,
                            std::vector<NodeId> checkpoints)
     : graph_(graph), fwd_(fwd), checkpoints_(std::move(checkpoints)) {
   const int32_t n = graph.num_nodes();

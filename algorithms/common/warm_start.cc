@@ -1,0 +1,57 @@
+#include "algorithms/common/warm_start.h"
+
+#include <algorithm>
+
+#include "harness/registry.h"
+#include "harness/runner.h"
+#include "harness/simulator.h"
+
+namespace remat {
+
+ParamSpec WarmStartParam(const std::string& owner,
+                         const std::string& default_names) {
+  return {.name = "warm_start",
+          .type = ParamSpec::Type::kList,
+          .default_value = default_names,
+          .description = "algorithms whose cheapest schedule within the "
+                         "budget is the warm start, '+'-separated, each run "
+                         "with its defaults (ties: the earlier)",
+          .check_item = [owner](const std::string& name) -> std::string {
+            if (name == owner) return "an algorithm cannot warm-start itself";
+            for (const AlgorithmInfo* info : AllAlgorithms()) {
+              if (info->name == name) return {};
+            }
+            return "not a registered algorithm (remat list)";
+          }};
+}
+
+std::optional<Incumbent> BestWarmStart(
+    const Graph& graph, int64_t budget_bytes, const Deadline& deadline,
+    const Params& params, double seconds_each,
+    const std::function<std::optional<Schedule>(const Schedule&)>& transform) {
+  std::optional<Incumbent> best;
+  for (const std::string& name : params.List("warm_start")) {
+    const AlgorithmInfo& info = FindAlgorithm(name);
+    const double seconds = std::min(seconds_each, deadline.SecondsLeft());
+    // RunAlgorithm reads a non-positive timeout as "none".
+    if (seconds < 1e-3) break;
+    const Attempt attempt =
+        RunAlgorithm(graph, info, Params::Parse({}, info.params, info.name),
+                     budget_bytes, seconds);
+    if (!attempt.simulation || !attempt.simulation->valid) continue;
+    std::optional<Schedule> schedule = *attempt.output.schedule;
+    SimulationResult sim = *attempt.simulation;
+    if (transform) {
+      schedule = transform(*schedule);
+      if (!schedule) continue;
+      sim = Simulate(graph, *schedule);
+    }
+    if (!sim.valid || sim.peak_bytes > budget_bytes) continue;
+    if (!best || sim.cost < best->cost) {
+      best = Incumbent{std::move(*schedule), sim.cost, info.name};
+    }
+  }
+  return best;
+}
+
+}  // namespace remat

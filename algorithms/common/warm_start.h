@@ -1,0 +1,46 @@
+// Warm starts: the cheapest schedule that a fixed list of other registered
+// algorithms finds within a budget, the incumbent that the exact methods
+// start from (exact_search prunes with its cost, checkmate_milp hands it to
+// CBC as a MIP start, checkmate_lp and checkmate_milp take their stage
+// order from it). The list is each method's `warm_start` parameter with a
+// fixed, documented default, so adding an algorithm to the registry never
+// changes another's results or time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "harness/algorithm.h"
+#include "harness/graph.h"
+#include "harness/params.h"
+#include "harness/schedule.h"
+
+namespace remat {
+
+struct Incumbent {
+  Schedule schedule;
+  int64_t cost = 0;  // as simulated
+  std::string algorithm;
+};
+
+// The `warm_start` parameter of algorithm `owner`: registered algorithms
+// other than `owner`, '+'-separated, tried in this order (ties go to the
+// earlier), each with its default parameters.
+ParamSpec WarmStartParam(const std::string& owner,
+                         const std::string& default_names);
+
+// Runs each algorithm named by `params`' warm_start, each for at most
+// `seconds_each` and never past `deadline`, passes each valid schedule
+// through `transform` (if given; nullopt drops it) and returns the cheapest
+// result that is valid and whose simulated peak fits `budget_bytes`. Ties
+// go to the earlier name, so the answer is deterministic.
+std::optional<Incumbent> BestWarmStart(
+    const Graph& graph, int64_t budget_bytes, const Deadline& deadline,
+    const Params& params, double seconds_each,
+    const std::function<std::optional<Schedule>(const Schedule&)>& transform =
+        {});
+
+}  // namespace remat
