@@ -67,18 +67,22 @@ def parse_args(argv):
                    help="torch CPU threads for replays and measured costs")
     p.add_argument("--repeats", type=int, default=3,
                    help="timed replays per point, each paired with one of "
-                   "NoRemat (median)")
+                   "NoRemat (median); 0: memory and gradients only")
     p.add_argument("--warmup", type=int, default=0,
                    help="untimed pairs before timing (the memory-measuring "
                    "replay that comes first already warms the kernels)")
+    p.add_argument("--time-limit", type=float, default=None,
+                   help="seconds of timed replays per schedule: fewer "
+                   "pairs (at least one) for schedules whose replay is "
+                   "long (each point records the pairs it got)")
     p.add_argument("--measured-costs", action="store_true",
                    help="export each graph with --cost measured too and "
                    "predict the overhead with it")
     p.add_argument("--cost-repeats", type=int, default=5,
                    help="runs per op for the measured costs")
     args = p.parse_args(argv)
-    if args.repeats < 1 or args.warmup < 0:
-        p.error("--repeats must be >= 1 and --warmup >= 0")
+    if args.repeats < 0 or args.warmup < 0:
+        p.error("--repeats and --warmup must be >= 0")
     return args
 
 
@@ -265,7 +269,8 @@ def replay_all(results, results_dir, out_dir, args):
                         print(f"replay_sweep.py: {gname} {run['algorithm']} "
                               f"{point['budget_bytes']}", file=sys.stderr)
                         done[key] = rep.replay(sched, args.repeats,
-                                               args.warmup, cost_graph)
+                                               args.warmup, cost_graph,
+                                               args.time_limit)
                         done[key]["first"] = (run["algorithm"],
                                               point["budget_bytes"])
                     r = done[key]
@@ -338,12 +343,13 @@ def make_point(gname, run, point, rep, r, source):
         "predicted_overhead_flop": r["predicted_overhead"],
         "predicted_overhead_measured_costs": pm,
         "time_seconds": r["time_seconds"],
+        "timed_pairs": r["repeats"],
         "noremat_time_seconds": r["noremat_time_seconds"],
         "measured_overhead": r["measured_overhead"],
-        "overhead_error_flop": r["measured_overhead"] /
-        r["predicted_overhead"] - 1,
-        "overhead_error_measured_costs": None if pm is None else
-        r["measured_overhead"] / pm - 1,
+        "overhead_error_flop": None if r["measured_overhead"] is None else
+        r["measured_overhead"] / r["predicted_overhead"] - 1,
+        "overhead_error_measured_costs": None if pm is None or
+        r["measured_overhead"] is None else r["measured_overhead"] / pm - 1,
         "gradients_equal": r["gradients_equal"],
         "max_abs_gradient_difference": r["max_abs_gradient_difference"],
         "loss_equal": r["loss_equal"],
@@ -431,8 +437,10 @@ def plot(doc, out_dir):
     for key, label, m in (("predicted_overhead_flop", "FLOP costs", "x"),
                           ("predicted_overhead_measured_costs",
                            "measured costs", "o")):
-        xs = [p[key] for p in pts if p.get(key) is not None]
-        ys = [p["measured_overhead"] for p in pts if p.get(key) is not None]
+        timed = [p for p in pts if p.get(key) is not None and
+                 p["measured_overhead"] is not None]
+        xs = [p[key] for p in timed]
+        ys = [p["measured_overhead"] for p in timed]
         if xs:
             ax.scatter(xs, ys, marker=m, s=22, alpha=0.7,
                        label=f"predicted with {label}")
@@ -510,7 +518,10 @@ def cost_report(doc):
               "| graph | points | median error, FLOP model | median error, "
               "measured costs |", "|---|---|---|---|"]
     for g in sorted({p["graph"] for p in pts}):
-        ps = [p for p in pts if p["graph"] == g]
+        ps = [p for p in pts if p["graph"] == g and
+              p["overhead_error_flop"] is not None]
+        if not ps:
+            continue
         ef = statistics.median(abs(p["overhead_error_flop"]) for p in ps)
         em = [abs(p["overhead_error_measured_costs"]) for p in ps
               if p.get("overhead_error_measured_costs") is not None]

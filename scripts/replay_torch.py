@@ -533,7 +533,14 @@ class Program:
             self.step.graph["nodes"]
         env = list(self.static)
         grads = [None] * self.n_params
-        grad_ptrs = set()
+        # Storages of parameter gradients, excluded like static values:
+        # those `grads` holds, and those the node being computed made (a
+        # part of a multi-output op, or the op under a chain of views).
+        # Kept by reference, not as a growing set: a gradient node that is
+        # recomputed frees the old gradient, and the allocator may hand its
+        # address to an activation.
+        grad_ptr = {}  # parameter index -> data pointer
+        node_grad_ptrs = set()
         live = set()
         held = set()  # FX indices whose values env holds for live nodes
         ran = set()  # FX indices run at least once in this replay
@@ -543,12 +550,15 @@ class Program:
         self.step.reset_buffers()
         self._run_side(pending, env)
 
+        stor = {}  # FX index -> [(data pointer, bytes)] of its value
+
         def live_bytes():
             seen, total = set(), 0
+            grad_values = set(grad_ptr.values())
             for i in held:
-                for t in _tensors(env[i]):
-                    p, b = _storage(t)
-                    if p in seen or p in self.static_ptrs or p in grad_ptrs:
+                for p, b in stor[i]:
+                    if p in seen or p in self.static_ptrs or \
+                            p in node_grad_ptrs or p in grad_values:
                         continue
                     seen.add(p)
                     total += b
@@ -574,6 +584,7 @@ class Program:
                             f"{path}:{no}: c {v}: input {u} "
                             f"({nodes[u]['name']}) of node {v} "
                             f"({nodes[v]['name']}) is not live")
+                node_grad_ptrs.clear()
                 if profile is not None:
                     t0 = time.perf_counter()
                 for m in members[v]:
@@ -598,16 +609,19 @@ class Program:
                         r = target(*args, **kwargs)
                     ran.add(m)
                     env[m] = r
+                    if measure:
+                        stor[m] = [_storage(t) for t in _tensors(r)]
                     held.add(m)
                     if m == self.loss_fx:
                         loss = r
                     if m in self.grad_of_param:
                         grads[self.grad_of_param[m]] = r
+                        grad_ptr[self.grad_of_param[m]] = _storage(r)[0]
                     if m in self.grad_src and isinstance(r, torch.Tensor):
-                        grad_ptrs.add(_storage(r)[0])
+                        node_grad_ptrs.add(_storage(r)[0])
                     for part in self.grad_parts.get(m, ()):
                         if r[part] is not None:
-                            grad_ptrs.add(_storage(r[part])[0])
+                            node_grad_ptrs.add(_storage(r[part])[0])
                     if measure:
                         b = live_bytes()
                         per_event[k] = max(per_event.get(k, 0), b)
@@ -746,7 +760,12 @@ class Replayer:
                 equal &= torch.allclose(g, e, rtol=1e-4, atol=1e-6)
         return bool(equal), worst
 
-    def replay(self, sched_path, repeats=5, warmup=1, cost_graph=None):
+    def replay(self, sched_path, repeats=5, warmup=1, cost_graph=None,
+               time_limit=None):
+        """Replays one schedule file and returns its figures (a dict). With
+        `time_limit` (seconds), fewer timed pairs are run when the
+        memory-measuring replay shows that `repeats` would exceed it (at
+        least one)."""
         torch = self.torch
         g = self.graph
         events = read_schedule(sched_path, len(g["nodes"]))
@@ -757,9 +776,13 @@ class Replayer:
             self.sync()
             torch.cuda.reset_peak_memory_stats()
             base = torch.cuda.memory_allocated()
+        t0 = time.perf_counter()
         peak, where, grads, loss = self.program.run(events, sched_path,
                                                     measure=True)
+        once = time.perf_counter() - t0
         measured_at = self.program.per_event
+        if time_limit and repeats:
+            repeats = max(1, min(repeats, int(time_limit / once)))
         if self.device != "cpu":
             self.sync()
             cuda_peak = torch.cuda.max_memory_allocated() - base
@@ -770,8 +793,17 @@ class Replayer:
         equal, worst = self.compare_grads(grads)
         self.step.reset_buffers()
         nr_events, nr_cost = self.noremat()
-        samples, nr_samples = self.timed(events, sched_path, repeats, warmup)
-        t, nr_time = statistics.median(samples), statistics.median(nr_samples)
+        if repeats:
+            samples, nr_samples = self.timed(events, sched_path, repeats,
+                                             warmup)
+            t, nr_time = statistics.median(samples), \
+                statistics.median(nr_samples)
+            # Median of the per-pair ratios: each pair ran back to back.
+            overhead = statistics.median(a / b
+                                         for a, b in zip(samples, nr_samples))
+        else:  # --repeats 0: memory and gradients only
+            samples, nr_samples, t, nr_time, overhead = [], [], None, None, \
+                None
         nodes = g["nodes"]
         # Where the measured live bytes inside a compute event differ from
         # the simulator's memory at that event: by op, the first of each.
@@ -811,9 +843,7 @@ class Replayer:
             "time_samples_seconds": samples,
             "noremat_time_seconds": nr_time,
             "noremat_time_samples_seconds": nr_samples,
-            # Median of the per-pair ratios: each pair ran back to back.
-            "measured_overhead": statistics.median(
-                a / b for a, b in zip(samples, nr_samples)),
+            "measured_overhead": overhead,
             "gradients_equal": equal,
             "max_abs_gradient_difference": worst,
             "loss_equal": loss is not None and bool(
@@ -886,7 +916,8 @@ def parse_args(argv):
                    help="torch CPU threads (default 1: steadier timings; 0 "
                    "keeps torch's default)")
     p.add_argument("--repeats", type=int, default=5,
-                   help="timed replays (median)")
+                   help="timed replays, each paired with one of NoRemat "
+                   "(median); 0: measure memory and gradients only")
     p.add_argument("--warmup", type=int, default=1,
                    help="untimed replays before timing")
     p.add_argument("--cost-graph",
@@ -898,8 +929,8 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if (args.schedule is None) == (args.algorithm is None):
         p.error("give a schedule file or --algorithm, not both or neither")
-    if args.repeats < 1 or args.warmup < 0:
-        p.error("--repeats must be >= 1 and --warmup >= 0")
+    if args.repeats < 0 or args.warmup < 0:
+        p.error("--repeats and --warmup must be >= 0")
     if args.device != "cpu" and not args.device.startswith("cuda"):
         p.error(f"--device must be cpu or cuda[:N], not '{args.device}'")
     return args
@@ -937,13 +968,14 @@ def main(argv):
         json.dump(out, sys.stdout, indent=1)
         print()
     else:
+        timing = "not timed" if out["measured_overhead"] is None else (
+            f"measured {out['measured_overhead']:.3f} "
+            f"({out['time_seconds'] * 1e3:.1f} ms vs NoRemat "
+            f"{out['noremat_time_seconds'] * 1e3:.1f} ms)")
         print(f"{out['graph']}: length {out['length']}, "
               f"peak simulated {out['simulated_peak_bytes']:,} measured "
               f"{out['measured_peak_bytes']:,} bytes; overhead predicted "
-              f"{out['predicted_overhead']:.3f} measured "
-              f"{out['measured_overhead']:.3f} "
-              f"({out['time_seconds'] * 1e3:.1f} ms vs NoRemat "
-              f"{out['noremat_time_seconds'] * 1e3:.1f} ms); gradients "
+              f"{out['predicted_overhead']:.3f} {timing}; gradients "
               f"{'equal' if out['gradients_equal'] else 'DIFFER'}, buffers "
               f"{'equal' if out['buffers_equal'] else 'DIFFER'}")
     return 0
