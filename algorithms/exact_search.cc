@@ -52,7 +52,7 @@ Mask Bit(int i) { return Mask{1} << i; }
 
 // The needed nodes, renumbered 0..m-1 in topological order, with masks.
 struct Problem {
-  std::vector<NodeId> node;              // index -> graph node
+  std::vector<NodeId> node;  // index -> graph node
   // The memory model's resident and compute bytes (harness/memory_model.h).
   std::vector<int64_t> mem, need, cost;
   std::vector<Mask> inputs;

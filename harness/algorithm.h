@@ -11,11 +11,10 @@
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "harness/graph.h"
 #include "harness/params.h"
@@ -125,8 +124,7 @@ class PreparedAlgorithm : public Algorithm {
                                         const SolveRequest& request) final {
     return PrepareGraph(graph, request);
   }
-  AlgorithmOutput Run(const Graph& graph,
-                      const SolveRequest& request) final {
+  AlgorithmOutput Run(const Graph& graph, const SolveRequest& request) final {
     auto prepared = std::static_pointer_cast<const Prepared>(request.prepared);
     if (!prepared) prepared = PrepareGraph(graph, request);
     return RunPrepared(graph, request, prepared.get());

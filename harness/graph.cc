@@ -39,8 +39,8 @@ GraphBuilder& GraphBuilder::set_name(std::string name) {
 
 GraphBuilder& GraphBuilder::set_static_bytes(int64_t bytes) {
   if (bytes < 0) {
-    throw InputError(fmt::format("{}: static_bytes is negative ({})", source_,
-                                 bytes));
+    throw InputError(
+        fmt::format("{}: static_bytes is negative ({})", source_, bytes));
   }
   static_bytes_ = bytes;
   return *this;

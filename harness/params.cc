@@ -15,12 +15,14 @@ namespace remat {
 namespace {
 
 bool ParseInt(const std::string& text, int64_t& value) {
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
   return ec == std::errc() && end == text.data() + text.size();
 }
 
 bool ParseDouble(const std::string& text, double& value) {
-  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
   return ec == std::errc() && end == text.data() + text.size() &&
          std::isfinite(value);
 }
@@ -50,8 +52,8 @@ void CheckValue(const ParamSpec& spec, const std::string& value,
       break;
     }
     case ParamSpec::Type::kBytes: {
-      int64_t x = ParseBytes(value, fmt::format("{}: parameter {}", owner,
-                                                spec.name));
+      int64_t x =
+          ParseBytes(value, fmt::format("{}: parameter {}", owner, spec.name));
       if (x < spec.min_int) fail(fmt::format("must be >= {}", spec.min_int));
       break;
     }
@@ -114,8 +116,8 @@ Params Params::Parse(const std::vector<std::string>& items,
     if (auto it = params.given_.find(spec.name); it != params.given_.end()) {
       params.values_[spec.name] = it->second;
     } else if (spec.default_value.empty()) {
-      throw InputError(fmt::format("{}: parameter '{}' is required ({})",
-                                   owner, spec.name, spec.description));
+      throw InputError(fmt::format("{}: parameter '{}' is required ({})", owner,
+                                   spec.name, spec.description));
     } else {
       params.values_[spec.name] = spec.default_value;
     }
@@ -179,8 +181,8 @@ std::vector<std::string> SplitSpecList(const std::string& text) {
   for (const std::string& item : SplitParamList(text)) {
     size_t eq = item.find('=');
     size_t colon = item.find(':');
-    bool continues = eq != std::string::npos &&
-                     (colon == std::string::npos || colon > eq);
+    bool continues =
+        eq != std::string::npos && (colon == std::string::npos || colon > eq);
     if (continues && !specs.empty()) {
       specs.back() += "," + item;
     } else if (!item.empty()) {
@@ -195,12 +197,16 @@ int64_t ParseBytes(const std::string& text, const std::string& what) {
     const char* suffix;
     double factor;
   };
-  static const Unit kUnits[] = {
-      {"KiB", 1024.0},         {"MiB", 1024.0 * 1024},
-      {"GiB", 1024.0 * 1024 * 1024}, {"TiB", 1024.0 * 1024 * 1024 * 1024},
-      {"kB", 1e3},             {"KB", 1e3},
-      {"MB", 1e6},             {"GB", 1e9},
-      {"TB", 1e12},            {"B", 1.0}};
+  static const Unit kUnits[] = {{"KiB", 1024.0},
+                                {"MiB", 1024.0 * 1024},
+                                {"GiB", 1024.0 * 1024 * 1024},
+                                {"TiB", 1024.0 * 1024 * 1024 * 1024},
+                                {"kB", 1e3},
+                                {"KB", 1e3},
+                                {"MB", 1e6},
+                                {"GB", 1e9},
+                                {"TB", 1e12},
+                                {"B", 1.0}};
   std::string number = text;
   double factor = 1.0;
   for (const Unit& unit : kUnits) {

@@ -4,8 +4,13 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <boost/version.hpp>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <ctime>
+#include <fstream>
+#include <thread>
 
 #include "harness/simulator.h"
 
@@ -14,6 +19,9 @@
 #endif
 #ifndef REMAT_BUILD_TYPE
 #define REMAT_BUILD_TYPE "unknown"
+#endif
+#ifndef REMAT_CBC_VERSION
+#define REMAT_CBC_VERSION "unknown"
 #endif
 
 namespace remat {
@@ -25,6 +33,18 @@ constexpr const char* kCompiler = "clang " __clang_version__;
 #else
 constexpr const char* kCompiler = "gcc " __VERSION__;
 #endif
+
+// The processor's model name from /proc/cpuinfo ("unknown" elsewhere).
+std::string CpuModel() {
+  std::ifstream cpuinfo("/proc/cpuinfo");
+  for (std::string line; std::getline(cpuinfo, line);) {
+    if (line.rfind("model name", 0) != 0) continue;
+    const size_t colon = line.find(':');
+    if (colon != std::string::npos)
+      return line.substr(line.find_first_not_of(' ', colon + 1));
+  }
+  return "unknown";
+}
 
 }  // namespace
 
@@ -81,14 +101,34 @@ nlohmann::json ToJson(const SolveResult& r, int64_t budget_bytes) {
 nlohmann::json RunContext(int threads, const std::string& command_line) {
   char host[256] = "unknown";
   gethostname(host, sizeof(host) - 1);
-  return {{"date", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}",
-                               fmt::gmtime(std::time(nullptr)))},
-          {"host", host},
-          {"git_commit", REMAT_GIT_COMMIT},
-          {"build_type", REMAT_BUILD_TYPE},
-          {"compiler", kCompiler},
-          {"threads", threads},
-          {"command_line", command_line}};
+  // Timings depend on the machine and on what else ran on it.
+  double load[3] = {0, 0, 0};
+  const bool has_load = getloadavg(load, 3) == 3;
+  return {
+      {"date",
+       fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)))},
+      {"host", host},
+      {"git_commit", REMAT_GIT_COMMIT},
+      {"build_type", REMAT_BUILD_TYPE},
+      {"compiler", kCompiler},
+      {"cpu_model", CpuModel()},
+      {"cpu_count", std::thread::hardware_concurrency()},
+      {"load_average", has_load
+                           ? nlohmann::json{std::round(load[0] * 100) / 100,
+                                            std::round(load[1] * 100) / 100,
+                                            std::round(load[2] * 100) / 100}
+                           : nlohmann::json(nullptr)},
+      {"libraries",
+       {{"cbc", REMAT_CBC_VERSION},
+        {"boost", fmt::format("{}.{}.{}", BOOST_VERSION / 100000,
+                              BOOST_VERSION / 100 % 1000, BOOST_VERSION % 100)},
+        {"nlohmann_json",
+         fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR,
+                     NLOHMANN_JSON_VERSION_MINOR, NLOHMANN_JSON_VERSION_PATCH)},
+        {"fmt", fmt::format("{}.{}.{}", FMT_VERSION / 10000,
+                            FMT_VERSION / 100 % 100, FMT_VERSION % 100)}}},
+      {"threads", threads},
+      {"command_line", command_line}};
 }
 
 }  // namespace remat

@@ -30,7 +30,8 @@ nlohmann::json ToJson(const GraphSummary& summary);
 // One point of a run; figures are null when there is no schedule.
 nlohmann::json ToJson(const SolveResult& result, int64_t budget_bytes);
 
-// Date, host, commit, build type, compiler, threads, command line.
+// Date, host, commit, build type, compiler, CPU model and count, load
+// average, library versions (CBC, Boost, ...), threads, command line.
 nlohmann::json RunContext(int threads, const std::string& command_line);
 
 }  // namespace remat

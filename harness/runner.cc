@@ -18,8 +18,8 @@ Attempt RunAlgorithm(const Graph& graph, const AlgorithmInfo& algorithm,
   const auto start = std::chrono::steady_clock::now();
   try {
     if (algorithm.isolate && IsolationEnabled()) {
-      attempt.output = RunIsolated(graph, algorithm, params, budget_bytes,
-                                   timeout_seconds);
+      attempt.output =
+          RunIsolated(graph, algorithm, params, budget_bytes, timeout_seconds);
     } else {
       std::unique_ptr<Algorithm> solver = algorithm.create();
       if (preparation) {

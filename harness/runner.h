@@ -4,10 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "harness/algorithm.h"
 #include "harness/registry.h"
@@ -17,7 +16,7 @@ namespace remat {
 
 // One run of an algorithm, before it is judged against a budget.
 struct Attempt {
-  AlgorithmOutput output;  // its schedule, if any, is kept
+  AlgorithmOutput output;                      // its schedule, if any, is kept
   std::optional<SimulationResult> simulation;  // of output.schedule
   double solve_seconds = 0;
 };

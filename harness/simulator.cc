@@ -42,8 +42,8 @@ SimulationResult Simulate(const Graph& graph, std::span<const Event> schedule,
     }
     if (e.op == Event::Op::kFree) {
       if (!live[v]) {
-        return fail(i, fmt::format("free {}: '{}' is not live", v,
-                                   graph.node_name(v)));
+        return fail(
+            i, fmt::format("free {}: '{}' is not live", v, graph.node_name(v)));
       }
       live[v] = 0;
       memory -= memory_model::ResidentBytes(graph, v);
@@ -56,8 +56,8 @@ SimulationResult Simulate(const Graph& graph, std::span<const Event> schedule,
     }
     for (NodeId u : graph.inputs(v)) {
       if (!live[u]) {
-        return fail(i, fmt::format("compute {}: input {} ('{}') is not live",
-                                   v, u, graph.node_name(u)));
+        return fail(i, fmt::format("compute {}: input {} ('{}') is not live", v,
+                                   u, graph.node_name(u)));
       }
     }
     const int64_t now = memory_model::MemoryAtCompute(graph, memory, v);

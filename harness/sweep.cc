@@ -6,12 +6,14 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 
 #include "harness/errors.h"
 #include "harness/file_io.h"
@@ -19,6 +21,7 @@
 #include "harness/registry.h"
 #include "harness/results.h"
 #include "harness/runner.h"
+#include "harness/schedule.h"
 
 namespace remat {
 
@@ -51,8 +54,7 @@ std::vector<std::string> ReadCorpus(const std::string& path) {
         "and a \"graphs\" array)",
         path));
   }
-  const std::filesystem::path base =
-      std::filesystem::path(path).parent_path();
+  const std::filesystem::path base = std::filesystem::path(path).parent_path();
   std::vector<std::string> specs;
   for (size_t i = 0; i < doc["graphs"].size(); ++i) {
     const nlohmann::json& entry = doc["graphs"][i];
@@ -131,6 +133,26 @@ class Progress {
   std::chrono::steady_clock::time_point last_{};
 };
 
+// Where one task's schedule is kept: a file name made of the graph, the
+// algorithm, its parameters and the budget ("all" for budget-oblivious
+// algorithms, whose one schedule serves every budget), with anything but
+// letters, digits and ._=+- replaced so that any name is a safe file name.
+std::string ScheduleFileName(const std::string& graph, const AlgorithmRun& run,
+                             int64_t budget) {
+  std::string name = fmt::format("{}.{}", graph, run.info->name);
+  if (!run.params.given().empty()) {
+    name += fmt::format(".{}", run.params.Canonical());
+  }
+  name += budget == kUnboundedBudget ? ".all" : fmt::format(".{}", budget);
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) &&
+        std::string_view("._=+-").find(c) == std::string_view::npos) {
+      c = '_';
+    }
+  }
+  return name + ".txt";
+}
+
 // Graph names key the runs, so they must be unique within a sweep: a
 // repeated name gets "#2", "#3", ...
 void MakeNamesUnique(std::vector<GraphSummary>& summaries) {
@@ -206,7 +228,8 @@ nlohmann::json RunSweep(const SweepConfig& config) {
     algorithms.push_back({&info, Params::Parse(items, info.params, name)});
   }
   if (config.threads > 0) omp_set_num_threads(config.threads);
-  const int threads = config.threads > 0 ? config.threads : omp_get_max_threads();
+  const int threads =
+      config.threads > 0 ? config.threads : omp_get_max_threads();
 
   // Load and summarize the graphs in parallel: generating or importing a
   // large graph is work too.
@@ -222,9 +245,9 @@ nlohmann::json RunSweep(const SweepConfig& config) {
   std::vector<std::vector<int64_t>> budgets(num_graphs);
   std::vector<Task> tasks;
   for (size_t g = 0; g < num_graphs; ++g) {
-    budgets[g] = BudgetGrid(summaries[g].lower_bound_bytes,
-                            summaries[g].noremat_peak_bytes,
-                            config.budgets_per_graph);
+    budgets[g] =
+        BudgetGrid(summaries[g].lower_bound_bytes,
+                   summaries[g].noremat_peak_bytes, config.budgets_per_graph);
     for (size_t a = 0; a < algorithms.size(); ++a) {
       if (!algorithms[a].info->uses_budget) {
         tasks.push_back({g, a, kUnboundedBudget});
@@ -234,9 +257,10 @@ nlohmann::json RunSweep(const SweepConfig& config) {
     }
   }
   // Large graphs first, so that no long task starts last.
-  std::stable_sort(tasks.begin(), tasks.end(), [&](const Task& x, const Task& y) {
-    return summaries[x.graph].nodes > summaries[y.graph].nodes;
-  });
+  std::stable_sort(tasks.begin(), tasks.end(),
+                   [&](const Task& x, const Task& y) {
+                     return summaries[x.graph].nodes > summaries[y.graph].nodes;
+                   });
 
   // One preparation per (graph, algorithm run), made by its first task and
   // dropped when its last one ends, so that memory holds only the graphs
@@ -248,6 +272,17 @@ nlohmann::json RunSweep(const SweepConfig& config) {
   std::vector<std::atomic<int>> tasks_left(preparations.size());
   for (const Task& t : tasks) ++tasks_left[slot_of(t)];
 
+  namespace fs = std::filesystem;
+  if (!config.schedules_dir.empty()) {
+    std::error_code error;
+    fs::create_directories(config.schedules_dir, error);
+    if (error) {
+      throw InputError(fmt::format("{}: cannot create the schedules folder: {}",
+                                   config.schedules_dir, error.message()));
+    }
+  }
+  std::vector<std::string> schedule_files(tasks.size());
+
   std::vector<Attempt> attempts(tasks.size());
   Progress progress(config.progress, tasks.size());
   ParallelFor(tasks.size(), [&](size_t i) {
@@ -257,6 +292,18 @@ nlohmann::json RunSweep(const SweepConfig& config) {
     attempts[i] = RunAlgorithm(*graphs[t.graph], *run.info, run.params,
                                t.budget, config.timeout_seconds, &preparation);
     if (--tasks_left[slot_of(t)] == 0) preparation.Release();
+    if (!config.schedules_dir.empty() && attempts[i].output.schedule) {
+      const fs::path file =
+          fs::path(config.schedules_dir) /
+          ScheduleFileName(summaries[t.graph].name, run, t.budget);
+      WriteFileAtomically(file.string(), [&](std::ostream& out) {
+        WriteScheduleText(out, *attempts[i].output.schedule);
+      });
+      schedule_files[i] =
+          fs::absolute(file)
+              .lexically_relative(fs::absolute(config.results_dir))
+              .string();
+    }
     // Schedules can be large; the results keep only their figures.
     attempts[i].output.schedule.reset();
     progress.Done(fmt::format("{} {} {}", summaries[t.graph].name,
@@ -270,7 +317,8 @@ nlohmann::json RunSweep(const SweepConfig& config) {
   for (size_t i = 0; i < tasks.size(); ++i) {
     by_run[tasks[i].graph][tasks[i].algorithm].push_back(i);
   }
-  std::vector<size_t> graph_order(num_graphs), algorithm_order(algorithms.size());
+  std::vector<size_t> graph_order(num_graphs),
+      algorithm_order(algorithms.size());
   for (size_t i = 0; i < num_graphs; ++i) graph_order[i] = i;
   for (size_t i = 0; i < algorithms.size(); ++i) algorithm_order[i] = i;
   std::sort(graph_order.begin(), graph_order.end(), [&](size_t x, size_t y) {
@@ -291,14 +339,18 @@ nlohmann::json RunSweep(const SweepConfig& config) {
     for (size_t a : algorithm_order) {
       nlohmann::json points = nlohmann::json::array();
       for (size_t i : by_run[g][a]) {
+        auto point_at = [&](int64_t budget) {
+          nlohmann::json point = ToJson(Judge(attempts[i], budget), budget);
+          if (!schedule_files[i].empty()) {
+            point["schedule_file"] = schedule_files[i];
+          }
+          return point;
+        };
         if (tasks[i].budget != kUnboundedBudget) {
-          points.push_back(ToJson(Judge(attempts[i], tasks[i].budget),
-                                  tasks[i].budget));
+          points.push_back(point_at(tasks[i].budget));
           continue;
         }
-        for (int64_t b : budgets[g]) {
-          points.push_back(ToJson(Judge(attempts[i], b), b));
-        }
+        for (int64_t b : budgets[g]) points.push_back(point_at(b));
       }
       std::sort(points.begin(), points.end(),
                 [](const nlohmann::json& x, const nlohmann::json& y) {

@@ -20,6 +20,11 @@ struct SweepConfig {
   double timeout_seconds = 60;
   bool progress = false;  // a progress line on stderr
   std::string command_line;
+  // When set, every schedule is written there (named by graph, algorithm,
+  // parameters and budget) and each point names its file in
+  // `schedule_file`, relative to `results_dir` (the results file's folder).
+  std::string schedules_dir;
+  std::string results_dir = ".";
 };
 
 // Budgets from the memory lower bound to the NoRemat peak, both included,

@@ -38,10 +38,9 @@ class CheckmateLp : public Algorithm {
     if (auto refused = RefuseCheckmateRequest(graph, request)) {
       return std::move(*refused);
     }
-    const CheckmateModel model =
-        request.params.String("stage_order") == "graph"
-            ? CheckmateModel(graph, budget)
-            : BestStagedStart(graph, request).model;
+    const CheckmateModel model = request.params.String("stage_order") == "graph"
+                                     ? CheckmateModel(graph, budget)
+                                     : BestStagedStart(graph, request).model;
     OsiClpSolverInterface lp;
     lp.messageHandler()->setLogLevel(0);
     lp.getModelPtr()->setMaximumWallSeconds(

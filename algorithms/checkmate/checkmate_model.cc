@@ -424,11 +424,11 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request) {
     if (!first) return std::nullopt;
     return CheckmateModel(graph, budget_bytes, std::move(*first)).Staged(s);
   };
-  std::optional<Incumbent> incumbent = BestWarmStart(
-      graph, budget_bytes, request.deadline, request.params,
-      std::min(request.params.Double("warm_start_seconds"),
-               request.deadline.SecondsLeft() / 10),
-      staged);
+  std::optional<Incumbent> incumbent =
+      BestWarmStart(graph, budget_bytes, request.deadline, request.params,
+                    std::min(request.params.Double("warm_start_seconds"),
+                             request.deadline.SecondsLeft() / 10),
+                    staged);
   if (graph_order) {
     return {order, std::move(incumbent), std::move(*graph_order)};
   }

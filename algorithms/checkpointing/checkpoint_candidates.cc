@@ -13,7 +13,7 @@
 namespace remat {
 
 std::optional<CheckpointGraph> PrepareCheckpointGraph(const Graph& graph,
-                                                std::string& why) {
+                                                      std::string& why) {
   std::optional<ForwardBackward> split = SplitForwardBackward(graph, why);
   if (!split) return std::nullopt;
   CheckpointGraph fwd{.split = std::move(*split), .needed = NeededNodes(graph)};
@@ -72,7 +72,8 @@ std::vector<NodeId> ArticulationCandidates(const Graph& graph,
   return candidates;
 }
 
-std::vector<NodeId> AllCandidates(const Graph& graph, const CheckpointGraph& fwd) {
+std::vector<NodeId> AllCandidates(const Graph& graph,
+                                  const CheckpointGraph& fwd) {
   std::vector<NodeId> candidates;
   for (NodeId v : fwd.forward) {
     if (graph.kind(v) != NodeKind::kLoss) candidates.push_back(v);

@@ -27,7 +27,7 @@ struct CheckpointGraph {
 // or when a needed forward value reads a non-forward node: segments are cut
 // in the forward graph alone, so it must be closed under inputs.
 std::optional<CheckpointGraph> PrepareCheckpointGraph(const Graph& graph,
-                                                std::string& why);
+                                                      std::string& why);
 
 // Articulation points of the forward graph viewed as undirected, with a
 // virtual source tied to every forward value without forward inputs and a
@@ -39,7 +39,8 @@ std::vector<NodeId> ArticulationCandidates(const Graph& graph,
                                            const CheckpointGraph& fwd);
 
 // Every needed forward value except the loss, topological order.
-std::vector<NodeId> AllCandidates(const Graph& graph, const CheckpointGraph& fwd);
+std::vector<NodeId> AllCandidates(const Graph& graph,
+                                  const CheckpointGraph& fwd);
 
 // The `candidates=ap|all` choice shared by the Chen algorithms.
 ParamSpec CandidatesParam();

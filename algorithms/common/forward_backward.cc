@@ -26,9 +26,10 @@ std::optional<ForwardBackward> SplitForwardBackward(const Graph& graph,
       return std::nullopt;
     }
     if (!split.is_forward[f]) {
-      why = fmt::format("backward node {} ('{}'): grad_of {} is not a forward "
-                        "value",
-                        v, graph.node_name(v), f);
+      why = fmt::format(
+          "backward node {} ('{}'): grad_of {} is not a forward "
+          "value",
+          v, graph.node_name(v), f);
       return std::nullopt;
     }
     split.backward_of[f].push_back(v);

@@ -13,9 +13,10 @@ ParamSpec WarmStartParam(const std::string& owner,
   return {.name = "warm_start",
           .type = ParamSpec::Type::kList,
           .default_value = default_names,
-          .description = "algorithms whose cheapest schedule within the "
-                         "budget is the warm start, '+'-separated, each run "
-                         "with its defaults (ties: the earlier)",
+          .description =
+              "algorithms whose cheapest schedule within the "
+              "budget is the warm start, '+'-separated, each run "
+              "with its defaults (ties: the earlier)",
           .check_item = [owner](const std::string& name) -> std::string {
             if (name == owner) return "an algorithm cannot warm-start itself";
             for (const AlgorithmInfo* info : AllAlgorithms()) {

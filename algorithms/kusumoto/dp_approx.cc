@@ -23,7 +23,10 @@ const bool kRegistered = RegisterAlgorithm({
     .exact = false,
     .uses_budget = true,
     .params = {StrategyParam(), MaxStatesParam()},
-    .create = [] { return std::make_unique<LowerSetDp>(LowerSetKind::kAncestorClosures); },
+    .create =
+        [] {
+          return std::make_unique<LowerSetDp>(LowerSetKind::kAncestorClosures);
+        },
 });
 
 }  // namespace

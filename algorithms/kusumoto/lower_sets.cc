@@ -154,7 +154,7 @@ std::vector<std::vector<LowerSetFamily::Cover>> AncestorClosures(
 }  // namespace
 
 std::optional<LowerSetGraph> ExtractLowerSetGraph(const Graph& graph,
-                                                std::string& why) {
+                                                  std::string& why) {
   std::optional<ForwardBackward> split = SplitForwardBackward(graph, why);
   if (!split) return std::nullopt;
   const std::vector<uint8_t> needed = NeededNodes(graph);

@@ -179,7 +179,7 @@ struct LowerSetAnalysis {
 // The forward graph of `graph`, or nullopt with `why` when the graph is not
 // a training graph the canonical schedule can handle.
 std::optional<LowerSetGraph> ExtractLowerSetGraph(const Graph& graph,
-                                                std::string& why);
+                                                  std::string& why);
 
 // Result of AnalyzeLowerSets: an analysis, or a status (unsupported, too_large,
 // timeout) with a message.

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <filesystem>
 #include <iostream>
 
 #include "harness/cli/commands.h"
@@ -24,7 +25,7 @@ namespace {
 
 struct SweepOptions {
   std::vector<std::string> graphs, algorithms;
-  std::string corpus, out;
+  std::string corpus, out, schedules_dir;
   int budgets = 16;
   int threads = 0;
   double timeout = 60;
@@ -49,9 +50,8 @@ int RunSweepCommand(const SweepOptions& o, const std::string& command_line,
     }
   }
   config.algorithm_specs = SplitAll(o.algorithms);
-  if (config.algorithm_specs.empty() ||
-      (config.algorithm_specs.size() == 1 &&
-       config.algorithm_specs[0] == "all")) {
+  if (config.algorithm_specs.empty() || (config.algorithm_specs.size() == 1 &&
+                                         config.algorithm_specs[0] == "all")) {
     config.algorithm_specs.clear();
     for (const AlgorithmInfo* a : AllAlgorithms()) {
       config.algorithm_specs.push_back(a->name);
@@ -62,6 +62,11 @@ int RunSweepCommand(const SweepOptions& o, const std::string& command_line,
   config.timeout_seconds = o.timeout;
   config.progress = isatty(STDERR_FILENO);
   config.command_line = command_line;
+  config.schedules_dir = o.schedules_dir;
+  if (!o.out.empty()) {
+    config.results_dir = std::filesystem::path(o.out).parent_path().string();
+    if (config.results_dir.empty()) config.results_dir = ".";
+  }
 
   const auto start = std::chrono::steady_clock::now();
   nlohmann::json results = RunSweep(config);
@@ -72,9 +77,8 @@ int RunSweepCommand(const SweepOptions& o, const std::string& command_line,
     std::cout << results.dump(2) << "\n";
     return kExitOk;
   }
-  WriteFileAtomically(o.out, [&](std::ostream& out) {
-    out << results.dump(2) << "\n";
-  });
+  WriteFileAtomically(
+      o.out, [&](std::ostream& out) { out << results.dump(2) << "\n"; });
   Json summary = {{"out", o.out},
                   {"graphs", results["graphs"].size()},
                   {"runs", results["runs"].size()},
@@ -121,6 +125,10 @@ void AddSweepCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("-o,--out", o->out,
                   "results file (written atomically; default: stdout)");
+  cmd->add_option("--schedules-dir", o->schedules_dir,
+                  "keep every point's schedule in this folder (one text file "
+                  "per graph, algorithm, parameters and budget; each point's "
+                  "schedule_file names it relative to the results file)");
   auto as_json = AddJsonFlag(cmd);
   cmd->callback([o, as_json, &exit_code] {
     exit_code = RunSweepCommand(*o, CommandLine(), *as_json);
