@@ -1,3 +1,6 @@
+// Builds Checkmate's staged MILP (the R, S, F and U variables of Jain et
+// al., MLSys 2020) as column-major CBC/CLP input, and maps schedules to and
+// from its points. What each row means is in checkmate_model.h.
 #include "algorithms/checkmate/checkmate_model.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// The checkpoint candidates of Chen et al.'s methods and revolve:
+// articulation points of the forward graph (Boost.Graph's biconnected
+// components on its undirected view) or every forward value.
 #include "algorithms/checkpointing/checkpoint_candidates.h"
 
 #include <fmt/format.h>

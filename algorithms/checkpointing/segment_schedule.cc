@@ -1,3 +1,6 @@
+// The segment schedule shared by Chen et al.'s methods and revolve: the
+// forward pass keeping only checkpoints, then each segment recomputed and
+// differentiated from its checkpoint, last segment first (segment_schedule.h).
 #include "algorithms/checkpointing/segment_schedule.h"
 
 #include <fmt/format.h>

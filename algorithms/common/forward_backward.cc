@@ -1,3 +1,6 @@
+// Splits a training graph into its forward values and backward nodes by
+// node kind and `grad_of`, refusing graphs where that split is not a cut
+// (a forward value that reads a gradient).
 #include "algorithms/common/forward_backward.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,6 @@
+// Runs the warm-start algorithms through the runner, so that their schedules
+// are judged by the simulator like every other, and keeps the cheapest that
+// fits (warm_start.h).
 #include "algorithms/common/warm_start.h"
 
 #include <algorithm>

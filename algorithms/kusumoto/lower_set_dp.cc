@@ -1,3 +1,6 @@
+// The three DP passes over a lower-set family, the strategy chains they
+// pick, and the canonical schedule of a chain (lower_set_dp.h); also the
+// LowerSetDp algorithm class that dp_exact and dp_approx register.
 #include "algorithms/kusumoto/lower_set_dp.h"
 
 #include <fmt/format.h>

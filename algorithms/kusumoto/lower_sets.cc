@@ -1,3 +1,6 @@
+// Builds the lower-set families of Kusumoto et al.'s DPs: the forward graph
+// G, every lower set (enumerated without a hash table) or the ancestor
+// closures, and the per-set quantities the DP reads (lower_sets.h).
 #include "algorithms/kusumoto/lower_sets.h"
 
 #include <fmt/format.h>

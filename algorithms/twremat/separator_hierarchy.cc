@@ -1,3 +1,6 @@
+// The centroid hierarchy over a tree decomposition's bags that TwRemat
+// recurses on: balanced separators, each bag owned by one hierarchy node
+// (separator_hierarchy.h).
 #include "algorithms/twremat/separator_hierarchy.h"
 
 #include <algorithm>

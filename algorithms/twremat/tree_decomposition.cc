@@ -1,3 +1,6 @@
+// Tree decomposition by greedy elimination (min-fill or min-degree), the
+// first step of TwRemat and the treewidth bound of `remat graph info`
+// (tree_decomposition.h).
 #include "algorithms/twremat/tree_decomposition.h"
 
 #include <fmt/format.h>

@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+"""Checks that two results files hold the same figures.
+
+Usage: scripts/same_figures.py OLD.json NEW.json
+
+A refactoring that leaves behaviour unchanged must reproduce every figure of
+a sweep: the graphs' summaries and, per (graph, algorithm, parameters,
+budget), the status, peak, cost, overhead, length, bounds, message and
+details. Fields that describe the run rather than its answers are skipped:
+the context, `solve_seconds` and `schedule_file`. Details keys that only the
+new file has are listed (a new figure is not a changed one). Timed-out
+points are compared too: run both sweeps with limits that nothing reaches.
+Exit status: 0 same figures, 1 a difference, 2 unreadable input.
+"""
+
+import json
+import sys
+
+RUN_FIELDS = ("solve_seconds", "schedule_file")
+
+
+def load(path):
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        sys.exit(print(f"{path}: cannot read results: {e}", file=sys.stderr) or 2)
+    if not isinstance(doc, dict) or doc.get("format") != "rematbench-results":
+        sys.exit(print(f"{path}: not a rematbench results file",
+                       file=sys.stderr) or 2)
+    return doc
+
+
+def points(doc):
+    out = {}
+    for run in doc["runs"]:
+        params = json.dumps(run.get("params", {}), sort_keys=True)
+        for p in run["points"]:
+            out[(run["graph"], run["algorithm"], params, p["budget_bytes"])] = p
+    return out
+
+
+def main(argv):
+    if len(argv) != 3:
+        sys.exit(print(__doc__, file=sys.stderr) or 2)
+    old, new = load(argv[1]), load(argv[2])
+    differences, added = [], set()
+    graphs_old = {g["name"]: g for g in old["graphs"]}
+    graphs_new = {g["name"]: g for g in new["graphs"]}
+    if graphs_old != graphs_new:
+        differences.append("graph summaries differ")
+    a, b = points(old), points(new)
+    for key in sorted(set(a) | set(b), key=str):
+        if key not in a or key not in b:
+            differences.append(f"{key}: only in {'new' if key in b else 'old'}")
+            continue
+        p, q = dict(a[key]), dict(b[key])
+        for field in RUN_FIELDS:
+            p.pop(field, None)
+            q.pop(field, None)
+        details_new = q.pop("details", {})
+        details_old = p.pop("details", {})
+        added |= set(details_new) - set(details_old)
+        details_new = {k: v for k, v in details_new.items() if k in details_old}
+        if p != q or details_old != details_new:
+            changed = sorted(k for k in set(p) | set(q) if p.get(k) != q.get(k))
+            changed += sorted(f"details.{k}" for k in details_old
+                              if details_old[k] != details_new.get(k))
+            differences.append(f"{key}: {', '.join(changed)}")
+    print(f"{len(a)} points compared; details keys only in the new file: "
+          f"{', '.join(sorted(added)) or 'none'}")
+    for d in differences:
+        print("DIFFERENT", d)
+    print("same figures" if not differences else
+          f"{len(differences)} differences")
+    return 1 if differences else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
