@@ -1,19 +1,26 @@
 // Parameters, spec lists and byte counts with units.
+#include "harness/params.h"
+
 #include <gtest/gtest.h>
 
 #include "harness/errors.h"
-#include "harness/params.h"
 
 namespace remat {
 namespace {
 
 const std::vector<ParamSpec> kSpecs = {
-    {.name = "n", .type = ParamSpec::Type::kInt, .description = "size",
+    {.name = "n",
+     .type = ParamSpec::Type::kInt,
+     .description = "size",
      .min_int = 1},
-    {.name = "order", .type = ParamSpec::Type::kChoice, .default_value = "topo",
+    {.name = "order",
+     .type = ParamSpec::Type::kChoice,
+     .default_value = "topo",
      .choices = {"topo", "dfs"}},
     {.name = "mem", .type = ParamSpec::Type::kBytes, .default_value = "1"},
-    {.name = "ratio", .type = ParamSpec::Type::kDouble, .default_value = "0.5"}};
+    {.name = "ratio",
+     .type = ParamSpec::Type::kDouble,
+     .default_value = "0.5"}};
 
 std::string ErrorOf(const std::vector<std::string>& items) {
   try {
@@ -36,8 +43,9 @@ TEST(Params, GivenValuesAndDefaults) {
 TEST(Params, RefusesBadItems) {
   EXPECT_NE(ErrorOf({}).find("gen: parameter 'n' is required"),
             std::string::npos);
-  EXPECT_NE(ErrorOf({"n=1", "x=2"}).find("unknown parameter 'x' (known: n, "
-                                         "order, mem, ratio)"),
+  EXPECT_NE(ErrorOf({"n=1", "x=2"})
+                .find("unknown parameter 'x' (known: n, "
+                      "order, mem, ratio)"),
             std::string::npos);
   EXPECT_NE(ErrorOf({"n=1", "n=2"}).find("given twice"), std::string::npos);
   EXPECT_NE(ErrorOf({"n=zero"}).find("n=zero: expected an integer"),
@@ -51,10 +59,37 @@ TEST(Params, RefusesBadItems) {
             std::string::npos);
 }
 
+TEST(Params, ListsArePlusSeparatedAndCheckedItemByItem) {
+  const std::vector<ParamSpec> specs = {
+      {.name = "from",
+       .type = ParamSpec::Type::kList,
+       .default_value = "a+b",
+       .check_item = [](const std::string& item) -> std::string {
+         return item == "bad" ? "not allowed" : "";
+       }}};
+  EXPECT_EQ(Params::Parse({}, specs, "alg").List("from"),
+            (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(Params::Parse({"from=c"}, specs, "alg").List("from"),
+            (std::vector<std::string>{"c"}));
+  auto error = [&](const std::string& item) -> std::string {
+    try {
+      Params::Parse({item}, specs, "alg");
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error("from=a+bad"),
+            "alg: parameter from=a+bad: 'bad': not allowed");
+  EXPECT_EQ(error("from=a++b"),
+            "alg: parameter from=a++b: an empty name between '+' signs");
+  EXPECT_EQ(error("from="), "alg: parameter from=: expected at least one name");
+}
+
 TEST(SpecLists, ItemsWithoutAColonContinueTheSpecBeforeThem) {
-  EXPECT_EQ(SplitSpecList("chain:n=8,mem=2,chain:n=4,noremat"),
-            (std::vector<std::string>{"chain:n=8,mem=2", "chain:n=4",
-                                      "noremat"}));
+  EXPECT_EQ(
+      SplitSpecList("chain:n=8,mem=2,chain:n=4,noremat"),
+      (std::vector<std::string>{"chain:n=8,mem=2", "chain:n=4", "noremat"}));
   EXPECT_EQ(SplitSpecList("a.json,b.json"),
             (std::vector<std::string>{"a.json", "b.json"}));
   EXPECT_EQ(SplitSpec("resnet:depth=50,batch=2"),

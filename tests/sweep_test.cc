@@ -1,12 +1,21 @@
 // The sweep: its budget grid, its output shape, and output that does not
 // depend on the thread count.
+#include "harness/sweep.h"
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <map>
 
 #include "harness/errors.h"
+#include "harness/graph_source.h"
 #include "harness/liveness.h"
 #include "harness/registry.h"
+#include "harness/schedule.h"
 #include "harness/simulator.h"
-#include "harness/sweep.h"
 #include "tests/test_support.h"
 
 namespace remat {
@@ -136,6 +145,105 @@ TEST(Sweep, PointsGetGapsAgainstProvenOptimaAndStagedBounds) {
       EXPECT_FALSE(point.contains("gap")) << point.dump();
     }
   }
+}
+
+// Counts its preparations; solves with NoRemat. A sweep must prepare once
+// per graph and algorithm run, however many budgets and threads.
+std::atomic<int> preparations{0};
+
+struct Marker {};
+
+class CountingPreparations : public PreparedAlgorithm<Marker> {
+ private:
+  std::shared_ptr<const Marker> PrepareGraph(const Graph&,
+                                             const SolveRequest&) override {
+    ++preparations;
+    return std::make_shared<const Marker>();
+  }
+  AlgorithmOutput RunPrepared(const Graph& graph, const SolveRequest&,
+                              const Marker* marker) override {
+    if (!marker) return AlgorithmOutput::NoSchedule(Status::kError, "none");
+    return AlgorithmOutput::Found(InsertFrees(graph, NoRematOrder(graph)));
+  }
+};
+
+const bool kCountingRegistered = RegisterAlgorithm({
+    .name = "test_counting_preparations",
+    .description = "test only",
+    .citation = "test",
+    .params = {{.name = "k",
+                .type = ParamSpec::Type::kInt,
+                .default_value = "0",
+                .description = "distinguishes runs"}},
+    .create = [] { return std::make_unique<CountingPreparations>(); },
+});
+
+TEST(Sweep, PreparesOncePerGraphAndAlgorithmRun) {
+  SweepConfig config;
+  config.graph_specs = {"chain:n=8", "chain:n=12",
+                        "tests/fixtures/diamond.json"};
+  config.graph_specs.back() =
+      testing::SourceDir() + "/" + config.graph_specs.back();
+  config.algorithm_specs = {"test_counting_preparations",
+                            "test_counting_preparations:k=1"};
+  config.budgets_per_graph = 6;
+  config.threads = 2;
+  preparations = 0;
+  nlohmann::json results = RunSweep(config);
+  EXPECT_EQ(preparations, 3 * 2);
+  for (const auto& run : results["runs"]) {
+    for (const auto& point : run["points"]) {
+      EXPECT_NE(point["status"], "error") << point.dump();
+    }
+  }
+}
+
+TEST(Sweep, SchedulesDirKeepsEveryPointsScheduleBesideTheResults) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() /
+      fmt::format("remat_sweep_test_{}", getpid());
+  std::filesystem::remove_all(dir);
+  SweepConfig config = SmallSweep();
+  config.algorithm_specs = {"noremat", "revolve", "checkpoint_last"};
+  config.schedules_dir = (dir / "schedules").string();
+  config.results_dir = dir.string();
+  nlohmann::json results = RunSweep(config);
+  std::map<std::string, Graph> graphs;
+  for (size_t i = 0; i < results["graphs"].size(); ++i) {
+    const auto& g = results["graphs"][i];
+    graphs.emplace(g["name"], LoadGraph(g["spec"]));
+  }
+  int kept = 0;
+  for (const auto& run : results["runs"]) {
+    for (const auto& point : run["points"]) {
+      if (point["cost"].is_null()) {
+        EXPECT_FALSE(point.contains("schedule_file")) << point.dump();
+        continue;
+      }
+      ASSERT_TRUE(point.contains("schedule_file")) << point.dump();
+      const std::string file =
+          (dir / point["schedule_file"].get<std::string>()).string();
+      const Graph& graph = graphs.at(run["graph"]);
+      const SimulationResult sim =
+          Simulate(graph, ReadScheduleFile(file, graph.num_nodes()));
+      EXPECT_EQ(sim.peak_bytes, point["peak_bytes"]) << file;
+      EXPECT_EQ(sim.cost, point["cost"]) << file;
+      ++kept;
+    }
+  }
+  EXPECT_GT(kept, 0);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Sweep, ContextNamesTheMachineAndLibraries) {
+  const nlohmann::json context = RunSweep(SmallSweep())["context"];
+  EXPECT_GE(context["cpu_count"].get<int>(), 1);
+  EXPECT_FALSE(context["cpu_model"].get<std::string>().empty());
+  EXPECT_TRUE(context.contains("load_average"));
+  for (const char* library : {"cbc", "boost", "nlohmann_json", "fmt"}) {
+    EXPECT_NE(context["libraries"][library], "") << library;
+  }
+  EXPECT_NE(context["libraries"]["cbc"], "unknown");
 }
 
 TEST(Corpus, TheDefaultCorpusLoads) {
