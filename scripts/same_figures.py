@@ -7,8 +7,8 @@ A refactoring that leaves behaviour unchanged must reproduce every figure of
 a sweep: the graphs' summaries and, per (graph, algorithm, parameters,
 budget), the status, peak, cost, overhead, length, bounds, message and
 details. Fields that describe the run rather than its answers are skipped:
-the context, `solve_seconds` and `schedule_file`. Details keys that only the
-new file has are listed (a new figure is not a changed one). Timed-out
+the context, `solve_seconds` and `schedule_file`. Fields that only the new
+file has are listed, not compared (a new figure is not a changed one). Timed-out
 points are compared too: run both sweeps with limits that nothing reaches.
 Exit status: 0 same figures, 1 a difference, 2 unreadable input.
 """
@@ -45,10 +45,14 @@ def main(argv):
         sys.exit(print(__doc__, file=sys.stderr) or 2)
     old, new = load(argv[1]), load(argv[2])
     differences, added = [], set()
-    graphs_old = {g["name"]: g for g in old["graphs"]}
     graphs_new = {g["name"]: g for g in new["graphs"]}
-    if graphs_old != graphs_new:
-        differences.append("graph summaries differ")
+    for g in old["graphs"]:
+        h = graphs_new.get(g["name"], {})
+        added |= {f"graphs.{k}" for k in set(h) - set(g)}
+        if any(h.get(k) != v for k, v in g.items()):
+            differences.append(f"graph {g['name']}: summary differs")
+    if len(graphs_new) != len(old["graphs"]):
+        differences.append("the files have different graphs")
     a, b = points(old), points(new)
     for key in sorted(set(a) | set(b), key=str):
         if key not in a or key not in b:
@@ -60,14 +64,16 @@ def main(argv):
             q.pop(field, None)
         details_new = q.pop("details", {})
         details_old = p.pop("details", {})
-        added |= set(details_new) - set(details_old)
+        added |= {f"details.{k}" for k in set(details_new) - set(details_old)}
+        added |= set(q) - set(p)
+        q = {k: v for k, v in q.items() if k in p}
         details_new = {k: v for k, v in details_new.items() if k in details_old}
         if p != q or details_old != details_new:
             changed = sorted(k for k in set(p) | set(q) if p.get(k) != q.get(k))
             changed += sorted(f"details.{k}" for k in details_old
                               if details_old[k] != details_new.get(k))
             differences.append(f"{key}: {', '.join(changed)}")
-    print(f"{len(a)} points compared; details keys only in the new file: "
+    print(f"{len(a)} points compared; fields only in the new file: "
           f"{', '.join(sorted(added)) or 'none'}")
     for d in differences:
         print("DIFFERENT", d)
