@@ -47,6 +47,8 @@ SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__,
         description="Replay every feasible point of a remat sweep results "
         "file on the PyTorch steps its exported graphs came from; write "
         "replay.json, peak.png, overhead.png and cost_model.md.")
@@ -248,6 +250,8 @@ def replay_all(results, results_dir, out_dir, args):
             "noremat_peak_bytes": ginfo.get("noremat_peak_bytes"),
             "base_cost": ginfo.get("base_cost"),
         })
+        # op class -> [extra computes, cost, measured cost], filled below
+        recomputed = graphs[-1]["recomputation_by_op_class"] = {}
         done = {}  # schedule digest -> replay figures
         for run in sorted(by_graph[gname],
                           key=lambda r: (r["algorithm"],
@@ -273,6 +277,8 @@ def replay_all(results, results_dir, out_dir, args):
                                                args.time_limit)
                         done[key]["first"] = (run["algorithm"],
                                               point["budget_bytes"])
+                        count_recomputations(sched, rep.graph, cost_graph,
+                                             recomputed)
                     r = done[key]
                 finally:
                     if temp:
@@ -360,22 +366,42 @@ def make_point(gname, run, point, rep, r, source):
     return p
 
 
+def count_recomputations(sched, graph, cost_graph, acc):
+    """Adds, per op class, the computes beyond the first of each node in
+    one schedule and their cost in the graph's unit and measured."""
+    events = RT.read_schedule(sched, len(graph["nodes"]))
+    seen = set()
+    for k, v, _ in events:
+        if k != "c":
+            continue
+        if v in seen:
+            c = acc.setdefault(op_class(graph["nodes"][v].get("op")),
+                               [0, 0, 0])
+            c[0] += 1
+            c[1] += graph["nodes"][v]["cost"]
+            if cost_graph is not None:
+                c[2] += cost_graph["nodes"][v]["cost"]
+        seen.add(v)
+
+
 def summarize(points):
     done = [p for p in points if p.get("replayed")]
     n = len(done)
+    # One entry per distinct schedule (budget-independent algorithms give
+    # the same schedule at every budget), and those that recompute.
+    distinct = [p for p in done if p["same_as"] is None]
+    recomputing = [p for p in distinct
+                   if p["predicted_overhead_flop"] > 1.01]
 
-    def med_abs(key):
-        xs = [abs(p[key]) for p in done if p.get(key) is not None]
+    def med_abs(key, among=None):
+        xs = [abs(p[key]) for p in (done if among is None else among)
+              if p.get(key) is not None]
         return round(statistics.median(xs), 4) if xs else None
 
     return {
         "points": n,
         "not_replayed": len(points) - n,
-        "replays": len({(p["graph"], p["same_as"] and
-                         (p["same_as"]["algorithm"],
-                          p["same_as"]["budget_bytes"])
-                         or (p["algorithm"], p["budget_bytes"]))
-                        for p in done}),
+        "replays": len(distinct),
         "gradients_equal": sum(p["gradients_equal"] for p in done),
         "gradients_equal_percent": 100.0 * sum(
             p["gradients_equal"] for p in done) / n if n else 0.0,
@@ -384,6 +410,15 @@ def summarize(points):
         "median_overhead_error_flop": med_abs("overhead_error_flop"),
         "median_overhead_error_measured_costs": med_abs(
             "overhead_error_measured_costs"),
+        "distinct_schedules_median_overhead_error_flop": med_abs(
+            "overhead_error_flop", distinct),
+        "distinct_schedules_median_overhead_error_measured_costs": med_abs(
+            "overhead_error_measured_costs", distinct),
+        "recomputing_schedules": len(recomputing),
+        "recomputing_median_overhead_error_flop": med_abs(
+            "overhead_error_flop", recomputing),
+        "recomputing_median_overhead_error_measured_costs": med_abs(
+            "overhead_error_measured_costs", recomputing),
         "within_10_percent_measured_costs": sum(
             1 for p in done if p.get("overhead_error_measured_costs")
             is not None and abs(p["overhead_error_measured_costs"]) <= 0.1),
@@ -510,6 +545,23 @@ def cost_report(doc):
                          f"{100 * m / tm:.1f}% | "
                          f"{(1e3 * m / f) if f else float('nan'):.2f} |")
         lines.append("")
+    lines += ["## What the recomputations cost, per op class", "",
+              "Over every distinct replayed schedule of a graph, the "
+              "computes of a node beyond its first, by op class: their "
+              "share of all recomputed cost under the FLOP model and under "
+              "measured time. Where the two shares differ, the FLOP model "
+              "misprices that class's recomputation (and so the overhead "
+              "of schedules that recompute it).", "",
+              "| graph | op class | recomputes | FLOP share | time share |",
+              "|---|---|---|---|---|"]
+    for g in have:
+        rc = g.get("recomputation_by_op_class") or {}
+        tf = sum(c[1] for c in rc.values()) or 1
+        tm = sum(c[2] for c in rc.values()) or 1
+        for cls, (n, f, m) in sorted(rc.items(), key=lambda kv: -kv[1][2]):
+            lines.append(f"| {g['name']} | {cls} | {n} | {100 * f / tf:.1f}% "
+                         f"| {100 * m / tm:.1f}% |")
+    lines.append("")
     pts = [p for p in doc["points"] if p.get("replayed")]
     lines += ["## Overhead predictions vs measured time", "",
               "Per graph, over its replayed points: the median of |measured "
@@ -528,9 +580,18 @@ def cost_report(doc):
         lines.append(f"| {g} | {len(ps)} | {100 * ef:.1f}% | "
                      f"{(100 * statistics.median(em)) if em else float('nan'):.1f}% |")
     s = doc["summary"]
-    lines += ["", f"All points: FLOP model {s['median_overhead_error_flop']},"
-              f" measured costs {s['median_overhead_error_measured_costs']} "
-              "(median relative error).", ""]
+    pct = lambda x: "n/a" if x is None else f"{100 * x:.1f}%"
+    lines += ["", "Median relative error, FLOP model / measured costs: "
+              f"all {s['points']} points {pct(s['median_overhead_error_flop'])}"
+              f" / {pct(s['median_overhead_error_measured_costs'])}; the "
+              f"{s['replays']} distinct schedules "
+              f"{pct(s['distinct_schedules_median_overhead_error_flop'])} / "
+              f"{pct(s['distinct_schedules_median_overhead_error_measured_costs'])}"
+              f"; the {s['recomputing_schedules']} distinct schedules that "
+              "recompute (predicted FLOP overhead > 1.01) "
+              f"{pct(s['recomputing_median_overhead_error_flop'])} / "
+              f"{pct(s['recomputing_median_overhead_error_measured_costs'])}.",
+              ""]
     return "\n".join(lines)
 
 

@@ -61,9 +61,11 @@ What happens:
       a buffer (the num_batches_tracked increment's copy_, torch 2.x's
       copy_ of the functional batch norm's new statistics) run once, as
       soon as what they read is available.
-Exit status: 0 replayed (gradients equal or not: see the report), 2 bad
-usage or bad input (one line on stderr naming the file and the event or
-node).
+Exit status: 0 replayed with gradients and running statistics equal to
+the eager step's, 1 replayed but they differ, 2 bad usage or bad input (one
+line on stderr naming the file and the event or node: a graph whose model
+cannot be rebuilt or does not match the file, a schedule that is illegal
+for it).
 """
 
 import argparse
@@ -892,13 +894,13 @@ def write_json(path, obj):
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__,
         description="Replay a schedule on the real PyTorch training step an "
         "export of scripts/export_torch.py was traced from: measured peak "
         "of live activation storage, step time vs the NoRemat replay, and "
         "every parameter gradient vs a plain eager step.",
-        epilog="Exit status 0 when replayed (see gradients_equal), 2 on bad "
-        "usage or bad input: a graph whose model cannot be rebuilt or does "
-        "not match the file, a schedule that is illegal for it.")
+        )
     p.add_argument("graph", help="export of scripts/export_torch.py")
     p.add_argument("schedule", nargs="?",
                    help="schedule file (c <id> / f <id>); or use "
@@ -978,7 +980,7 @@ def main(argv):
               f"{out['predicted_overhead']:.3f} {timing}; gradients "
               f"{'equal' if out['gradients_equal'] else 'DIFFER'}, buffers "
               f"{'equal' if out['buffers_equal'] else 'DIFFER'}")
-    return 0
+    return 0 if out["gradients_equal"] and out["buffers_equal"] else 1
 
 
 if __name__ == "__main__":
