@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "harness/graph_source.h"
+#include "harness/liveness.h"
 #include "harness/registry.h"
 #include "harness/runner.h"
 #include "harness/simulator.h"
@@ -79,8 +80,11 @@ TEST(Dtr, AtTheNoRematPeakItIsNoRemat) {
     Graph g = LoadGraph(spec);
     const int64_t peak = NoRematPeak(g);
     for (const char* h : {"h_dtr", "h_lru", "h_size", "h_msps"}) {
-      SolveResult r =
-          Judge(RunDtr(g, peak, {fmt::format("heuristic={}", h)}), peak);
+      Attempt a = RunDtr(g, peak, {fmt::format("heuristic={}", h)});
+      // Nothing evicted: the very schedule of noremat.
+      EXPECT_EQ(*a.output.schedule, InsertFrees(g, NoRematOrder(g)))
+          << spec << " " << h;
+      SolveResult r = Judge(a, peak);
       EXPECT_EQ(r.status, Status::kFeasible) << spec << " " << h;
       EXPECT_EQ(r.cost, BaseCost(g)) << spec << " " << h;
       EXPECT_EQ(r.peak_bytes, peak) << spec << " " << h;
