@@ -714,16 +714,21 @@ class Replayer:
             self.torch.cuda.synchronize()
 
     def _time_one(self, events, path):
+        """(wall seconds, CPU seconds of this process) of one replay. The
+        CPU time does not count what other processes take from a shared
+        machine, so on the CPU with one thread it is the steadier figure;
+        on CUDA it counts only the host's share and is not comparable."""
         self.sync()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         self.program.run(events, path)
         self.sync()
-        return time.perf_counter() - t0
+        return time.perf_counter() - t0, time.process_time() - c0
 
     def timed(self, events, path, repeats, warmup):
         """Times the schedule and the NoRemat schedule alternately (after
         `warmup` untimed runs of each), so that a change of machine load
-        hits both: (schedule samples, NoRemat samples), in seconds."""
+        hits both: (schedule samples, NoRemat samples), each a list of
+        (wall, CPU) seconds."""
         base, _ = self.noremat()
         for _ in range(warmup):
             self.program.run(base, "noremat schedule")
@@ -795,17 +800,20 @@ class Replayer:
         equal, worst = self.compare_grads(grads)
         self.step.reset_buffers()
         nr_events, nr_cost = self.noremat()
+        samples = nr_samples = []
         if repeats:
             samples, nr_samples = self.timed(events, sched_path, repeats,
                                              warmup)
-            t, nr_time = statistics.median(samples), \
-                statistics.median(nr_samples)
-            # Median of the per-pair ratios: each pair ran back to back.
-            overhead = statistics.median(a / b
-                                         for a, b in zip(samples, nr_samples))
+            med = lambda xs, i: statistics.median(x[i] for x in xs)
+            t, nr_time = med(samples, 0), med(nr_samples, 0)
+            cpu, nr_cpu = med(samples, 1), med(nr_samples, 1)
+            # Medians of the per-pair ratios: each pair ran back to back.
+            overhead = statistics.median(
+                a[0] / b[0] for a, b in zip(samples, nr_samples))
+            overhead_cpu = statistics.median(
+                a[1] / b[1] for a, b in zip(samples, nr_samples))
         else:  # --repeats 0: memory and gradients only
-            samples, nr_samples, t, nr_time, overhead = [], [], None, None, \
-                None
+            t = nr_time = cpu = nr_cpu = overhead = overhead_cpu = None
         nodes = g["nodes"]
         # Where the measured live bytes inside a compute event differ from
         # the simulator's memory at that event: by op, the first of each.
@@ -842,10 +850,13 @@ class Replayer:
                                         key=lambda e: e["first_event"]),
             "cuda_peak_bytes": cuda_peak,
             "time_seconds": t,
-            "time_samples_seconds": samples,
+            "time_samples_seconds": [x[0] for x in samples],
             "noremat_time_seconds": nr_time,
-            "noremat_time_samples_seconds": nr_samples,
+            "noremat_time_samples_seconds": [x[0] for x in nr_samples],
             "measured_overhead": overhead,
+            "cpu_seconds": cpu,
+            "noremat_cpu_seconds": nr_cpu,
+            "measured_overhead_cpu": overhead_cpu,
             "gradients_equal": equal,
             "max_abs_gradient_difference": worst,
             "loss_equal": loss is not None and bool(
