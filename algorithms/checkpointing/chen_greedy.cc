@@ -127,9 +127,7 @@ class ChenGreedy : public Algorithm {
                           "smallest peak is {} bytes",
                           best.peak_bytes());
     }
-    return best.Take(
-        stop == Status::kTimeout ? Status::kTimeout : Status::kFeasible,
-        message);
+    return best.Take(stop, message);
   }
 };
 

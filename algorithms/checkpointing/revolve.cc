@@ -164,9 +164,7 @@ class Revolve : public Algorithm {
           "bytes ({} slots)",
           best.peak_bytes(), best.note()["slots"].get<int64_t>());
     }
-    return best.Take(
-        stop == Status::kTimeout ? Status::kTimeout : Status::kFeasible,
-        message);
+    return best.Take(stop, message);
   }
 };
 

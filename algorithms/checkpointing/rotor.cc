@@ -614,9 +614,7 @@ class Rotor : public Algorithm {
           "simulated; the smallest peak found is {} bytes",
           L, best.peak_bytes());
     }
-    return best.Take(
-        stop == Status::kTimeout ? Status::kTimeout : Status::kFeasible,
-        message);
+    return best.Take(stop, message);
   }
 };
 

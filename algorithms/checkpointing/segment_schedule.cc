@@ -274,10 +274,11 @@ bool BestSchedule::Offer(Schedule schedule, nlohmann::json note) {
   return fits;
 }
 
-AlgorithmOutput BestSchedule::Take(Status status, std::string message) {
+AlgorithmOutput BestSchedule::Take(std::optional<Status> stop,
+                                   std::string message) {
   AlgorithmOutput output =
       AlgorithmOutput::Found(std::move(*best_), std::move(message));
-  output.status = status;
+  if (stop == Status::kTimeout) output.status = Status::kTimeout;
   output.extra = std::move(note_);
   best_.reset();
   return output;

@@ -157,9 +157,10 @@ class BestSchedule {
   // The peak of the schedule offered last, kept or not.
   int64_t last_peak_bytes() const { return last_peak_; }
   const nlohmann::json& note() const { return note_; }
-  // The kept schedule with `note` as extra; `status` is kFeasible or
-  // kTimeout.
-  AlgorithmOutput Take(Status status, std::string message);
+  // The kept schedule with `note` as extra. `stop` is what stopped the
+  // search early, if anything: the output is a timeout when the deadline
+  // did (the best so far), otherwise the harness judges it.
+  AlgorithmOutput Take(std::optional<Status> stop, std::string message);
 
  private:
   const Graph& graph_;
