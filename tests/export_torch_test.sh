@@ -9,16 +9,9 @@
 set -euo pipefail
 remat=$1
 source_dir=$2
-py=/usr/bin/python3
-if ! "$py" -c "import torch, torchvision" 2>/dev/null; then
-  hint='REMAT_EXTRA_PACKAGES="python3-torch python3-torchvision" scripts/setup.sh'
-  if [[ "${CI:-}" == "true" ]]; then
-    echo "export_torch: FAILED: CI=true and $py cannot import torch/torchvision ($hint)"
-    exit 1
-  fi
-  echo "export_torch: SKIPPED: $py cannot import torch/torchvision ($hint)"
-  exit 77
-fi
+# shellcheck source=tests/require_torch.sh
+source "$source_dir/tests/require_torch.sh"
+require_torch export_torch torch torchvision
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 export="$source_dir/scripts/export_torch.py"
