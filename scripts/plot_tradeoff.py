@@ -2,10 +2,16 @@
 """Plot memory / compute tradeoff curves from a rematbench results file.
 
 One figure per graph, in the style of the Checkmate paper: x = memory budget
-(readable units), y = overhead (cost / base cost), one step curve per
-algorithm giving its best feasible result at or below each budget, the
+(readable units), y = overhead (cost / base cost) on a linear axis, one step
+curve per algorithm giving its best result at or below each budget, the
 memory lower bound and the NoRemat peak as vertical lines, and the proven
-optimum (points whose proven lower bound equals their cost) as its own curve.
+optimum as a black dashed step curve.
+
+Every point whose schedule is valid and within its budget is drawn: filled
+when `feasible`, open when the algorithm hit its time limit (`timeout`) and
+reported its best schedule so far. Each algorithm keeps one colour and
+marker in every plot, assigned in the registry's order (`remat list`).
+Points above --max-overhead are drawn on the top edge as arrows.
 
     scripts/plot_tradeoff.py results/default/sweep.json --out results/default/plots
 """
@@ -14,17 +20,29 @@ import json
 import math
 import os
 import re
+import subprocess
 import sys
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
 UNITS = [("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30),
          ("TiB", 1 << 40)]
+# Hues that stay apart from each other and from the grey reference lines and
+# the black optimum; beyond them colours repeat with another line style.
+COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+          "#e377c2", "#17becf", "#bcbd22", "#000075", "#469990", "#800000",
+          "#f032e6", "#e6ab02", "#7cb518"]
+MARKERS = ["o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "p", "h", "d",
+           "H", "8"]
 LINESTYLES = ["-", "--", "-.", ":"]
-MARKERS = ["o", "s", "^", "v", "D", "P", "X", "*", "<", ">"]
+DEFAULT_REMAT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                             "build", "remat")
+DEFAULT_MAX_OVERHEAD = 3.0
 
 
 def byte_unit(largest):
@@ -41,12 +59,46 @@ def run_label(run):
     return run["algorithm"] + (f" ({params})" if params else "")
 
 
+def registry_order(remat, names):
+    """The algorithms in the order `remat list` gives them, the ones it does
+    not know (an older results file) after them by name. Without a usable
+    `remat`, the names sorted, which is the registry's own order."""
+    order = []
+    if remat and os.access(remat, os.X_OK):
+        try:
+            listing = subprocess.run([remat, "list", "--json"], check=True,
+                                     capture_output=True, text=True).stdout
+            order = [a["name"] for a in json.loads(listing)["algorithms"]]
+        except (OSError, subprocess.CalledProcessError, ValueError,
+                KeyError) as e:
+            print(f"plot_tradeoff: {remat} list --json: {e}; ordering the "
+                  "algorithms by name", file=sys.stderr)
+    return order + sorted(set(names) - set(order))
+
+
+def styles(order):
+    """Algorithm name -> (colour, marker, line style), by registry position."""
+    return {name: (COLORS[i % len(COLORS)], MARKERS[i % len(MARKERS)],
+                   LINESTYLES[(i // len(COLORS)) % len(LINESTYLES)])
+            for i, name in enumerate(order)}
+
+
+def in_budget(point):
+    """The point carries a valid schedule within its budget: a feasible
+    point, or a timeout that reported its best schedule so far."""
+    return (point["status"] in ("feasible", "timeout")
+            and point.get("valid") is True
+            and point.get("overhead") is not None
+            and point.get("peak_bytes") is not None
+            and point["peak_bytes"] <= point["budget_bytes"])
+
+
 def best_so_far(points):
-    """(budget, overhead) steps: the best feasible overhead at or below each
-    budget; budgets before the first feasible point are left out."""
+    """(budget, overhead) steps: the best in-budget overhead at or below each
+    budget; budgets before the first such point are left out."""
     steps, best = [], math.inf
     for point in sorted(points, key=lambda p: p["budget_bytes"]):
-        if point["status"] == "feasible" and point["overhead"] is not None:
+        if in_budget(point):
             best = min(best, point["overhead"])
         if best < math.inf:
             steps.append((point["budget_bytes"], best))
@@ -54,69 +106,141 @@ def best_so_far(points):
 
 
 def optimum_points(runs):
-    """(budget, overhead) where some point proved a global optimum: its
-    lower_bound_cost equals its own cost (only exact methods report one;
-    bounds of the staged Checkmate class are in details and not used)."""
+    """(budget, overhead) where an exact method proved a global optimum:
+    `optimal` true, or its lower_bound_cost equal to its cost (bounds of the
+    staged Checkmate class are in details and not used)."""
     optimum = {}
     for run in runs:
         for point in run["points"]:
-            if (point["status"] == "feasible"
-                    and point.get("lower_bound_cost") is not None
-                    and point["lower_bound_cost"] == point["cost"]):
+            proven = point.get("optimal") is True or (
+                point.get("lower_bound_cost") is not None
+                and point["lower_bound_cost"] == point["cost"])
+            if proven and in_budget(point):
                 budget = point["budget_bytes"]
                 optimum[budget] = min(optimum.get(budget, math.inf),
                                       point["overhead"])
     return sorted(optimum.items())
 
 
-def plot_graph(graph, runs, out_dir, include_static, formats, log_y):
+def overhead_range(runs, max_overhead):
+    """(bottom, top) of the overhead axis: from 1 (no recomputation) to the
+    largest drawn overhead, but at most max_overhead (0: no clipping)."""
+    values = [p["overhead"] for run in runs for p in run["points"]
+              if in_budget(p)]
+    low = min(values + [1.0])
+    high = max(values + [1.0])
+    if max_overhead > 0:
+        high = min(high, max_overhead)
+    pad = max(high - low, 0.02) * 0.04
+    return low - pad, high + pad, high
+
+
+def layout(graph, runs, order, max_overhead):
+    """What a figure shows, as data: one series per run (in registry order,
+    then by parameters) with its style, step curve and points, each point
+    (budget, overhead, open, clipped); plus the optimum steps and the
+    overhead axis range."""
+    style = styles(order)
+    rank = {name: i for i, name in enumerate(order)}
+    bottom, top, clip = overhead_range(runs, max_overhead)
+    series, variants = [], {}
+    for run in sorted(runs, key=lambda r: (rank[r["algorithm"]], run_label(r))):
+        color, marker, linestyle = style[run["algorithm"]]
+        variant = variants.get(run["algorithm"], 0)
+        variants[run["algorithm"]] = variant + 1
+        if variant:  # a second parameter setting of the same algorithm
+            linestyle = LINESTYLES[variant % len(LINESTYLES)]
+        points = [(p["budget_bytes"], p["overhead"], p["status"] == "timeout",
+                   p["overhead"] > clip)
+                  for p in sorted(run["points"], key=lambda p: p["budget_bytes"])
+                  if in_budget(p)]
+        series.append({"label": run_label(run), "color": color,
+                       "marker": marker, "linestyle": linestyle,
+                       "steps": best_so_far(run["points"]), "points": points})
+    return {"series": series, "optimum": optimum_points(runs),
+            "bottom": bottom, "top": top, "clip": clip}
+
+
+def draw(graph, runs, order, include_static=False,
+         max_overhead=DEFAULT_MAX_OVERHEAD):
+    """The figure of one graph (the caller saves and closes it)."""
     offset = graph["static_bytes"] if include_static else 0
-    largest = graph["noremat_peak_bytes"] + offset
-    unit, scale = byte_unit(max(largest, 1))
+    unit, scale = byte_unit(max(graph["noremat_peak_bytes"] + offset, 1))
 
     def x(b):
         return (b + offset) / scale
 
-    fig, ax = plt.subplots(figsize=(8, 5))
-    colors = plt.get_cmap("tab10").colors
-    for i, run in enumerate(sorted(runs, key=run_label)):
-        steps = best_so_far(run["points"])
-        label = run_label(run)
-        if not steps:
-            label += " (no feasible point)"
-            ax.plot([], [], label=label, color=colors[i % 10])
+    plan = layout(graph, runs, order, max_overhead)
+    fig, ax = plt.subplots(figsize=(10, 5.5))
+    any_open = any_clipped = False
+    for s in plan["series"]:
+        if not s["points"]:
+            ax.plot([], [], color=s["color"], marker=s["marker"],
+                    linestyle=s["linestyle"],
+                    label=s["label"] + " (no point in budget)")
             continue
-        xs = [x(b) for b, _ in steps]
-        ys = [o for _, o in steps]
-        ax.step(xs, ys, where="post", label=label, color=colors[i % 10],
-                linestyle=LINESTYLES[(i // 10) % len(LINESTYLES)],
-                marker=MARKERS[i % len(MARKERS)], markersize=4, alpha=0.85)
-    optimum = optimum_points(runs)
-    if optimum:
-        ax.step([x(b) for b, _ in optimum], [o for _, o in optimum],
-                where="post", color="black", linestyle="--", linewidth=2,
-                label="optimum (proven)")
+        ax.step([x(b) for b, _ in s["steps"]], [o for _, o in s["steps"]],
+                where="post", color=s["color"], linestyle=s["linestyle"],
+                alpha=0.85, linewidth=1.3)
+        ax.plot([], [], color=s["color"], marker=s["marker"],
+                linestyle=s["linestyle"], label=s["label"])
+        for b, o, is_open, clipped in s["points"]:
+            any_open |= is_open
+            any_clipped |= clipped
+            if clipped:
+                ax.plot([x(b)], [plan["clip"]], marker=r"$\uparrow$",
+                        color=s["color"], markersize=11, linestyle="none",
+                        clip_on=False)
+                continue
+            ax.plot([x(b)], [o], marker=s["marker"], markersize=6,
+                    color=s["color"], linestyle="none",
+                    markerfacecolor="white" if is_open else s["color"],
+                    markeredgewidth=1.2)
+    if plan["optimum"]:
+        steps = plan["optimum"]
+        ax.step([x(b) for b, _ in steps], [o for _, o in steps], where="post",
+                color="black", linestyle="--", linewidth=2, marker="x",
+                markersize=7, label="optimum (proven)", zorder=3)
     ax.axvline(x(graph["lower_bound_bytes"]), color="grey", linestyle=":",
                label="memory lower bound")
     ax.axvline(x(graph["noremat_peak_bytes"]), color="grey", linestyle="--",
                label="NoRemat peak")
+    handles, labels = ax.get_legend_handles_labels()
+    key = [(Line2D([], [], color="dimgrey", marker="o", linestyle="none"),
+            "feasible"),
+           (Line2D([], [], color="dimgrey", marker="o", linestyle="none",
+                   markerfacecolor="white"),
+            "timeout (best schedule so far)")]
+    if any_clipped:
+        key.append((Line2D([], [], color="dimgrey", marker=r"$\uparrow$",
+                           markersize=11, linestyle="none"),
+                    f"above {plan['clip']:g}x (clipped)"))
+    for handle, text in key if any_open or any_clipped else key[:1]:
+        handles.append(handle)
+        labels.append(text)
     what = "total memory (incl. static)" if include_static else \
         "activation memory budget"
     ax.set_xlabel(f"{what} [{unit}]")
     ax.set_ylabel("overhead (cost / base cost)")
-    largest_overhead = max((o for run in runs for _, o in best_so_far(
-        run["points"])), default=1)
-    if log_y == "on" or (log_y == "auto" and largest_overhead > 4):
-        ax.set_yscale("log")
+    ax.set_ylim(plan["bottom"], plan["top"])
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=10, steps=[1, 2, 2.5, 5, 10]))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.set_title(f"{graph['name']}  ({graph['nodes']} nodes)")
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=7, loc="upper right", framealpha=0.9)
+    ax.legend(handles, labels, fontsize=7, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, framealpha=0.9)
     fig.tight_layout()
+    return fig
+
+
+def plot_graph(graph, runs, order, out_dir, include_static, formats,
+               max_overhead):
+    fig = draw(graph, runs, order, include_static, max_overhead)
     stem = re.sub(r"[^A-Za-z0-9._=-]+", "_", graph["name"]).strip("_")
     paths = []
     for fmt in formats:
         path = os.path.join(out_dir, f"{stem}.{fmt}")
-        fig.savefig(path, dpi=120)
+        fig.savefig(path, dpi=120, bbox_inches="tight")
         paths.append(path)
     plt.close(fig)
     return paths
@@ -130,10 +254,15 @@ def main():
     parser.add_argument("--out", default="plots", help="output directory")
     parser.add_argument("--include-static", action="store_true",
                         help="add the graph's static bytes to the x axis")
-    parser.add_argument("--log-y", choices=["auto", "on", "off"],
-                        default="auto",
-                        help="logarithmic overhead axis (auto: when some "
-                        "curve exceeds 4x)")
+    parser.add_argument("--max-overhead", type=float,
+                        default=DEFAULT_MAX_OVERHEAD,
+                        help="top of the overhead axis; points above it are "
+                        "drawn as arrows on the top edge (0: no clipping; "
+                        f"default {DEFAULT_MAX_OVERHEAD:g})")
+    parser.add_argument("--remat", default=DEFAULT_REMAT,
+                        help="the remat binary whose `remat list` gives the "
+                        "algorithms' order, hence their colours (default "
+                        "build/remat)")
     parser.add_argument("--formats", default="png,pdf",
                         help="comma-separated output formats (default png,pdf)")
     args = parser.parse_args()
@@ -157,11 +286,14 @@ def main():
                   f"{', '.join(missing)}", file=sys.stderr)
             return 2
         graphs = [g for g in graphs if g["name"] in args.graph]
+    order = registry_order(args.remat,
+                           [r["algorithm"] for r in results["runs"]])
     os.makedirs(args.out, exist_ok=True)
     for graph in graphs:
         runs = [r for r in results["runs"] if r["graph"] == graph["name"]]
-        for path in plot_graph(graph, runs, args.out, args.include_static,
-                               args.formats.split(","), args.log_y):
+        for path in plot_graph(graph, runs, order, args.out,
+                               args.include_static, args.formats.split(","),
+                               args.max_overhead):
             print(path)
     return 0
 

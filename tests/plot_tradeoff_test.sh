@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Smoke test of scripts/plot_tradeoff.py on a real sweep: it must write one
-# PNG per graph, and refuse a file that is not a results file with status 2.
+# scripts/plot_tradeoff.py: on a real sweep it writes one PNG per graph and
+# refuses a file that is not a results file with status 2; on a tiny inline
+# results file, known answers for what it draws (timeouts with a schedule,
+# clipping, the proven optimum, colours in registry order, a linear axis,
+# the legend outside the data).
 set -euo pipefail
 remat=$1
 source_dir=$2
@@ -9,7 +12,7 @@ trap 'rm -rf "$work"' EXIT
 "$remat" sweep --graphs chain:n=6,"$source_dir"/tests/fixtures/diamond.json \
   --algorithms noremat,checkpoint_last --budgets 4 --out "$work/r.json" >/dev/null
 /usr/bin/python3 "$source_dir/scripts/plot_tradeoff.py" "$work/r.json" \
-  --out "$work/plots" --formats png >/dev/null
+  --out "$work/plots" --formats png --remat "$remat" >/dev/null
 test -s "$work/plots/chain_n=6.png"
 test -s "$work/plots/diamond.png"
 echo '{"format": "other"}' > "$work/bad.json"
@@ -17,4 +20,90 @@ status=0
 /usr/bin/python3 "$source_dir/scripts/plot_tradeoff.py" "$work/bad.json" \
   --out "$work/plots" 2>/dev/null || status=$?
 test "$status" -eq 2
+
+/usr/bin/python3 - "$remat" "$source_dir/scripts/plot_tradeoff.py" <<'EOF'
+import importlib.util
+import json
+import subprocess
+import sys
+
+remat, script = sys.argv[1], sys.argv[2]
+spec = importlib.util.spec_from_file_location("plot_tradeoff", script)
+pt = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(pt)
+
+
+def point(budget, status, overhead=None, peak=None, valid=None, **extra):
+    return dict(budget_bytes=budget, status=status, overhead=overhead,
+                peak_bytes=peak, valid=valid,
+                cost=None if overhead is None else round(overhead * 100),
+                **extra)
+
+
+graph = dict(name="g", nodes=5, static_bytes=0, lower_bound_bytes=10,
+             noremat_peak_bytes=100)
+runs = [
+    dict(graph="g", algorithm="revolve", params={}, points=[
+        point(10, "timeout", 1.4, 10, True),     # best so far: drawn open
+        point(40, "feasible", 1.2, 30, True),
+        point(70, "timeout"),                    # no schedule: not drawn
+        point(100, "infeasible", 1.0, 120, True)]),  # over budget
+    dict(graph="g", algorithm="checkpoint_last", params={}, points=[
+        point(10, "feasible", 7.5, 10, True),    # above the axis: clipped
+        point(100, "feasible", 1.0, 40, True)]),
+    dict(graph="g", algorithm="exact_search", params={}, points=[
+        point(40, "feasible", 1.1, 40, True, optimal=True),
+        point(70, "feasible", 1.05, 60, True, lower_bound_cost=105),
+        point(100, "timeout", 1.0, 90, True, lower_bound_cost=90)]),
+    dict(graph="g", algorithm="not_registered", params={}, points=[
+        point(10, "infeasible")]),
+]
+
+registry = [a["name"] for a in json.loads(subprocess.run(
+    [remat, "list", "--json"], check=True, capture_output=True,
+    text=True).stdout)["algorithms"]]
+order = pt.registry_order(remat, [r["algorithm"] for r in runs])
+assert order == registry + ["not_registered"], order
+# Colours and markers are distinct over the whole registry and do not
+# depend on which algorithms a file holds.
+styles = pt.styles(registry)
+assert len({s[0] for s in styles.values()}) == len(registry), styles
+assert len({s[1] for s in styles.values()}) == len(registry), styles
+assert pt.styles(pt.registry_order(remat, ["revolve"]))["revolve"] == \
+    styles["revolve"]
+
+plan = pt.layout(graph, runs, order, max_overhead=3.0)
+series = {s["label"]: s for s in plan["series"]}
+assert [s["label"] for s in plan["series"]] == [
+    a for a in order if a in series], [s["label"] for s in plan["series"]]
+assert series["revolve"]["color"] == styles["revolve"][0]
+# (budget, overhead, open, clipped)
+assert series["revolve"]["points"] == [(10, 1.4, True, False),
+                                       (40, 1.2, False, False)], series
+assert series["revolve"]["steps"] == [(10, 1.4), (40, 1.2), (70, 1.2),
+                                      (100, 1.2)], series
+assert series["checkpoint_last"]["points"] == [(10, 7.5, False, True),
+                                               (100, 1.0, False, False)]
+assert series["not_registered"]["points"] == []
+assert plan["clip"] == 3.0 and 3.0 < plan["top"] < 3.2, plan
+assert 0.9 < plan["bottom"] < 1.0, plan
+# Proven: `optimal`, or a lower bound equal to the cost; the timeout at 100
+# proved nothing.
+assert plan["optimum"] == [(40, 1.1), (70, 1.05)], plan["optimum"]
+assert pt.layout(graph, runs, order, max_overhead=0)["clip"] == 7.5
+
+fig = pt.draw(graph, runs, order)
+ax = fig.axes[0]
+assert ax.get_yscale() == "linear"
+ticks = [t for t in ax.get_yticks() if plan["bottom"] <= t <= plan["top"]]
+assert len(ticks) >= 5 and max(b - a for a, b in zip(ticks, ticks[1:])) <= 0.25, ticks
+fig.canvas.draw()
+renderer = fig.canvas.get_renderer()
+legend = ax.get_legend().get_window_extent(renderer)
+assert legend.x0 >= ax.get_window_extent(renderer).x1, "legend overlaps the data"
+labels = [t.get_text() for t in ax.get_legend().get_texts()]
+for text in ("timeout (best schedule so far)", "above 3x (clipped)",
+             "optimum (proven)", "not_registered (no point in budget)"):
+    assert text in labels, labels
+EOF
 echo "plot_tradeoff: ok"
