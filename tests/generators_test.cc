@@ -220,6 +220,64 @@ TEST(UNet, SkipConnectionsAndCounts) {
             31'037'698);
 }
 
+// Parameters of the paper's U-Net (Ronneberger et al. 2015, Fig. 1) by
+// formula: 3x3 convs and 2x2 up-convs with bias, no norm, a 1x1 output conv.
+int64_t PaperUNetParameters(int64_t levels, int64_t base, int64_t in,
+                            int64_t classes) {
+  auto conv = [](int64_t k, int64_t i, int64_t o) { return k * k * i * o + o; };
+  int64_t sum = 0, channels = in;
+  for (int64_t l = 0; l < levels; ++l) {
+    const int64_t c = base << l;
+    sum += conv(3, channels, c) + conv(3, c, c);
+    channels = c;
+  }
+  for (int64_t l = levels - 2; l >= 0; --l) {
+    const int64_t c = base << l;
+    sum += conv(2, channels, c) + conv(3, 2 * c, c) + conv(3, c, c);
+    channels = c;
+  }
+  return sum + conv(1, channels, classes);
+}
+
+TEST(UNet, PaperNetworkUnpaddedWithCroppedSkips) {
+  Graph g = LoadGraph(
+      "unet:levels=5,base=64,batch=8,image=572,channels=1,padding=valid,"
+      "norm=none");
+  // 31,030,658: the count of the 572 -> 388 network with 1 input channel
+  // and 2 classes that Keras/TensorFlow ports of the paper report (the
+  // paper prints no total; Fig. 1 gives the layers).
+  EXPECT_EQ(PaperUNetParameters(5, 64, 1, 2), 31'030'658);
+  EXPECT_EQ(Parameters(g), 31'030'658);
+  // Per double conv conv-relu-conv-relu: 11 L - 6 operations without norm.
+  EXPECT_EQ(CountKinds(g)[NodeKind::kForward], 11 * 5 - 6);
+  // Sizes of Fig. 1: 572 -> 568 at level 0, 28 at the bottom, 388 out.
+  EXPECT_EQ(g.mem(ByName(g, "down0.relu2")), int64_t{8} * 64 * 568 * 568 * 4);
+  EXPECT_EQ(g.mem(ByName(g, "down4.relu2")), int64_t{8} * 1024 * 28 * 28 * 4);
+  EXPECT_EQ(g.mem(ByName(g, "out")), int64_t{8} * 2 * 388 * 388 * 4);
+  // The skip of level 3 (64x64) is cropped to the up-conv's 56x56; the crop
+  // is a slice of the skip, which the concat reads.
+  EXPECT_EQ(g.mem(ByName(g, "up3.concat")), int64_t{8} * 1024 * 56 * 56 * 4);
+  NodeId skip = ByName(g, "down0.relu2");
+  std::set<NodeId> readers(g.consumers(skip).begin(), g.consumers(skip).end());
+  EXPECT_TRUE(readers.count(ByName(g, "up0.concat")));
+  EXPECT_EQ(g.mem(ByName(g, "up0.concat")), int64_t{8} * 128 * 392 * 392 * 4);
+  // Parameters and their gradients, the 572x572 batch, int64 labels.
+  EXPECT_EQ(g.static_bytes(), 2 * 31'030'658 * int64_t{4} +
+                                  int64_t{8} * 572 * 572 * 4 +
+                                  int64_t{8} * 388 * 388 * 8);
+
+  // Padding changes sizes, not parameters: levels=2, base=4 as above.
+  Graph small =
+      LoadGraph("unet:levels=2,base=4,batch=1,image=20,padding=valid");
+  EXPECT_EQ(Parameters(small), 268 + 896 + 132 + 448 + 10);
+  // 20 -> 16, pooled 8 -> 4, up 8 -> 4: the 16x16 skip cropped to 8x8.
+  EXPECT_EQ(small.mem(ByName(small, "up0.concat")), int64_t{8} * 8 * 8 * 4);
+  EXPECT_EQ(small.mem(ByName(small, "out")), int64_t{2} * 4 * 4 * 4);
+  EXPECT_EQ(PaperUNetParameters(2, 4, 3, 2),
+            Parameters(LoadGraph("unet:levels=2,base=4,batch=1,image=8,"
+                                 "norm=none")));
+}
+
 TEST(PspNet, DilatedBackboneAndPyramid) {
   Graph g = LoadGraph("pspnet:backbone=resnet50,batch=2,image=473");
   // Backbone 172, four pyramid branches of 5, concat, head 4, upsample.
@@ -380,6 +438,12 @@ TEST(Generators, RefuseBadParametersWithTheSpec) {
   EXPECT_NE(ErrorOf("transformer:d_model=510").find("not divisible"),
             std::string::npos);
   EXPECT_NE(ErrorOf("unet:levels=5,image=100").find("divisible"),
+            std::string::npos);
+  // 100 -> 96 -> 48 -> 44 -> 22 -> 18 -> 9 -> 5: odd before a pool.
+  EXPECT_NE(ErrorOf("unet:levels=5,image=100,padding=valid")
+                .find("level 3 has 5 pixels"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("unet:levels=2,image=14,padding=valid").find("no pixels"),
             std::string::npos);
   EXPECT_NE(ErrorOf("vgg:depth=16,image=31").find("must be >= 32"),
             std::string::npos);
