@@ -193,6 +193,74 @@ TEST(ChenSqrtN, SpeedSelectionKeepsConvolutionAndMatmulOutputs) {
   EXPECT_NE(none.message.find("nothing is checkpointed"), std::string::npos);
 }
 
+// The most times any node is computed in `algorithm`'s schedule.
+int64_t MostComputesOfANode(const std::string& algorithm, const Graph& graph,
+                            std::vector<std::string> params) {
+  const AlgorithmInfo& info = FindAlgorithm(algorithm);
+  const Attempt attempt =
+      RunAlgorithm(graph, info, Params::Parse(params, info.params, algorithm),
+                   kUnboundedBudget, 0);
+  std::vector<int64_t> computes(graph.num_nodes(), 0);
+  int64_t most = 0;
+  for (const Event& e : attempt.output.schedule.value()) {
+    if (e.op == Event::Op::kCompute) most = std::max(most, ++computes[e.node]);
+  }
+  return most;
+}
+
+TEST(ChenSqrtN, SpeedModeRecomputesEachValueOnceAcrossSkipConnections) {
+  // A residual stream: a_i = add(c_i, a_(i-1)) with c_i = conv(a_(i-1)),
+  // a_0 = in. The backward of a conv reads its input; that of an add reads
+  // nothing. Speed mode keeps c1, c2, c3: segments {in, c1}, {a1, c2},
+  // {a2, c3}, {a3, l}; stages 4 (g6), 3 (g5, g4), 2 (g3, g2), 1 (g1, g0).
+  // Stage 3 reads a2, whose recomputation needs a1 and in (not
+  // checkpoints): 3 recomputes. Stage 2 reads a1 and stage 1 reads in: kept
+  // since stage 3, not recomputed again. Forward 8 + 3 + backward 7 = 18;
+  // dropping them after each stage would recompute in and a1 again
+  // (2 + 1 more, 21), in four times in all.
+  const Graph g = testing::GraphFromNodes(R"([
+    {"id": 0, "name": "in", "op": "input", "mem": 1, "cost": 1, "inputs": []},
+    {"id": 1, "name": "c1", "op": "conv2d", "mem": 1, "cost": 1, "inputs": [0]},
+    {"id": 2, "name": "a1", "op": "add", "mem": 1, "cost": 1, "inputs": [1, 0]},
+    {"id": 3, "name": "c2", "op": "conv2d", "mem": 1, "cost": 1, "inputs": [2]},
+    {"id": 4, "name": "a2", "op": "add", "mem": 1, "cost": 1, "inputs": [3, 2]},
+    {"id": 5, "name": "c3", "op": "conv2d", "mem": 1, "cost": 1, "inputs": [4]},
+    {"id": 6, "name": "a3", "op": "add", "mem": 1, "cost": 1, "inputs": [5, 4]},
+    {"id": 7, "name": "l", "kind": "loss", "mem": 1, "cost": 1, "inputs": [6]},
+    {"id": 8, "kind": "backward", "grad_of": 6, "mem": 1, "cost": 1, "inputs": [7]},
+    {"id": 9, "kind": "backward", "grad_of": 5, "mem": 1, "cost": 1, "inputs": [4, 8]},
+    {"id": 10, "kind": "backward", "grad_of": 4, "mem": 1, "cost": 1, "inputs": [9, 8]},
+    {"id": 11, "kind": "backward", "grad_of": 3, "mem": 1, "cost": 1, "inputs": [2, 10]},
+    {"id": 12, "kind": "backward", "grad_of": 2, "mem": 1, "cost": 1, "inputs": [11, 10]},
+    {"id": 13, "kind": "backward", "grad_of": 1, "mem": 1, "cost": 1, "inputs": [0, 12]},
+    {"id": 14, "kind": "backward", "grad_of": 0, "mem": 1, "cost": 1, "inputs": [13, 12]}])");
+  const SolveResult r =
+      Solve("chen_sqrtn", g, kUnboundedBudget, {"select=speed"});
+  EXPECT_EQ(r.status, Status::kFeasible);
+  EXPECT_EQ(r.extra["checkpoints"], 3);
+  EXPECT_EQ(r.cost, 18);
+  EXPECT_EQ(MostComputesOfANode("chen_sqrtn", g, {"select=speed"}), 2);
+}
+
+// Speed mode's schedule is valid and computes no node more than twice.
+void CheckSpeedMode(const Graph& graph, const std::string& label) {
+  const SolveResult r =
+      Solve("chen_sqrtn", graph, kUnboundedBudget, {"select=speed"});
+  if (r.status == Status::kUnsupported) return;
+  EXPECT_TRUE(r.valid) << label << ": " << r.message;
+  EXPECT_LE(MostComputesOfANode("chen_sqrtn", graph, {"select=speed"}), 2)
+      << label;
+}
+
+TEST(ChenSqrtN, SpeedModeComputesEveryNodeAtMostTwice) {
+  for (const char* spec :
+       {"resnet:depth=56,batch=1,image=32", "resnet:depth=18,batch=1,image=64",
+        "unet:levels=4,base=8,batch=1,image=188,padding=valid",
+        "transformer:layers=2,seq=16,batch=1", "pspnet:image=64,batch=1"}) {
+    CheckSpeedMode(LoadGraph(spec), spec);
+  }
+}
+
 TEST(ChenGreedy, FixedThresholdKeepsEveryBPlusOneth) {
   // Unit memory: the running sum first exceeds b at the (b+1)-th value.
   for (int64_t b : {1, 3, 7, 20}) {
@@ -322,6 +390,7 @@ void CheckEverySchedule(const Graph& graph, const std::string& label) {
       EXPECT_NE(r.status, Status::kError) << label << " " << algorithm;
     }
   }
+  CheckSpeedMode(graph, label);
 }
 
 TEST(SegmentSchedules, ValidOnEveryFixtureAndCorpusGraph) {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 
 #include "harness/liveness.h"
@@ -143,6 +144,68 @@ void ScheduleBuilder::Release(NodeId v) {
   at_hand_[v] = 0;
 }
 
+namespace {
+constexpr int32_t kNoStage = std::numeric_limits<int32_t>::max();
+}  // namespace
+
+void ScheduleBuilder::RecomputeOnce() {
+  const auto& is_forward = chain_.forward_graph().split.is_forward;
+  const int32_t n = graph_.num_nodes();
+  recompute_once_ = true;
+  last_read_.assign(n, kNoStage);
+  // Stages run from the last to the first, so the last to read a value is
+  // the one with the lowest index.
+  for (int32_t j = chain_.num_steps(); j >= 1; --j) {
+    for (NodeId v : chain_.stage(j)) {
+      if (is_forward[v]) {
+        last_read_[v] = std::min(last_read_[v], j);
+        continue;
+      }
+      for (NodeId u : graph_.inputs(v)) {
+        if (is_forward[u]) last_read_[u] = std::min(last_read_[u], j);
+      }
+    }
+  }
+  // Ensure() recomputes a value for a stage that reads something made from
+  // it, walking through values that are not at hand; held ones always are.
+  last_need_ = last_read_;
+  const auto& order = graph_.topological_order();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const NodeId v = *it;
+    if (!is_forward[v]) continue;
+    for (NodeId w : graph_.consumers(v)) {
+      if (is_forward[w] && !held_[w]) {
+        last_need_[v] = std::min(last_need_[v], last_need_[w]);
+      }
+    }
+  }
+}
+
+void ScheduleBuilder::DropUnneeded(int32_t j) {
+  // Stages j-1..1 are still to run. A value is kept if one of them reads it,
+  // or if a value made from it is not at hand and may have to be recomputed
+  // for one of them. A consumer at hand needs nothing: kept, it stays;
+  // dropped, no later stage needs it (by the same rule, decided first in
+  // reverse topological order), so nothing will recompute it.
+  const auto& is_forward = chain_.forward_graph().split.is_forward;
+  std::erase_if(working_, [&](NodeId v) { return !at_hand_[v] || held_[v]; });
+  std::sort(working_.begin(), working_.end(), [&](NodeId a, NodeId b) {
+    return graph_.topo_rank(a) > graph_.topo_rank(b);
+  });
+  size_t kept = 0;
+  for (size_t i = 0; i < working_.size(); ++i) {
+    const NodeId v = working_[i];
+    bool keep = last_read_[v] < j;
+    for (NodeId w : graph_.consumers(v)) {
+      if (keep) break;
+      keep = is_forward[w] && !held_[w] && !at_hand_[w] && last_need_[w] < j;
+    }
+    if (keep) std::swap(working_[kept++], working_[i]);
+  }
+  for (size_t i = kept; i < working_.size(); ++i) at_hand_[working_[i]] = 0;
+  working_.resize(kept);
+}
+
 void ScheduleBuilder::RunStage(int32_t j) {
   const auto& is_forward = chain_.forward_graph().split.is_forward;
   for (NodeId v : chain_.stage(j)) {
@@ -156,7 +219,11 @@ void ScheduleBuilder::RunStage(int32_t j) {
     }
     Compute(v);
   }
-  DropUnheld();
+  if (recompute_once_) {
+    DropUnneeded(j);
+  } else {
+    DropUnheld();
+  }
 }
 
 void ScheduleBuilder::DropUnheld(int32_t keep_segment) {
@@ -193,9 +260,11 @@ BuildResult Conclude(const ScheduleBuilder& builder, BuildLimits limits) {
 
 }  // namespace
 
-BuildResult ChenSchedule(const SegmentChain& chain, BuildLimits limits) {
+BuildResult ChenSchedule(const SegmentChain& chain, BuildLimits limits,
+                         bool recompute_once) {
   ScheduleBuilder builder(chain, limits);
   for (NodeId x : chain.checkpoints()) builder.Hold(x);
+  if (recompute_once) builder.RecomputeOnce();
   for (NodeId v : chain.forward_graph().forward) builder.Ensure(v);
   // The last segment's backward follows at once: nothing to recompute.
   builder.DropUnheld(chain.num_steps());

@@ -93,6 +93,11 @@ class ScheduleBuilder {
   // Drops every forward value at hand that is not held, except those of
   // segment `keep_segment`.
   void DropUnheld(int32_t keep_segment = 0);
+  // From now on RunStage(j) keeps a value at hand after stage j while a
+  // later stage may still need it (it reads the value, or must recompute a
+  // value made from it), so that the backward pass recomputes each forward
+  // value at most once. Call after the checkpoints are held.
+  void RecomputeOnce();
 
   // Set once the limits stopped the build: kTooLarge or kTimeout. After
   // that every call does nothing.
@@ -105,6 +110,8 @@ class ScheduleBuilder {
 
  private:
   void Compute(NodeId v);
+  // RecomputeOnce()'s drop at the end of stage j.
+  void DropUnneeded(int32_t j);
 
   const SegmentChain& chain_;
   const Graph& graph_;
@@ -116,6 +123,11 @@ class ScheduleBuilder {
   std::vector<int32_t> mark_;    // per node: Ensure() call that saw it
   int32_t ensure_calls_ = 0;
   std::vector<NodeId> stack_, cone_;
+  // RecomputeOnce() only, per forward value: the last stage to run (the
+  // lowest index) that reads it directly, and the last that reads it or a
+  // value computed from it through values not held (kNoStage: none).
+  bool recompute_once_ = false;
+  std::vector<int32_t> last_read_, last_need_;
 };
 
 // A built schedule, or why there is none (kTooLarge / kTimeout, message).
@@ -127,8 +139,13 @@ struct BuildResult {
 
 // Chen et al.'s schedule: one forward pass keeping the checkpoints and the
 // last segment, then each stage in reverse, recomputing its segment from
-// the checkpoint before it.
-BuildResult ChenSchedule(const SegmentChain& chain, BuildLimits limits);
+// the checkpoint before it. With `recompute_once` (the speed mode) a value
+// recomputed for one stage stays until no later stage needs it: each
+// forward value is computed at most twice, as MXNet's mirror recomputes
+// each dropped value once, at the price of holding values that a skip
+// connection carries across stages.
+BuildResult ChenSchedule(const SegmentChain& chain, BuildLimits limits,
+                         bool recompute_once = false);
 
 // Nested reversal of the chain of steps (revolve, Chen's recursive
 // variant). `split(length, slots)` says how many steps to advance before
