@@ -409,8 +409,8 @@ std::vector<ParamSpec> WithCheckmateParams(const std::string& owner,
                     .type = ParamSpec::Type::kDouble,
                     .default_value = "5",
                     .description = "time limit of each heuristic run for the "
-                                   "warm start (at most a tenth of the time "
-                                   "left)"});
+                                   "warm start (together at most a quarter "
+                                   "of the time left)"});
   return params;
 }
 
@@ -427,11 +427,15 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request) {
     if (!first) return std::nullopt;
     return CheckmateModel(graph, budget_bytes, std::move(*first)).Staged(s);
   };
-  std::optional<Incumbent> incumbent =
-      BestWarmStart(graph, budget_bytes, request.deadline, request.params,
-                    std::min(request.params.Double("warm_start_seconds"),
-                             request.deadline.SecondsLeft() / 10),
-                    staged);
+  // The heuristics together get at most a quarter of the time left: the
+  // rest is the solver's.
+  const double heuristics =
+      static_cast<double>(request.params.List("warm_start").size());
+  std::optional<Incumbent> incumbent = BestWarmStart(
+      graph, budget_bytes, request.deadline, request.params,
+      std::min(request.params.Double("warm_start_seconds"),
+               request.deadline.SecondsLeft() / 4 / std::max(1.0, heuristics)),
+      staged);
   if (graph_order) {
     return {order, std::move(incumbent), std::move(*graph_order)};
   }
