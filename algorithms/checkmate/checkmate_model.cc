@@ -312,6 +312,17 @@ std::vector<std::vector<uint8_t>> CheckmateModel::RoundS(
   return s;
 }
 
+std::vector<std::vector<uint8_t>> CheckmateModel::SampleS(
+    std::span<const double> x, std::mt19937_64& rng) const {
+  const int n = static_cast<int>(node_.size());
+  std::uniform_real_distribution<double> uniform(0, 1);
+  std::vector<std::vector<uint8_t>> s(n, std::vector<uint8_t>(n, 0));
+  for (int t = 0; t < n; ++t) {
+    for (int i = 0; i < t; ++i) s[t][i] = uniform(rng) < x[S(t, i)];
+  }
+  return s;
+}
+
 std::vector<std::vector<uint8_t>> CheckmateModel::RebuildR(
     const std::vector<std::vector<uint8_t>>& s) const {
   const int n = static_cast<int>(node_.size());
