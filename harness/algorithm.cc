@@ -31,9 +31,8 @@ std::optional<Status> StatusFromName(std::string_view name) {
 
 Deadline Deadline::In(double seconds) {
   if (seconds <= 0 || seconds > 1e9) return Never();
-  return Deadline(Clock::now() +
-                  std::chrono::duration_cast<Clock::duration>(
-                      std::chrono::duration<double>(seconds)));
+  return Deadline(Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                     std::chrono::duration<double>(seconds)));
 }
 
 double Deadline::SecondsLeft() const {
@@ -41,8 +40,18 @@ double Deadline::SecondsLeft() const {
   return std::chrono::duration<double>(at_ - Clock::now()).count();
 }
 
-AlgorithmOutput AlgorithmOutput::Found(Schedule schedule,
-                                       std::string message) {
+void StandbyAnswer::Offer(AlgorithmOutput output) {
+  output.status = Status::kTimeout;
+  std::lock_guard lock(mutex_);
+  output_ = std::move(output);
+}
+
+std::optional<AlgorithmOutput> StandbyAnswer::Take() const {
+  std::lock_guard lock(mutex_);
+  return output_;
+}
+
+AlgorithmOutput AlgorithmOutput::Found(Schedule schedule, std::string message) {
   AlgorithmOutput output;
   output.schedule = std::move(schedule);
   output.message = std::move(message);

@@ -53,6 +53,8 @@ class Deadline {
 
 inline constexpr int64_t kUnboundedBudget = std::numeric_limits<int64_t>::max();
 
+class StandbyAnswer;
+
 struct SolveRequest {
   int64_t budget_bytes = kUnboundedBudget;  // bound on the activation peak
   Params params;
@@ -61,6 +63,9 @@ struct SolveRequest {
   // parameters, shared by every budget's solve; null: not prepared yet (the
   // algorithm then prepares within this solve).
   std::shared_ptr<const void> prepared;
+  // Where to leave the best answer so far when the algorithm calls a
+  // library that may overrun the deadline; null: nobody is watching.
+  StandbyAnswer* standby = nullptr;
 };
 
 // What an algorithm says. With a schedule, `status` matters only as
@@ -76,6 +81,23 @@ struct AlgorithmOutput {
 
   static AlgorithmOutput Found(Schedule schedule, std::string message = {});
   static AlgorithmOutput NoSchedule(Status status, std::string message);
+};
+
+// The answer an algorithm stands by while it waits on a library that does
+// not look at the clock (CBC's root node): its best schedule so far. When
+// the algorithm runs isolated, a watchdog in the child process answers
+// with it once the deadline is overrun by a grace period, and the process
+// ends (harness/isolation.cc); so such algorithms honour their time limit
+// to within that grace. Thread-safe.
+class StandbyAnswer {
+ public:
+  void Offer(AlgorithmOutput output);  // replaces the previous offer
+  // The last offer with status timeout, or none.
+  std::optional<AlgorithmOutput> Take() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::optional<AlgorithmOutput> output_;
 };
 
 class Algorithm {

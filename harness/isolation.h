@@ -10,7 +10,10 @@
 // (OpenMP) process where fork is not. It reads the request (graph, algorithm,
 // parameters, budget, time limit) as JSON on stdin, runs the algorithm
 // in-process and writes its output, schedule included, as JSON on stdout.
-// The parent simulates that schedule like any other.
+// The parent simulates that schedule like any other. The child dies with
+// its parent (PR_SET_PDEATHSIG), and its watchdog answers with the
+// algorithm's StandbyAnswer when the solve overruns its time limit by a
+// grace of 5% of the limit (at least 2 s).
 #pragma once
 
 #include <cstdint>
@@ -25,16 +28,16 @@ namespace remat {
 inline constexpr char kIsolatedSolveFlag[] = "--remat-isolated-solve";
 
 // Call first in main(). Started as a child by RunIsolated (argv[1] is
-// kIsolatedSolveFlag), it answers the request and ends the process;
+// kIsolatedSolveFlag, argv[2] the parent's pid), it answers the request and ends the process;
 // otherwise it enables isolation in this process. Programs that never call
 // it (and the children themselves) run every algorithm in-process.
 void InitIsolation(int argc, char** argv);
 bool IsolationEnabled();
 
 // Runs `algorithm` in a child process. A child that dies becomes status
-// error naming the signal or exit status; one still running 30 s plus its
-// time limit after that limit (it ignored the deadline) is killed and
-// becomes status timeout, without a schedule.
+// error naming the signal or exit status; one that has not answered twice
+// its watchdog's grace plus 1 s after its time limit is killed and becomes
+// status timeout, without a schedule.
 AlgorithmOutput RunIsolated(const Graph& graph, const AlgorithmInfo& algorithm,
                             const Params& params, int64_t budget_bytes,
                             double timeout_seconds);

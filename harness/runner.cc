@@ -12,9 +12,11 @@ namespace remat {
 
 Attempt RunAlgorithm(const Graph& graph, const AlgorithmInfo& algorithm,
                      const Params& params, int64_t budget_bytes,
-                     double timeout_seconds, PreparationSlot* preparation) {
+                     double timeout_seconds, PreparationSlot* preparation,
+                     StandbyAnswer* standby) {
   Attempt attempt;
   SolveRequest request{budget_bytes, params, Deadline::In(timeout_seconds)};
+  request.standby = standby;
   const auto start = std::chrono::steady_clock::now();
   try {
     if (algorithm.isolate && IsolationEnabled()) {

@@ -44,10 +44,13 @@ struct SolveResult {
 // With a `preparation` slot, the algorithm's per-graph work is taken from
 // it (made there by the first solve that needs it; its time counts in
 // that solve's solve_seconds); without one, the solve prepares for itself.
+// `standby` receives the algorithm's best answer so far where it offers
+// one (SolveRequest::standby).
 Attempt RunAlgorithm(const Graph& graph, const AlgorithmInfo& algorithm,
                      const Params& params, int64_t budget_bytes,
                      double timeout_seconds,
-                     PreparationSlot* preparation = nullptr);
+                     PreparationSlot* preparation = nullptr,
+                     StandbyAnswer* standby = nullptr);
 
 // Decides the status from the simulation: an invalid schedule is an error;
 // a valid one is feasible iff its peak fits `budget_bytes` (a timeout stays

@@ -140,9 +140,19 @@ TEST(LowerSets, BCountsOtherPredecessorsOfA) {
 // (time 3, kept 1) fit; a single segment needs 8.
 TEST(DpExact, ChainOfThreeByHand) {
   Graph graph = LoadGraph("chain:n=3");
+  // At 4 the estimate admits no strategy (the least is 5, below)...
+  Attempt time_at4 = Solve(graph, "dp_exact", 4, {"strategy=time"});
+  EXPECT_EQ(time_at4.output.status, Status::kInfeasible);
+  EXPECT_FALSE(time_at4.output.schedule);
+  // ... but auto searches the DP budget: the memory-centric strategy at
+  // the least DP budget with one (5) simulates at 4 and fits.
   Attempt at4 = Solve(graph, "dp_exact", 4);
-  EXPECT_EQ(at4.output.status, Status::kInfeasible);
-  EXPECT_FALSE(at4.output.schedule);
+  ASSERT_TRUE(at4.simulation && at4.simulation->valid);
+  EXPECT_EQ(at4.output.status, Status::kFeasible);
+  EXPECT_EQ(at4.output.extra["strategy"], "memory");
+  EXPECT_EQ(at4.output.extra["dp_budget_bytes"], 5);
+  EXPECT_EQ(at4.simulation->peak_bytes, 4);
+  EXPECT_EQ(at4.simulation->cost, 7 + 3);
 
   // Time-centric: f1 f2 f3 loss, then loss again for g3, g3, g2, g1.
   Attempt time = Solve(graph, "dp_exact", 5, {"strategy=time"});
@@ -263,8 +273,10 @@ TEST(DpExact, ExactIsNeverSlowerThanApproxOnTheDiamond) {
   for (int64_t budget = MemoryLowerBound(graph); budget <= 120; ++budget) {
     Attempt exact = Solve(graph, "dp_exact", budget);
     Attempt approx = Solve(graph, "dp_approx", budget);
-    if (!approx.output.schedule) continue;
-    ASSERT_TRUE(exact.output.schedule) << "budget " << budget;
+    // The DPs' own optima at this budget, where the estimate admits one.
+    if (!approx.output.extra.contains("dp_least_extra_time")) continue;
+    ASSERT_TRUE(exact.output.extra.contains("dp_least_extra_time"))
+        << "budget " << budget;
     ASSERT_TRUE(exact.simulation->valid && approx.simulation->valid);
     const int64_t e = exact.output.extra["dp_least_extra_time"];
     const int64_t a = approx.output.extra["dp_least_extra_time"];
@@ -474,8 +486,9 @@ TEST(DpPeerGraphs, KusumotoGraphs) {
           EXPECT_TRUE(a->simulation->valid);
         }
       }
-      if (!approx.output.schedule) continue;
-      ASSERT_TRUE(exact.output.schedule) << "budget " << budget;
+      if (!approx.output.extra.contains("dp_least_extra_time")) continue;
+      ASSERT_TRUE(exact.output.extra.contains("dp_least_extra_time"))
+          << "budget " << budget;
       EXPECT_LE(exact.output.extra["dp_least_extra_time"].get<int64_t>(),
                 approx.output.extra["dp_least_extra_time"].get<int64_t>());
     }

@@ -1,12 +1,13 @@
 // Algorithms marked `isolate` run in child processes (harness/isolation.h):
 // their answers come back whole, a crash becomes one error point while the
 // rest of the sweep goes on, and a child that ignores its time limit is
-// killed. The algorithms below are registered in this binary only, which is
-// why checkmate_milp (whose warm start runs every registered heuristic) is
-// not run here.
+// answered for by its watchdog, or killed. The algorithms below are registered
+// in this binary only, which is why checkmate_milp (whose warm start runs every
+// registered heuristic) is not run here.
 #include "harness/isolation.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -41,10 +42,25 @@ class Aborts : public Algorithm {
   }
 };
 
+// Stands by the plain schedule, then ignores its deadline, as CBC does in
+// its root node.
 class IgnoresDeadline : public Algorithm {
-  AlgorithmOutput Run(const Graph&, const SolveRequest&) override {
+  AlgorithmOutput Run(const Graph& graph,
+                      const SolveRequest& request) override {
+    if (request.standby) {
+      request.standby->Offer(AlgorithmOutput::Found(
+          InsertFrees(graph, NoRematOrder(graph)), "the plain schedule"));
+    }
     std::this_thread::sleep_for(std::chrono::seconds(60));
     return AlgorithmOutput::NoSchedule(Status::kTimeout, "woke up");
+  }
+};
+
+// A process that cannot run at all, its watchdog included.
+class Stops : public Algorithm {
+  AlgorithmOutput Run(const Graph&, const SolveRequest&) override {
+    raise(SIGSTOP);
+    return AlgorithmOutput::NoSchedule(Status::kTimeout, "continued");
   }
 };
 
@@ -62,7 +78,12 @@ const bool kRegistered =
         {.name = "test_isolated_hang",
          .description = "test only: sleeps 60 s whatever its deadline",
          .isolate = true,
-         .create = [] { return std::make_unique<IgnoresDeadline>(); }});
+         .create = [] { return std::make_unique<IgnoresDeadline>(); }}) &&
+    RegisterAlgorithm(
+        {.name = "test_isolated_stop",
+         .description = "test only: stops its own process (SIGSTOP)",
+         .isolate = true,
+         .create = [] { return std::make_unique<Stops>(); }});
 
 Attempt RunNamed(const std::string& name, const Graph& graph, int64_t budget,
                  double timeout) {
@@ -119,20 +140,42 @@ TEST(Isolation, CrashIsOneErrorPointAndTheSweepGoesOn) {
   EXPECT_EQ(fine, 4);
 }
 
-TEST(Isolation, ChildPastItsTimeLimitIsKilled) {
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+TEST(Isolation, WatchdogAnswersWithTheStandbyPastTheTimeLimit) {
   const Graph graph = LoadGraph("chain:n=4");
   const auto start = std::chrono::steady_clock::now();
   const SolveResult result =
       Judge(RunNamed("test_isolated_hang", graph, kUnboundedBudget, 0.5),
             kUnboundedBudget);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
+  const double seconds = SecondsSince(start);
   EXPECT_EQ(result.status, Status::kTimeout);
-  EXPECT_NE(result.message.find("killed"), std::string::npos) << result.message;
+  EXPECT_NE(result.message.find("still running 2.0 s after its time limit"),
+            std::string::npos)
+      << result.message;
+  EXPECT_NE(result.message.find("the plain schedule"), std::string::npos);
+  ASSERT_TRUE(result.has_schedule);
+  EXPECT_TRUE(result.valid);
+  // The watchdog answers 2.5 s after the start, not the algorithm's 60 s
+  // (generous: this is a bound on a loaded machine, not a timing).
+  EXPECT_LT(seconds, 30);
+}
+
+TEST(Isolation, ChildThatCannotAnswerIsKilled) {
+  const Graph graph = LoadGraph("chain:n=4");
+  const auto start = std::chrono::steady_clock::now();
+  const SolveResult result =
+      Judge(RunNamed("test_isolated_stop", graph, kUnboundedBudget, 0.5),
+            kUnboundedBudget);
+  EXPECT_EQ(result.status, Status::kTimeout);
+  EXPECT_NE(result.message.find("killed 5.0 s after its time limit"),
+            std::string::npos)
+      << result.message;
   EXPECT_FALSE(result.has_schedule);
-  // Killed 30.5 s after the start: the time limit and the grace.
-  EXPECT_LT(seconds, 45);
+  EXPECT_LT(SecondsSince(start), 30);
 }
 
 }  // namespace

@@ -412,14 +412,24 @@ TEST(TwRematTest, BudgetedSearch) {
   EXPECT_EQ(tight.sim.peak_bytes, full.sim.peak_bytes);
 }
 
-TEST(TwRematTest, ExpiredDeadlineIsATimeout) {
+TEST(TwRematTest, ExpiredDeadlineIsATimeoutWithAFallback) {
   const Graph graph = LoadGraph("chain:n=64");
   const AlgorithmInfo& info = FindAlgorithm("twremat");
   SolveRequest request;
   request.budget_bytes = 20;
   request.params = Params::Parse({}, info.params, "twremat");
   request.deadline = Deadline::In(1e-9);  // In(0) means no deadline
-  EXPECT_EQ(info.create()->Solve(graph, request).status, Status::kTimeout);
+  EXPECT_FALSE(DecomposeByElimination(graph, EliminationOrder::kMinFill,
+                                      request.deadline));
+  // Issue 18: never nothing. The decomposition stops at once, and a
+  // schedule that needs none comes back instead.
+  const AlgorithmOutput out = info.create()->Solve(graph, request);
+  EXPECT_EQ(out.status, Status::kTimeout);
+  ASSERT_TRUE(out.schedule);
+  EXPECT_TRUE(Simulate(graph, *out.schedule).valid);
+  const std::string fallback = out.extra.value("fallback", "");
+  EXPECT_TRUE(fallback == "noremat" || fallback == "checkpoint_last")
+      << out.extra.dump();
 }
 
 TEST(TwRematTest, TreewidthIsAGraphProperty) {

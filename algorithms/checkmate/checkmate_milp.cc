@@ -7,7 +7,10 @@
 // between stages at least cost under the budget. It starts from the
 // cheapest schedule the registered heuristics find, staged
 // (CheckmateModel::Staged) in the order of its own first computes, which
-// becomes the model's stage order, and stops at the request's deadline. The
+// becomes the model's stage order, and stops at the request's deadline;
+// CBC may overrun it during its root node, so the warm start is offered as
+// the standby answer (StandbyAnswer) that the isolated process's watchdog
+// gives instead. The
 // result carries CBC's proven bound and gap; `optimal` means optimal among
 // staged schedules only, so the bound is reported as staged_lower_bound_cost
 // and never as a bound on other algorithms (exact_search tells what the staged
@@ -72,6 +75,16 @@ class CheckmateMilp : public Algorithm {
           "{} (staged cost {}{})", incumbent->algorithm, incumbent->cost,
           start ? "" : ", rejected by the model's memory rows");
     }
+    // What to answer if CBC overruns the deadline, or has no time at all.
+    std::optional<AlgorithmOutput> standby;
+    if (incumbent) {
+      standby = AlgorithmOutput::Found(
+          incumbent->schedule,
+          fmt::format("CBC did not finish; warm start: {}", warm_start));
+      standby->status = Status::kTimeout;
+      standby->extra["warm_start"] = request.params.String("warm_start");
+      if (request.standby) request.standby->Offer(*standby);
+    }
 
     std::unique_ptr<Cbc_Model, CbcDeleter> cbc(Cbc_newModel());
     Cbc_loadProblem(cbc.get(), model.num_cols(), model.num_rows(),
@@ -103,8 +116,9 @@ class CheckmateMilp : public Algorithm {
     // Leave a little time to extract and return the schedule.
     const double seconds = request.deadline.SecondsLeft() - 0.2;
     if (seconds <= 0) {
-      return AlgorithmOutput::NoSchedule(Status::kTimeout,
-                                         "no time left to run CBC");
+      if (standby) return *standby;
+      return AlgorithmOutput::NoSchedule(
+          Status::kTimeout, "no time left to run CBC; no warm start fits");
     }
     if (seconds < 1e9) Cbc_setMaximumSeconds(cbc.get(), seconds);
     Cbc_solve(cbc.get());
@@ -119,6 +133,7 @@ class CheckmateMilp : public Algorithm {
           "schedules may)");
     }
     if (best == nullptr) {
+      if (standby) return *standby;
       return AlgorithmOutput::NoSchedule(
           Status::kTimeout,
           fmt::format("CBC found no staged schedule within the time limit; "

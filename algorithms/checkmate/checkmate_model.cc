@@ -312,6 +312,17 @@ std::vector<std::vector<uint8_t>> CheckmateModel::RoundS(
   return s;
 }
 
+std::vector<std::vector<uint8_t>> CheckmateModel::SampleS(
+    std::span<const double> x, std::mt19937_64& rng) const {
+  const int n = static_cast<int>(node_.size());
+  std::uniform_real_distribution<double> uniform(0, 1);
+  std::vector<std::vector<uint8_t>> s(n, std::vector<uint8_t>(n, 0));
+  for (int t = 0; t < n; ++t) {
+    for (int i = 0; i < t; ++i) s[t][i] = uniform(rng) < x[S(t, i)];
+  }
+  return s;
+}
+
 std::vector<std::vector<uint8_t>> CheckmateModel::RebuildR(
     const std::vector<std::vector<uint8_t>>& s) const {
   const int n = static_cast<int>(node_.size());
@@ -409,8 +420,8 @@ std::vector<ParamSpec> WithCheckmateParams(const std::string& owner,
                     .type = ParamSpec::Type::kDouble,
                     .default_value = "5",
                     .description = "time limit of each heuristic run for the "
-                                   "warm start (at most a tenth of the time "
-                                   "left)"});
+                                   "warm start (together at most a quarter "
+                                   "of the time left)"});
   return params;
 }
 
@@ -427,11 +438,15 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request) {
     if (!first) return std::nullopt;
     return CheckmateModel(graph, budget_bytes, std::move(*first)).Staged(s);
   };
-  std::optional<Incumbent> incumbent =
-      BestWarmStart(graph, budget_bytes, request.deadline, request.params,
-                    std::min(request.params.Double("warm_start_seconds"),
-                             request.deadline.SecondsLeft() / 10),
-                    staged);
+  // The heuristics together get at most a quarter of the time left: the
+  // rest is the solver's.
+  const double heuristics =
+      static_cast<double>(request.params.List("warm_start").size());
+  std::optional<Incumbent> incumbent = BestWarmStart(
+      graph, budget_bytes, request.deadline, request.params,
+      std::min(request.params.Double("warm_start_seconds"),
+               request.deadline.SecondsLeft() / 4 / std::max(1.0, heuristics)),
+      staged);
   if (graph_order) {
     return {order, std::move(incumbent), std::move(*graph_order)};
   }

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <random>
 #include <span>
 #include <string>
 #include <vector>
@@ -89,6 +90,10 @@ class CheckmateModel {
                                            double threshold) const;
   std::vector<std::vector<uint8_t>> RoundS(std::span<const double> x,
                                            double threshold) const;
+  // Randomized rounding (Checkmate, section 5): keeps each value into each
+  // stage with the probability its S takes in `x`.
+  std::vector<std::vector<uint8_t>> SampleS(std::span<const double> x,
+                                            std::mt19937_64& rng) const;
   // The cheapest R consistent with `s`: stage t computes t, every value
   // that `s` keeps into stage t+1 but not into stage t, and every input of
   // those computes that `s` does not keep into stage t.

@@ -7,7 +7,11 @@
 
 #include <algorithm>
 #include <bit>
+#include <deque>
 #include <limits>
+#include <map>
+#include <optional>
+#include <string_view>
 
 #include "harness/liveness.h"
 #include "harness/simulator.h"
@@ -496,10 +500,6 @@ std::vector<NodeId> CanonicalComputes(const LowerSetGraph& g,
 
 namespace {
 
-// Time-centric answers `auto` tries at smaller DP budgets before it falls
-// back to memory-centric.
-constexpr int kRetightenings = 3;
-
 // One answer of the DP turned into a schedule and simulated.
 struct Candidate {
   const char* strategy;
@@ -510,14 +510,187 @@ struct Candidate {
   int64_t dp_budget = 0;  // the budget the DP ran at
 };
 
-Candidate Build(const char* strategy, const ParetoPoint& point,
-                std::vector<int32_t> chain, const LowerSetAnalysis& a,
-                const Graph& graph) {
-  Candidate c{strategy, point, std::move(chain), {}, {}};
-  c.schedule =
-      InsertFrees(graph, CanonicalComputes(a.graph, a.family, c.chain, graph));
-  c.simulation = Simulate(graph, c.schedule);
-  return c;
+// Runs the DP at chosen DP budgets and keeps every answer, simulated.
+// The DP's memory estimate is its paper's model, not the simulator's peak:
+// it counts a whole segment and all its gradients at once (2 M(Vi)) where
+// the canonical schedule, thinned by the liveness pass, frees values as the
+// segment's backward goes, and it misses per-consumer gradients. So the
+// estimate can reject strategies whose simulated peak fits (ResNet-18:
+// estimate 11.0 MB, simulated 9.8 MB) and accept some that do not; `auto`
+// treats the DP budget as the knob it is and searches it (Search below).
+class DpRuns {
+ public:
+  DpRuns(const LowerSetAnalysis& a, const Graph& graph,
+         const SolveRequest& request)
+      : a_(a), graph_(graph), request_(request) {}
+
+  // Pass 0 only: whether some strategy is within `dp_budget` by the
+  // estimate. False also when stopped (see stopped()).
+  bool Reachable(int64_t dp_budget) {
+    DpOutcome dp = StartLowerSetDp(a_.family, dp_budget, request_.deadline);
+    return Check(dp) && dp.reachable();
+  }
+
+  // The time-centric (least extra time) or memory-centric (least kept
+  // memory) answer at `dp_budget`, simulated and kept; null when no
+  // strategy is within it or the run was stopped.
+  const Candidate* Try(const char* strategy, int64_t dp_budget) {
+    DpOutcome dp = StartLowerSetDp(a_.family, dp_budget, request_.deadline);
+    if (!Check(dp) || !dp.reachable()) return nullptr;
+    const int32_t full = a_.family.full_set();
+    const bool time = std::string_view(strategy) == "time";
+    if (time ? !FindLeastTime(a_.family, dp_budget,
+                              request_.params.Int("max_states"),
+                              request_.deadline, dp)
+             : !FindLeastKept(a_.family, dp_budget, request_.deadline, dp)) {
+      Check(dp);
+      return nullptr;
+    }
+    const ParetoPoint& point =
+        time ? dp.fronts[full].front() : dp.least_kept[full];
+    if (time) {
+      transitions_ = dp.transitions, max_points_ = dp.max_points;
+      if (dp_budget == request_.budget_bytes) least_extra_time_ = point.time;
+    }
+    std::vector<int32_t> chain = time ? TimeCentricChain(dp, a_.family)
+                                      : MemoryCentricChain(dp, a_.family);
+    Candidate c{strategy, point, std::move(chain), {}, {}, dp_budget};
+    c.schedule = InsertFrees(
+        graph_, CanonicalComputes(a_.graph, a_.family, c.chain, graph_));
+    c.simulation = Simulate(graph_, c.schedule);
+    tried_.push_back(std::move(c));
+    return &tried_.back();
+  }
+
+  bool Fits(const Candidate* c) const {
+    return c && c->simulation.peak_bytes <= request_.budget_bytes;
+  }
+
+  // The cheapest answer that fits, else the one with the lowest peak; null
+  // when the DP gave none.
+  const Candidate* Best() const {
+    const Candidate* best = nullptr;
+    for (const Candidate& c : tried_) {
+      if (!best) {
+        best = &c;
+      } else if (Fits(&c) != Fits(best)) {
+        if (Fits(&c)) best = &c;
+      } else if (Fits(&c)
+                     ? c.simulation.cost < best->simulation.cost
+                     : c.simulation.peak_bytes < best->simulation.peak_bytes) {
+        best = &c;
+      }
+    }
+    return best;
+  }
+
+  // The first pass that the deadline or a size cap stopped.
+  bool stopped() const { return stop_status_ != Status::kFeasible; }
+  Status stop_status() const { return stop_status_; }
+  const std::string& stop_message() const { return stop_message_; }
+  int runs() const { return static_cast<int>(tried_.size()); }
+  // The smallest DP budget at which the DP gave an answer.
+  int64_t least_dp_budget() const {
+    int64_t least = kInt64Max;
+    for (const Candidate& c : tried_) least = std::min(least, c.dp_budget);
+    return least;
+  }
+  int64_t transitions() const { return transitions_; }
+  int64_t max_points() const { return max_points_; }
+  // The DP's own optimum (least extra time before the liveness pass) at
+  // the requested budget, when that run happened.
+  std::optional<int64_t> least_extra_time() const { return least_extra_time_; }
+
+ private:
+  bool Check(const DpOutcome& dp) {
+    if (dp.status == Status::kFeasible) return true;
+    if (!stopped()) stop_status_ = dp.status, stop_message_ = dp.message;
+    return false;
+  }
+
+  const LowerSetAnalysis& a_;
+  const Graph& graph_;
+  const SolveRequest& request_;
+  std::deque<Candidate> tried_;  // stable addresses
+  Status stop_status_ = Status::kFeasible;
+  std::string stop_message_;
+  int64_t transitions_ = 0, max_points_ = 0;
+  std::optional<int64_t> least_extra_time_;
+};
+
+// Bisection steps of each DP budget search below.
+constexpr int kSearchSteps = 8;
+
+// The climb (Search) is skipped when the fitting schedule's overhead is
+// below this: at high budgets one DP run can take seconds (PSPNet exported
+// from PyTorch, 1,539 lower sets: 3-6 s), and eight more would buy at most
+// this much.
+constexpr double kClimbMinExtra = 0.01;
+
+// A DP budget no strategy's estimate exceeds: kept memory, 2 M(Vi) and
+// M(A) + M(B) are each at most M(G).
+int64_t UnlimitedDpBudget(const LowerSetFamily& f) {
+  return 4 * f.mem(f.full_set()) + 1;
+}
+
+// `auto`. Starts from the time-centric answer at the budget. If its
+// simulated peak does not fit, asks again at up to 3 smaller DP budgets,
+// each the last estimate minus the simulated overshoot, then memory-centric
+// (the paper's fallback for strategies that do not fit after liveness).
+// If no time-centric answer fits yet, tries memory-centric at the budget,
+// and the smallest DP budget that has a strategy at all (bisection on
+// pass 0), time- and memory-centric.
+// Then, from the largest DP budget whose time-centric answer fits, bisects
+// toward the next larger one tried that does not (or the unlimited one): a
+// larger DP budget means fewer recomputations.
+void Search(DpRuns& runs, const LowerSetFamily& family, int64_t budget) {
+  std::map<int64_t, bool> time_fits;  // DP budget -> simulated peak fits
+  auto try_time = [&](int64_t dp_budget) {
+    const Candidate* c = runs.Try("time", dp_budget);
+    if (c) time_fits[dp_budget] = runs.Fits(c);
+    return c;
+  };
+  auto largest_fitting = [&] {
+    return std::find_if(time_fits.rbegin(), time_fits.rend(),
+                        [](const auto& entry) { return entry.second; });
+  };
+  const Candidate* last = try_time(budget);
+  for (int i = 0; i < 3 && last && !runs.Fits(last); ++i) {
+    last = try_time(EstimatedPeak(family, last->chain) -
+                    (last->simulation.peak_bytes - budget));
+  }
+  if (runs.stopped()) return;
+  if (largest_fitting() == time_fits.rend()) {
+    if (time_fits.contains(budget)) runs.Try("memory", budget);
+    int64_t none = 0, some = time_fits.empty() ? UnlimitedDpBudget(family)
+                                               : time_fits.begin()->first;
+    for (int step = 0; step < 2 * kSearchSteps && some - none > 1; ++step) {
+      const int64_t mid = none + (some - none) / 2;
+      (runs.Reachable(mid) ? some : none) = mid;
+    }
+    if (runs.stopped()) return;
+    if (!time_fits.contains(some)) {
+      try_time(some);
+      runs.Try("memory", some);
+    }
+  }
+  auto fits = largest_fitting();
+  const Candidate* best = runs.Best();
+  if (fits == time_fits.rend() || runs.stopped() ||
+      best->simulation.overhead < 1 + kClimbMinExtra) {
+    return;
+  }
+  int64_t low = fits->first, high = UnlimitedDpBudget(family);
+  if (auto above = time_fits.upper_bound(low); above != time_fits.end()) {
+    high = above->first;
+  } else if (runs.Fits(try_time(high))) {
+    return;
+  }
+  for (int step = 0; step < kSearchSteps && high - low > 1 && !runs.stopped();
+       ++step) {
+    const int64_t mid = low + (high - low) / 2;
+    (runs.Fits(try_time(mid)) ? low : high) = mid;
+  }
 }
 
 }  // namespace
@@ -527,9 +700,12 @@ ParamSpec StrategyParam() {
           .type = ParamSpec::Type::kChoice,
           .default_value = "auto",
           .description =
-              "time (least extra time), memory (least kept memory) or "
-              "auto (time; when its simulated peak exceeds the budget, "
-              "time at up to 3 smaller DP budgets, then memory)",
+              "time (least extra time), memory (least kept memory), both "
+              "at the budget by the DP's memory estimate, or auto: the "
+              "cheapest simulated schedule that fits among answers at "
+              "searched DP budgets (larger ones where the estimate "
+              "overstates the simulated peak, smaller ones and then "
+              "memory-centric where it understates it)",
           .choices = {"auto", "time", "memory"}};
 }
 
@@ -566,81 +742,29 @@ AlgorithmOutput LowerSetDp::RunPrepared(const Graph& graph,
   }
   const LowerSetAnalysis& a = *lookup->analysis;
   const int64_t budget = request.budget_bytes;
-  DpOutcome dp = StartLowerSetDp(a.family, budget, request.deadline);
   nlohmann::json extra = {{"lower_sets", a.family.size()},
                           {"forward_nodes", a.graph.size()}};
-  auto no_schedule = [&](Status status, std::string message) {
-    AlgorithmOutput out =
-        AlgorithmOutput::NoSchedule(status, std::move(message));
+  const std::string& strategy = request.params.String("strategy");
+  DpRuns runs(a, graph, request);
+  if (strategy == "auto") {
+    Search(runs, a.family, budget);
+  } else {
+    runs.Try(strategy == "time" ? "time" : "memory", budget);
+  }
+  const Candidate* chosen = runs.Best();
+  if (!chosen) {
+    Status status = runs.stop_status();
+    std::string message = runs.stop_message();
+    if (!runs.stopped()) {
+      status = Status::kInfeasible;
+      message = fmt::format(
+          "no strategy over {} lower sets fits the budget by the DP's "
+          "memory estimate",
+          a.family.size());
+    }
+    AlgorithmOutput out = AlgorithmOutput::NoSchedule(status, message);
     out.extra = std::move(extra);
     return out;
-  };
-  if (dp.status != Status::kFeasible) return no_schedule(dp.status, dp.message);
-  if (!dp.reachable()) {
-    return no_schedule(
-        Status::kInfeasible,
-        fmt::format("no strategy over {} lower sets fits the budget by the "
-                    "DP's memory estimate",
-                    a.family.size()));
-  }
-  const int32_t full = a.family.full_set();
-  // Time-centric: the least extra time. Memory-centric: the least kept
-  // memory, i.e. coarser segments, whose real peak after the liveness pass
-  // is often lower; `auto` falls back to it when time-centric's simulated
-  // peak does not fit (the authors' recommendation). Before that, `auto`
-  // asks the time-centric DP again at up to kRetightenings smaller
-  // budgets, each the last strategy's estimate minus its simulated
-  // overshoot (the estimate can miss per-consumer gradients and other
-  // details of the real schedule): a finer strategy that fits usually
-  // costs far less than the jump to the coarsest one.
-  const std::string& strategy = request.params.String("strategy");
-  const int64_t max_states = request.params.Int("max_states");
-  std::vector<Candidate> tried;
-  if (strategy != "memory") {
-    if (!FindLeastTime(a.family, budget, max_states, request.deadline, dp)) {
-      return no_schedule(dp.status, dp.message);
-    }
-    extra["dp_least_extra_time"] = dp.fronts[full].front().time;
-    extra["transitions"] = dp.transitions;
-    extra["max_pareto_points"] = dp.max_points;
-    tried.push_back(Build("time", dp.fronts[full].front(),
-                          TimeCentricChain(dp, a.family), a, graph));
-    tried.back().dp_budget = budget;
-  }
-  for (int i = 0; strategy == "auto" && i < kRetightenings &&
-                  tried.back().simulation.peak_bytes > budget;
-       ++i) {
-    const int64_t dp_budget = EstimatedPeak(a.family, tried.back().chain) -
-                              (tried.back().simulation.peak_bytes - budget);
-    DpOutcome tighter = StartLowerSetDp(a.family, dp_budget, request.deadline);
-    if (tighter.status != Status::kFeasible || !tighter.reachable() ||
-        !FindLeastTime(a.family, dp_budget, max_states, request.deadline,
-                       tighter)) {
-      break;
-    }
-    tried.push_back(Build("time", tighter.fronts[full].front(),
-                          TimeCentricChain(tighter, a.family), a, graph));
-    tried.back().dp_budget = dp_budget;
-  }
-  if (strategy == "memory" ||
-      (strategy == "auto" && tried.back().simulation.peak_bytes > budget)) {
-    if (FindLeastKept(a.family, budget, request.deadline, dp)) {
-      extra["dp_least_kept_bytes"] = dp.least_kept[full].kept;
-      tried.push_back(Build("memory", dp.least_kept[full],
-                            MemoryCentricChain(dp, a.family), a, graph));
-      tried.back().dp_budget = budget;
-    } else if (tried.empty()) {
-      return no_schedule(dp.status, dp.message);
-    }
-  }
-  // The first that fits, else the one with the lower simulated peak.
-  const Candidate* chosen = &tried.front();
-  for (const Candidate& c : tried) {
-    if (c.simulation.peak_bytes <= budget) {
-      chosen = &c;
-      break;
-    }
-    if (c.simulation.peak_bytes < chosen->simulation.peak_bytes) chosen = &c;
   }
   const int64_t estimate = EstimatedPeak(a.family, chosen->chain);
   extra["strategy"] = chosen->strategy;
@@ -649,20 +773,31 @@ AlgorithmOutput LowerSetDp::RunPrepared(const Graph& graph,
   extra["dp_kept_bytes"] = chosen->point.kept;
   extra["dp_memory_estimate_bytes"] = estimate;
   extra["dp_budget_bytes"] = chosen->dp_budget;
+  extra["dp_runs"] = runs.runs();
+  extra["transitions"] = runs.transitions();
+  extra["max_pareto_points"] = runs.max_points();
+  if (runs.least_extra_time()) {
+    extra["dp_least_extra_time"] = *runs.least_extra_time();
+  }
   std::string message = fmt::format(
       "{}-centric over {} lower sets: {} segments, DP extra time {}, DP "
-      "memory estimate {} bytes (reported figures are simulated)",
+      "memory estimate {} bytes at a DP budget of {} bytes, best of {} DP "
+      "answers (reported figures are simulated)",
       chosen->strategy, a.family.size(), chosen->chain.size() - 1,
-      chosen->point.time, estimate);
-  if (chosen->dp_budget != budget) {
-    message += fmt::format(" at a DP budget of {} bytes", chosen->dp_budget);
-  }
-  if (tried.size() > 1) {
-    message += fmt::format("; time-centric simulated peak {} bytes",
-                           tried.front().simulation.peak_bytes);
+      chosen->point.time, estimate, chosen->dp_budget, runs.runs());
+  if (!runs.Fits(chosen)) {
+    message += fmt::format(
+        "; none fits: the DP's memory estimate admits no strategy below a "
+        "DP budget of {} bytes, and its answers' least simulated peak is {} "
+        "bytes",
+        runs.least_dp_budget(), chosen->simulation.peak_bytes);
   }
   AlgorithmOutput out =
       AlgorithmOutput::Found(chosen->schedule, std::move(message));
+  // A search the deadline cut short still returns its best answer.
+  if (runs.stopped() && runs.stop_status() == Status::kTimeout) {
+    out.status = Status::kTimeout;
+  }
   out.extra = std::move(extra);
   return out;
 }

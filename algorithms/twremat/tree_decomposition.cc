@@ -49,7 +49,9 @@ class Eliminator {
     if (n == 0) return td;
     int64_t remaining = n;
     while (remaining_edges_ != remaining * (remaining - 1) / 2) {
-      if ((remaining & 1023) == 0 && deadline.Expired()) return std::nullopt;
+      // Every elimination: late ones make cliques of thousands of nodes
+      // on wide graphs and take seconds each (random_layered:n=10000).
+      if (deadline.Expired()) return std::nullopt;
       Entry top = heap_.top();
       heap_.pop();
       if (eliminated_[top.v] || top.fill != fill_[top.v] ||
@@ -61,7 +63,7 @@ class Eliminator {
       td.bag_vertices.insert(td.bag_vertices.end(), adj_[top.v].begin(),
                              adj_[top.v].end());
       td.bag_offsets.push_back(static_cast<int64_t>(td.bag_vertices.size()));
-      Eliminate(top.v);
+      if (!Eliminate(top.v, deadline)) return std::nullopt;
       --remaining;
     }
     // The root bag: the remaining clique.
@@ -122,7 +124,8 @@ class Eliminator {
     }
   }
 
-  void Eliminate(NodeId v) {
+  // False when `deadline` expired midway (the state is then abandoned).
+  bool Eliminate(NodeId v, const Deadline& deadline) {
     const bool track_fill = order_ == EliminationOrder::kMinFill;
     eliminated_[v] = 1;
     nbrs_.assign(adj_[v].begin(), adj_[v].end());
@@ -146,6 +149,7 @@ class Eliminator {
     remaining_edges_ -= static_cast<int64_t>(nbrs_.size());
     // Make the neighbourhood a clique.
     for (size_t i = 0; i < nbrs_.size(); ++i) {
+      if ((i & 63) == 63 && deadline.Expired()) return false;
       const NodeId a = nbrs_[i];
       const int64_t near_a = ++stamp_;
       for (NodeId x : adj_[a]) mark_[x] = near_a;
@@ -171,6 +175,7 @@ class Eliminator {
       }
     }
     for (NodeId u : touched_list_) Push(u);
+    return true;
   }
 
   EliminationOrder order_;

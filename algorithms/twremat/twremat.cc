@@ -30,6 +30,7 @@
 #include "harness/liveness.h"
 #include "harness/memory_model.h"
 #include "harness/registry.h"
+#include "harness/runner.h"
 #include "harness/simulator.h"
 
 namespace remat {
@@ -420,6 +421,43 @@ struct Decomposition {
   nlohmann::json figures;  // width, bags, hierarchy height
 };
 
+// When the deadline comes before any schedule (wide graphs: min-fill
+// elimination makes cliques of thousands of nodes), the better of two
+// schedules that need none: noremat if it fits, else checkpoint_last (the
+// least memory), run in the time left; status timeout either way.
+AlgorithmOutput Fallback(const Graph& graph, const SolveRequest& request) {
+  std::optional<Attempt> chosen;
+  const char* chosen_name = "";
+  for (const char* name : {"noremat", "checkpoint_last"}) {
+    const AlgorithmInfo& info = FindAlgorithm(name);
+    Attempt attempt = RunAlgorithm(
+        graph, info, Params::Parse({}, info.params, name), request.budget_bytes,
+        std::max(request.deadline.SecondsLeft(), 1e-3));
+    if (!attempt.simulation || !attempt.simulation->valid) continue;
+    const bool fits = attempt.simulation->peak_bytes <= request.budget_bytes;
+    if (!chosen || fits ||
+        attempt.simulation->peak_bytes < chosen->simulation->peak_bytes) {
+      chosen = std::move(attempt);
+      chosen_name = name;
+    }
+    if (fits) break;
+  }
+  if (!chosen) {
+    return AlgorithmOutput::NoSchedule(
+        Status::kTimeout,
+        "deadline reached during the tree decomposition, and no fallback "
+        "schedule was made in the time left");
+  }
+  AlgorithmOutput out = std::move(chosen->output);
+  out.status = Status::kTimeout;
+  out.message = fmt::format(
+      "deadline reached during the tree decomposition; answered with {}'s "
+      "schedule instead",
+      chosen_name);
+  out.extra = {{"fallback", chosen_name}};
+  return out;
+}
+
 class TwRemat : public PreparedAlgorithm<Decomposition> {
  private:
   std::shared_ptr<const Decomposition> PrepareGraph(
@@ -428,8 +466,9 @@ class TwRemat : public PreparedAlgorithm<Decomposition> {
         request.params.String("elimination") == "min_degree"
             ? EliminationOrder::kMinDegree
             : EliminationOrder::kMinFill;
-    const std::optional<TreeDecomposition> td =
-        DecomposeByElimination(graph, order, request.deadline);
+    // Leave a fifth of the time for the fallback (Fallback below).
+    const std::optional<TreeDecomposition> td = DecomposeByElimination(
+        graph, order, Deadline::In(0.8 * request.deadline.SecondsLeft()));
     if (!td) return nullptr;
     SeparatorHierarchy hierarchy(graph, *td);
     nlohmann::json figures = {{"width", td->width()},
@@ -441,10 +480,7 @@ class TwRemat : public PreparedAlgorithm<Decomposition> {
 
   AlgorithmOutput RunPrepared(const Graph& graph, const SolveRequest& request,
                               const Decomposition* decomposition) override {
-    if (!decomposition) {
-      return AlgorithmOutput::NoSchedule(
-          Status::kTimeout, "deadline reached during the tree decomposition");
-    }
+    if (!decomposition) return Fallback(graph, request);
     const SeparatorHierarchy& hierarchy = decomposition->hierarchy;
     nlohmann::json extra = decomposition->figures;
     const Params& params = request.params;
@@ -456,10 +492,16 @@ class TwRemat : public PreparedAlgorithm<Decomposition> {
                              params.given().contains("memory_limit");
     if (params.String("search") == "auto" && !knobs_given &&
         request.budget_bytes != kUnboundedBudget) {
-      return SearchKnobs(graph, hierarchy, options, request, std::move(extra));
+      AlgorithmOutput out =
+          SearchKnobs(graph, hierarchy, options, request, std::move(extra));
+      if (!out.schedule && out.status == Status::kTimeout) {
+        return Fallback(graph, request);
+      }
+      return out;
     }
     TwRematSchedule r =
         GenerateTwRemat(graph, hierarchy, options, request.deadline);
+    if (r.status == Status::kTimeout) return Fallback(graph, request);
     if (r.status != Status::kFeasible) {
       return AlgorithmOutput::NoSchedule(r.status, r.message);
     }
