@@ -221,16 +221,14 @@ def main():
             for a in ALGORITHMS:
                 d = p[a].get("details") or {}
                 if d.get("strategy") == "memory":
-                    # `auto` falls back only when the time-centric schedule's
-                    # simulated peak exceeds the budget, although the DP
-                    # accepted it by its own estimate; the message has the peak.
-                    m = re.search(r"time-centric simulated peak (\d+)", p[a]["message"])
+                    # `auto` chose memory-centric: no time-centric answer
+                    # it tried had a simulated peak within the budget.
                     fallbacks.append(
                         f"{name}, `{a}` at {gb(p['budget_bytes'])} GB ({p['grid']}): "
-                        "time-centric simulated peak "
-                        + (gb(int(m.group(1))) if m else "?") + " GB over the budget; "
-                        f"memory-centric overhead {p[a]['overhead']:.3f} "
-                        f"(least extra time {d['dp_least_extra_time']}, memory-centric "
+                        f"memory-centric at a DP budget of "
+                        f"{gb(d['dp_budget_bytes'])} GB, overhead "
+                        f"{p[a]['overhead']:.3f} (least extra time at the budget "
+                        f"{d.get('dp_least_extra_time', '–')}, memory-centric "
                         f"DP extra time {d['dp_extra_time']})")
         summary.append([name, i["nodes"], f"{sets[0]} / {sets[1]}", gb(i["lower_bound_bytes"]),
                         gb(lows[f]), gb(i["noremat_peak_bytes"]), len(rows), ok, lower,
@@ -273,11 +271,11 @@ def main():
                  "the approximate DP's, and the approximate DP never finds a strategy "
                  "where the exact DP finds none.", ""]
     if fallbacks:
-        head += ["Memory-centric fallbacks: the DP's memory estimate accepted the "
-                 "time-centric strategy, but its simulated schedule peaked above the "
-                 "budget, so `strategy=auto` used the memory-centric one (coarser "
-                 "segments, more recomputation). There the overhead is not monotone "
-                 "in the budget:", ""]
+        head += ["Memory-centric answers: no time-centric answer that "
+                 "`strategy=auto` tried (at the budget and at the DP budgets it "
+                 "searched) had a simulated peak within the budget, so it used a "
+                 "memory-centric one (coarser segments, more recomputation). There "
+                 "the overhead is not monotone in the budget:", ""]
         head += [f"- {x}" for x in fallbacks] + [""]
     # The summary goes before the per-graph tables.
     first = next(k for k, l in enumerate(lines) if l.startswith("## "))

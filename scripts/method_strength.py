@@ -1,0 +1,133 @@
+#!/usr/bin/python3
+"""Check a sweep against issue 18's bar: no strong method may look broken.
+
+Reads one rematbench results file (a sweep with the papers' methods and the
+simple baselines) and reports, as Markdown:
+  1. points where a method from the papers (dp_exact, dp_approx,
+     checkmate_milp, checkmate_lp, twremat, revolve, rotor) has no feasible
+     schedule while chen_greedy or checkpoint_last fits, with the method's
+     own message (its reason);
+  2. methods without a feasible schedule at the NoRemat peak (status
+     unsupported excepted);
+  3. solves that ran past their time limit by more than 10% or 5 s,
+     whichever is larger.
+
+    scripts/method_strength.py results/method_strength/sweep.json \\
+        --out results/method_strength/report.md
+
+Exit status: 0 (a report, not a gate), 2 on bad input.
+"""
+import argparse
+import collections
+import json
+import signal
+import sys
+
+PAPER_METHODS = ("dp_exact", "dp_approx", "checkmate_milp", "checkmate_lp",
+                 "twremat", "revolve", "rotor")
+BASELINES = ("chen_greedy", "checkpoint_last")
+
+
+def load(path):
+    try:
+        with open(path, "rb") as f:
+            results = json.loads(f.read().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise SystemExit(f"method_strength: {path}: {e}")
+    if not isinstance(results, dict) or \
+            results.get("format") != "rematbench-results":
+        raise SystemExit(f"method_strength: {path}: not a rematbench results "
+                         "file")
+    return results
+
+
+def fits(point):
+    return point is not None and point["status"] == "feasible"
+
+
+def report(results):
+    limit = results["context"]["timeout_seconds"]
+    allowed = limit + max(0.1 * limit, 5.0)
+    peaks = {g["name"]: g["noremat_peak_bytes"] for g in results["graphs"]}
+    # (graph, budget) -> algorithm -> point; algorithms with parameters
+    # other than their defaults are left out (the runs of a default sweep).
+    table = collections.defaultdict(dict)
+    slow = []
+    solves = 0
+    for run in results["runs"]:
+        for p in run["points"]:
+            solves += 1
+            if p["solve_seconds"] > allowed:
+                slow.append((run["graph"], run["algorithm"], p))
+            if not run["params"]:
+                table[(run["graph"], p["budget_bytes"])][run["algorithm"]] = p
+    weaker = []
+    at_peak = []
+    for (graph, budget), row in sorted(table.items()):
+        baseline = next((b for b in BASELINES if fits(row.get(b))), None)
+        for method in PAPER_METHODS:
+            point = row.get(method)
+            if point is None or fits(point) or \
+                    point["status"] == "unsupported":
+                continue
+            if baseline:
+                weaker.append((graph, budget / peaks[graph], method, baseline,
+                               point))
+            if budget == peaks[graph]:
+                at_peak.append((graph, method, point))
+    lines = [
+        f"Sweep: {len(results['graphs'])} graphs, {solves} solves, time limit "
+        f"{limit:g} s; code {results['context'].get('commit', '?')}.",
+        "",
+        f"## 1. A paper's method without a feasible schedule where a simple "
+        f"baseline fits: {len(weaker)}",
+        "",
+    ]
+    if weaker:
+        lines += ["| graph | budget / NoRemat peak | method | status | fits "
+                  "instead | the method's reason |", "|---|---|---|---|---|---|"]
+        for graph, ratio, method, baseline, p in weaker:
+            reason = p["message"].replace("|", "/")
+            lines.append(f"| {graph} | {ratio:.2f} | {method} | {p['status']} "
+                         f"| {baseline} | {reason} |")
+    lines += ["", f"## 2. Not feasible at the NoRemat peak: {len(at_peak)}", ""]
+    for graph, method, p in at_peak:
+        lines.append(f"- {graph}, {method}: {p['status']}: {p['message']}")
+    lines += ["", f"## 3. Solves past their time limit plus max(10%, 5 s) "
+              f"(> {allowed:g} s): {len(slow)}", ""]
+    for graph, algorithm, p in slow:
+        lines.append(f"- {graph}, {algorithm} at {p['budget_bytes']}: "
+                     f"{p['solve_seconds']:.1f} s ({p['status']})")
+    longest = max((p["solve_seconds"] for run in results["runs"]
+                   for p in run["points"]), default=0)
+    lines += ["", f"Longest solve: {longest:.1f} s.", ""]
+    return "\n".join(lines)
+
+
+def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("results", help="a rematbench results file")
+    parser.add_argument("--out", help="also write the report here")
+    args = parser.parse_args()
+    try:
+        text = report(load(args.results))
+    except (KeyError, TypeError, ZeroDivisionError) as e:
+        raise SystemExit(f"method_strength: {args.results}: malformed results "
+                         f"({e!r})")
+    sys.stdout.write(text)
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except SystemExit as e:
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+            sys.exit(2)
+        raise
