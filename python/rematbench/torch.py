@@ -115,14 +115,15 @@ def _row(spec, solution):
 
 
 def _rank(row):
-    """Feasible first, by predicted overhead, then solve time."""
+    """Feasible first, by predicted overhead, then solve time; skipped
+    algorithms last."""
     feasible = row["status"] == "feasible"
     return (not feasible, row["overhead"] if feasible else math.inf,
-            row["solve_seconds"] or 0)
+            row["status"] == "skipped", row["solve_seconds"] or 0)
 
 
 def plan(model, example_inputs, loss_fn, budget, algorithms="all",
-         timeout=10.0, exact_max_nodes=150, cost="measured", repeats=3,
+         timeout=10.0, exact_max_nodes=100, cost="measured", repeats=3,
          threads=None):
     """Plans training `model` within an activation-memory budget.
 

@@ -607,7 +607,7 @@ def by_module(aten_nodes, calls):
             if indeg[u] == 0:
                 heapq.heappush(heap, (first[u], u))
     if len(order) != len(groups):
-        raise SystemExit("export_torch.py: module grouping made a cycle")
+        raise SystemExit("rematbench.trace: module grouping made a cycle")
     new_id = {j: k for k, j in enumerate(order)}
     keys = list(groups)
     seen_calls = collections.Counter()
@@ -691,7 +691,7 @@ def trace_nodes(step, inputs, granularity="aten", cost="flop", repeats=5):
             m["fx"] = n["fx"]
         out.append(m)
     if info["grad_of_by_neighbour"] or info["grad_of_default_loss"]:
-        print(f"export_torch.py: {info['grad_of_by_neighbour']} backward ops "
+        print(f"rematbench.trace: {info['grad_of_by_neighbour']} backward ops "
               f"without a grad_fn tag, {info['grad_of_default_loss']} given "
               "grad_of = the loss", file=sys.stderr)
     return out, g2, info
