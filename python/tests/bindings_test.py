@@ -10,6 +10,7 @@ rematbench.Error with the CLI's one-line message.
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -260,6 +261,35 @@ class Sweep(unittest.TestCase):
         self.assertEqual(rb.parse_bytes("1KiB"), 1024)
         self.assertTrue(os.path.exists(rb.DEFAULT_CORPUS))
         self.assertGreater(len(rb.read_corpus(rb.DEFAULT_CORPUS)), 3)
+
+
+class Client(unittest.TestCase):
+    """scripts/rematbench_client.py answers through the module with the
+    binary's JSON."""
+
+    def test_module_answers_like_the_binary(self):
+        sys.path.insert(0, os.path.join(SOURCE, "scripts"))
+        import rematbench_client as rc
+        via_module = rc.Remat(REMAT)
+        via_binary = rc.Remat(REMAT, module=False)
+        self.assertIsNotNone(via_module.module)
+        self.assertIsNone(via_binary.module)
+        fixture = os.path.relpath(DIAMOND, SOURCE)  # relative to the root
+        for args in [("noremat", "chain:n=16"),
+                     ("revolve", "chain:n=16", 6, ["slots=3"]),
+                     ("chen_sqrtn", fixture),
+                     ("revolve", "chain:n=16", 2)]:
+            a, b = via_module.solve(*args), via_binary.solve(*args)
+            self.assertEqual(without(a, "solve_seconds"),
+                             without(b, "solve_seconds"), args)
+        path = write("client.txt", rb.solve("chain:n=16", "noremat")
+                     .schedule.to_text())
+        self.assertEqual(via_module.validate("chain:n=16", path, 18),
+                         via_binary.validate("chain:n=16", path, 18))
+        self.assertEqual(via_module.forward_cost(fixture),
+                         via_binary.forward_cost(fixture))
+        self.assertEqual([e["command"] for e in via_module.calls()],
+                         [e["command"] for e in via_binary.calls()])
 
 
 class Errors(unittest.TestCase):
