@@ -136,14 +136,23 @@ class Training(unittest.TestCase):
     """Plain training and training under the plan from the same weights and
     RNG state: equal losses, gradients and buffers at every step."""
 
-    def train(self, use_plan, data, record_rng=False):
+    def train(self, use_plan, data, record_rng=False, last=False):
         net, loss_fn = model(), nn.CrossEntropyLoss()
         plan = rt.plan(net, data[0], loss_fn, budget=0.5,
                        algorithms=["twremat", "chen_greedy", "revolve",
-                                   "dtr", "rotor"], timeout=5) \
+                                   "dtr", "rotor", "checkpoint_last",
+                                   "noremat"], timeout=5) \
             if use_plan else None
         if record_rng:  # the path for schedules that reorder random ops
             plan._program.random_in_eager_order = lambda events: False
+        if last:  # the feasible schedule with the most recomputation
+            feasible = [r["algorithm"] for r in plan.table
+                        if r["status"] == "feasible"]
+            self.assertGreater(len(feasible), 1)
+            plan.use(feasible[-1])
+            self.assertEqual(plan.algorithm, feasible[-1])
+            with self.assertRaises(rb.Error):
+                plan.use("noremat")  # infeasible at half the peak
         opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
         torch.manual_seed(7)
         losses, grads = [], []
@@ -159,10 +168,10 @@ class Training(unittest.TestCase):
             opt.step()
         return losses, grads, [b.clone() for b in net.buffers()], plan
 
-    def check_equal(self, record_rng=False):
+    def check_equal(self, record_rng=False, last=False):
         data = batches(3)
         plain = self.train(False, data)
-        planned = self.train(True, data, record_rng)
+        planned = self.train(True, data, record_rng, last)
         self.assertLessEqual(planned[3].solution.peak_bytes,
                              planned[3].budget_bytes)
         for a, b in zip(plain[0], planned[0]):
@@ -179,6 +188,9 @@ class Training(unittest.TestCase):
 
     def test_steps_equal_with_recorded_rng(self):
         self.check_equal(record_rng=True)
+
+    def test_steps_equal_with_another_schedule(self):
+        self.check_equal(last=True)
 
     def test_gradients_accumulate(self):
         """Two steps without zero_grad add up as two backward() calls do."""
