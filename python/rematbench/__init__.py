@@ -17,7 +17,7 @@ message. The GIL is released while graphs load and while solves, simulations
 and sweeps run. rematbench.torch plans and runs PyTorch training steps
 under a memory budget.
 
-The compiled core is rematbench._core (python/bindings.cc), built into
+The compiled core is rematbench._core (python/*.cc), built into
 build/python/rematbench beside copies of these files; run with
 PYTHONPATH=build/python. Imported from the source tree (python/, as the
 scripts in scripts/ do), the package takes _core from build/python: the
