@@ -360,10 +360,10 @@ class Plan:
         }
 
     def format_table(self):
+        peak = self.graph.noremat_peak_bytes
         lines = [f"{self.graph.name}: {self.graph.num_nodes} nodes, budget "
-                 f"{self.budget_bytes} bytes ({self.budget_bytes / self.graph.noremat_peak_bytes:.0%} "
-                 f"of the NoRemat peak {self.graph.noremat_peak_bytes}); "
-                 f"using {self.algorithm}",
+                 f"{self.budget_bytes} bytes ({self.budget_bytes / peak:.0%} "
+                 f"of the NoRemat peak {peak}); using {self.algorithm}",
                  f"{'algorithm':<16} {'status':<11} {'peak bytes':>12} "
                  f"{'overhead':>9} {'solve s':>8}"]
         for r in self.table:
