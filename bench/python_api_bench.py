@@ -19,9 +19,9 @@ and each one's reported solve_seconds (the algorithm's own run). Medians of
 (status timeout) is left out: both sides then take the limit. Each answer
 is compared with the CLI's (solve_seconds aside); an algorithm that adapts
 to its deadline (dp_exact near the limit) may answer differently when a
-run is slower, and such pairs are listed. The overhead of the API is api / cli - 1 (negative: the
-API is faster); the goal is under 5%. Writes OUT/overhead.json and
-OUT/overhead.md.
+run is slower, and such pairs are listed. The overhead of the API is
+api / cli - 1 (negative: the API is faster); the goal is under 5%.
+Writes OUT/overhead.json and OUT/overhead.md.
 """
 
 import argparse
@@ -74,7 +74,7 @@ def main(argv):
     specs = rb.read_corpus(args.corpus)
     algorithms = [a.name for a in rb.algorithms()
                   if not a.exact and not a.isolate]
-    rows, timeouts = [], []
+    rows, timeouts = [], []  # timeouts: pairs left out
     for spec in specs:
         graph = rb.load_graph(spec)
         budget = rb.budget_grid(graph.lower_bound_bytes,
@@ -148,6 +148,7 @@ def main(argv):
         f.write("\n")
     os.replace(os.path.join(args.out, "overhead.json.tmp"),
                os.path.join(args.out, "overhead.json"))
+    left_out = ", ".join(f"{t['graph']} {t['algorithm']}" for t in timeouts)
     md = ["# Python API vs CLI: time per solve\n",
           f"`{doc['command']}` on {doc['host']} ({doc['cpu_count']} cores, "
           f"load average {', '.join(f'{x:.1f}' for x in doc['load_average'])}"
@@ -155,8 +156,9 @@ def main(argv):
           "answers that differ from the CLI's (solve_seconds aside): "
           f"{', '.join(summary['answers_differ']) or 'none'}.\n",
           f"- {summary['pairs']} (graph, algorithm) pairs at the middle "
-          "budget of each default-corpus graph; left out (time limit "
-          f"reached): {', '.join(t['graph'] + ' ' + t['algorithm'] for t in timeouts) or 'none'}",
+          f"budget of each graph of {os.path.relpath(args.corpus, ROOT)}; "
+          "left out (time limit "
+          f"reached): {left_out or 'none'}",
           f"- all solves: CLI {total['cli_seconds']:.3f} s, API "
           f"{total['api_seconds']:.3f} s from the spec "
           f"({summary['total_overhead']:+.1%}), "
