@@ -13,6 +13,13 @@
     rc.write_json("out/solves.json", {..., "calls": remat.calls()})
 
 Rules every call follows:
+- solve, validate and forward_cost use the Python module `rematbench` of
+  the same build (`<build>/python`, built when pybind11 is installed)
+  instead of running the binary: same JSON answers, no process per call,
+  and `parallel` solves run at once (the module releases the GIL).
+  Algorithms marked `isolate` (CBC's checkmate_milp) still run through the
+  binary, which gives each solve its own process. module=False always runs
+  the binary.
 - The binary runs in the source tree (ROOT), so graph paths relative to it
   work from any working directory and the logs do not depend on where the
   tree is checked out. A relative `path` is taken relative to the caller's
@@ -34,6 +41,7 @@ import concurrent.futures
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 
@@ -44,13 +52,14 @@ GB = 1e9
 class Remat:
     """Runs the remat binary, caches and logs its JSON answers."""
 
-    def __init__(self, path, jobs=2, cache=True, name="remat"):
+    def __init__(self, path, jobs=2, cache=True, name="remat", module=True):
         self.path = os.path.abspath(path)
         self.jobs = jobs
         self.name = name
         self.log = []       # [{"command": ["remat", ...], "output": answer}]
         self._cache = {} if cache else None
         self._lock = threading.Lock()
+        self.module = load_module(self.path) if module else None
 
     # -- running --------------------------------------------------------------
 
@@ -64,22 +73,31 @@ class Remat:
                              f"failed (exit {proc.returncode}): {proc.stderr.strip()}")
         return proc
 
-    def call(self, args):
+    def call(self, args, answer=None):
         """The JSON that `remat <args>` prints (args include --json where the
-        subcommand needs it), cached and logged as described above."""
+        subcommand needs it), cached and logged as described above. With
+        `answer` (a function), the module answers instead of the binary."""
         key = tuple(args)
         if self._cache is not None:
             with self._lock:
                 if key in self._cache:
                     return self._cache[key]
+        if answer is not None:
+            try:
+                output = answer()
+            except self.module.Error as e:
+                raise SystemExit(f"{self.name}: `{' '.join(['remat'] + list(args))}` "
+                                 f"failed: {e}")
+            self.remember(key, ["remat"] + list(args), output)
+            return output
         proc = self.run(args)
         try:
-            answer = json.loads(proc.stdout)
+            output = json.loads(proc.stdout)
         except json.JSONDecodeError:
             raise SystemExit(f"{self.name}: `{' '.join([self.path] + list(args))}` "
                              f"printed no JSON: {proc.stderr.strip()}")
-        self.remember(key, ["remat"] + list(args), answer)
-        return answer
+        self.remember(key, ["remat"] + list(args), output)
+        return output
 
     def remember(self, key, command, output):
         """Cache `output` under `key` and log it as the answer of `command`
@@ -115,7 +133,20 @@ class Remat:
             args += ["-b", str(int(budget))]
         for p in params:
             args += ["-p", p]
-        return self.call(args)
+        answer = None
+        if self.module and not self._isolated(algorithm):
+            answer = lambda: self.module.solve(
+                in_root(graph), algorithm, None if budget is None else
+                int(budget), list(params), timeout).json
+        return self.call(args, answer)
+
+    def _isolated(self, algorithm):
+        """True for an algorithm that runs in a process of its own (and for
+        an unknown one, whose error the binary reports)."""
+        try:
+            return self.module.algorithm(algorithm).isolate
+        except self.module.Error:
+            return True
 
     def validate(self, graph, schedule, budget=None):
         """`remat validate --json -g G -s SCHEDULE [-b B]`: the simulator's
@@ -123,7 +154,12 @@ class Remat:
         args = ["validate", "--json", "-g", graph, "-s", schedule]
         if budget is not None:
             args += ["-b", str(int(budget))]
-        return self.call(args)
+        answer = None
+        if self.module:
+            answer = lambda: dict(self.module.validate(
+                in_root(graph), in_root(schedule),
+                None if budget is None else int(budget)), schedule=schedule)
+        return self.call(args, answer)
 
     def sweep(self, args):
         """Runs `remat sweep <args> -o TMP` (exit 0 required) and returns the
@@ -142,11 +178,19 @@ class Remat:
         hit = self.cached(key)
         if hit is not None:
             return hit
-        with tempfile.TemporaryDirectory() as tmp:
-            out = os.path.join(tmp, "g.json")
-            self.run(["graph", "convert", graph, "--to", "json", "-o", out], ok=(0,))
-            with open(out) as f:
-                nodes = json.load(f)["nodes"]
+        if self.module:
+            try:
+                nodes = [{"cost": n.cost, "kind": n.kind} for n in
+                         self.module.load_graph(in_root(graph)).nodes]
+            except self.module.Error as e:
+                raise SystemExit(f"{self.name}: graph {graph}: {e}")
+        else:
+            with tempfile.TemporaryDirectory() as tmp:
+                out = os.path.join(tmp, "g.json")
+                self.run(["graph", "convert", graph, "--to", "json", "-o", out],
+                         ok=(0,))
+                with open(out) as f:
+                    nodes = json.load(f)["nodes"]
         cost = sum(n["cost"] for n in nodes
                    if n.get("kind", "forward") in ("forward", "loss"))
         self.remember(key, ["remat", "graph", "convert", graph, "--to", "json"],
@@ -168,6 +212,32 @@ class Remat:
                 for k in drop:
                     e["output"].pop(k, None)
         return entries
+
+
+def load_module(binary):
+    """The `rematbench` module built beside `binary` (<build>/python), or
+    None when it is not built there or another build's module is already
+    imported."""
+    build_python = os.path.join(os.path.dirname(binary), "python")
+    package = os.path.join(build_python, "rematbench")
+    if not os.path.isfile(os.path.join(package, "__init__.py")):
+        return None
+    if build_python not in sys.path:
+        sys.path.insert(0, build_python)
+    try:
+        import rematbench
+        core = rematbench._core
+    except (ImportError, AttributeError):
+        return None
+    if os.path.dirname(os.path.abspath(core.__file__)) != package:
+        return None
+    return rematbench
+
+
+def in_root(path):
+    """A graph spec or file as the binary, which runs in ROOT, reads it."""
+    candidate = os.path.join(ROOT, path)
+    return candidate if os.path.exists(candidate) else path
 
 
 def git_commit(short=12):

@@ -1,0 +1,46 @@
+// rematbench._core — the harness as a Python module (pybind11).
+//
+// The same functions the `remat` CLI calls (LoadGraph, RunAlgorithm and
+// Judge, Simulate, RunSweep), so a figure means the same in both; the
+// answers of solve, validate, list and sweep are the same JSON documents as
+// the CLI's --json output, as Python dicts. InputError becomes
+// rematbench.Error (a ValueError) carrying the CLI's one-line message. The
+// GIL is released while graphs load and algorithms, simulations and sweeps
+// run, so Python threads can solve in parallel.
+//
+// Algorithms marked `isolate` (the CBC-based Checkmate MILP) run in this
+// process, one at a time behind their own lock: isolation re-executes the
+// running program, which here is the Python interpreter.
+#include "harness/errors.h"
+#include "harness/params.h"
+#include "harness/sweep.h"
+#include "python/core.h"
+
+#ifndef REMAT_DEFAULT_CORPUS
+#define REMAT_DEFAULT_CORPUS "graphs/corpus/default.json"
+#endif
+
+PYBIND11_MODULE(_core, m) {
+  using namespace remat;
+  using namespace remat::python;
+  m.doc() =
+      "rematbench's C++ core: graphs, the algorithm registry, solves, "
+      "the simulator and sweeps.";
+  py::register_exception<InputError>(m, "Error", PyExc_ValueError);
+  BindGraph(m);
+  BindSchedule(m);
+  BindRegistry(m);
+  BindSolveAndSweep(m);
+  m.def(
+      "parse_bytes",
+      [](const std::string& text) { return ParseBytes(text, "bytes"); },
+      py::arg("text"), "'1.5GiB' -> 1610612736 (units as in budgets).");
+  m.def("format_bytes", &FormatBytes, py::arg("bytes"));
+  m.def("budget_grid", &BudgetGrid, py::arg("lower_bound"),
+        py::arg("noremat_peak"), py::arg("count"),
+        "The budgets of a sweep: `count` evenly spaced from the lower bound "
+        "to the NoRemat peak, rounded up, without repeats.");
+  m.def("read_corpus", &ReadCorpus, py::arg("path"),
+        "The graph specs of a corpus manifest.");
+  m.attr("DEFAULT_CORPUS") = REMAT_DEFAULT_CORPUS;
+}

@@ -1,0 +1,87 @@
+// Shared by the files of rematbench._core (python/bindings.cc): the
+// conversions between Python arguments and the harness's types, and the
+// functions that bind each part of the module.
+#pragma once
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "harness/graph.h"
+#include "harness/schedule.h"
+
+// A Schedule is a Python class of its own, not a list converted each way.
+PYBIND11_MAKE_OPAQUE(remat::Schedule)
+
+namespace remat::python {
+
+namespace py = pybind11;
+using Json = nlohmann::ordered_json;
+
+// JSON (either flavour) as Python objects: dict, list, str, int, float,
+// bool, None.
+template <typename J>
+py::object ToPython(const J& j) {
+  switch (j.type()) {
+    case J::value_t::null:
+      return py::none();
+    case J::value_t::boolean:
+      return py::bool_(j.template get<bool>());
+    case J::value_t::number_integer:
+      return py::int_(j.template get<int64_t>());
+    case J::value_t::number_unsigned:
+      return py::int_(j.template get<uint64_t>());
+    case J::value_t::number_float:
+      return py::float_(j.template get<double>());
+    case J::value_t::string:
+      return py::str(j.template get_ref<const std::string&>());
+    case J::value_t::array: {
+      py::list list;
+      for (const auto& item : j) list.append(ToPython(item));
+      return list;
+    }
+    case J::value_t::object: {
+      py::dict dict;
+      for (const auto& [key, value] : j.items()) {
+        dict[py::str(key)] = ToPython(value);
+      }
+      return dict;
+    }
+    default:
+      return py::none();  // binary and discarded values never occur here
+  }
+}
+
+// A loaded graph and the spec it came from (results name both).
+struct PyGraph {
+  std::shared_ptr<const Graph> graph;
+  std::string spec;
+};
+
+// Loads a file or generator spec with the GIL released.
+PyGraph Load(const std::string& spec);
+// A Graph, or a spec to load.
+PyGraph AsGraph(const py::object& graph);
+// None: unbounded; an int: bytes; a str: "512MiB" style.
+int64_t AsBudget(const py::object& budget);
+// A schedule from a Schedule or a path to its text file.
+Schedule AsSchedule(const py::object& schedule, const Graph& graph);
+
+inline Json NullOr(bool present, const Json& value) {
+  return present ? value : Json(nullptr);
+}
+
+// Graph, Node, load_graph, parse_graph_json (core_graph.cc).
+void BindGraph(py::module_& m);
+// Schedule, Simulation, read_schedule, simulate, validate (core_graph.cc).
+void BindSchedule(py::module_& m);
+// ParamSpec, AlgorithmInfo, GeneratorInfo, algorithms, list_json
+// (core_run.cc).
+void BindRegistry(py::module_& m);
+// Solution, solve, sweep (core_run.cc).
+void BindSolveAndSweep(py::module_& m);
+
+}  // namespace remat::python

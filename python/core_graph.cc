@@ -1,0 +1,326 @@
+// rematbench._core: graphs, nodes, schedules and the simulator.
+#include <sstream>
+
+#include "harness/algorithm.h"
+#include "harness/errors.h"
+#include "harness/graph_json.h"
+#include "harness/graph_source.h"
+#include "harness/params.h"
+#include "harness/results.h"
+#include "harness/simulator.h"
+#include "python/core.h"
+
+namespace remat::python {
+
+PyGraph Load(const std::string& spec) {
+  py::gil_scoped_release release;
+  return {std::make_shared<const Graph>(LoadGraph(spec)), spec};
+}
+
+PyGraph AsGraph(const py::object& graph) {
+  if (py::isinstance<PyGraph>(graph)) return graph.cast<PyGraph>();
+  if (py::isinstance<py::str>(graph)) return Load(graph.cast<std::string>());
+  throw py::type_error("graph must be a rematbench.Graph or a spec string");
+}
+
+int64_t AsBudget(const py::object& budget) {
+  if (budget.is_none()) return kUnboundedBudget;
+  if (py::isinstance<py::str>(budget)) {
+    return ParseBytes(budget.cast<std::string>(), "budget");
+  }
+  if (py::isinstance<py::bool_>(budget) || !py::isinstance<py::int_>(budget)) {
+    throw py::type_error("budget must be None, an int (bytes) or a str");
+  }
+  const int64_t bytes = budget.cast<int64_t>();
+  if (bytes < 0) throw InputError("budget: must be >= 0 bytes");
+  return bytes;
+}
+
+Schedule AsSchedule(const py::object& schedule, const Graph& graph) {
+  if (py::isinstance<Schedule>(schedule)) return schedule.cast<Schedule>();
+  if (py::isinstance<py::str>(schedule)) {
+    return ReadScheduleFile(schedule.cast<std::string>(), graph.num_nodes());
+  }
+  throw py::type_error("schedule must be a rematbench.Schedule or a path");
+}
+
+namespace {
+
+py::tuple EventTuple(const Event& e) {
+  return py::make_tuple(e.op == Event::Op::kCompute ? "c" : "f", e.node);
+}
+
+Schedule ScheduleFromEvents(const py::iterable& events) {
+  Schedule schedule;
+  for (const auto& item : events) {
+    const auto pair = item.cast<std::pair<std::string, NodeId>>();
+    if (pair.first != "c" && pair.first != "f") {
+      throw InputError(
+          "schedule: an event is ('c', node) or ('f', node), "
+          "not ('" +
+          pair.first + "', ...)");
+    }
+    if (pair.second < 0) throw InputError("schedule: negative node id");
+    schedule.push_back(pair.first == "c" ? Event::Compute(pair.second)
+                                         : Event::Free(pair.second));
+  }
+  return schedule;
+}
+
+std::string ScheduleText(const Schedule& schedule) {
+  std::ostringstream out;
+  WriteScheduleText(out, schedule);
+  return out.str();
+}
+
+struct NodeView {
+  std::shared_ptr<const Graph> graph;
+  NodeId id;
+};
+
+NodeView NodeAt(const PyGraph& g, int64_t v) {
+  if (v < 0) v += g.graph->num_nodes();
+  if (v < 0 || v >= g.graph->num_nodes()) {
+    throw py::index_error("node id out of range");
+  }
+  return {g.graph, static_cast<NodeId>(v)};
+}
+
+// `remat validate --json`.
+py::dict Validate(const py::object& graph_arg, const py::object& schedule_arg,
+                  const py::object& budget_arg) {
+  const PyGraph g = AsGraph(graph_arg);
+  const Schedule schedule = AsSchedule(schedule_arg, *g.graph);
+  const int64_t budget = AsBudget(budget_arg);
+  SimulationResult sim;
+  {
+    py::gil_scoped_release release;
+    sim = Simulate(*g.graph, schedule);
+  }
+  const bool fits = sim.valid && sim.peak_bytes <= budget;
+  const Json doc = {
+      {"graph", g.graph->name()},
+      {"schedule", py::isinstance<py::str>(schedule_arg)
+                       ? Json(schedule_arg.cast<std::string>())
+                       : Json(nullptr)},
+      {"valid", sim.valid},
+      {"error",
+       sim.valid ? Json(nullptr)
+                 : Json({{"event", sim.error_index}, {"reason", sim.error}})},
+      {"budget_bytes", NullOr(budget != kUnboundedBudget, budget)},
+      {"fits_budget", fits},
+      {"peak_bytes", sim.peak_bytes},
+      {"cost", sim.cost},
+      {"base_cost", sim.base_cost},
+      {"overhead", sim.overhead},
+      {"length", sim.length}};
+  return ToPython(doc);
+}
+
+}  // namespace
+
+void BindGraph(py::module_& m) {
+  py::class_<NodeView>(m, "Node", "One node of a Graph (read-only).")
+      .def_property_readonly("id", [](const NodeView& n) { return n.id; })
+      .def_property_readonly(
+          "name", [](const NodeView& n) { return n.graph->node_name(n.id); })
+      .def_property_readonly(
+          "kind",
+          [](const NodeView& n) { return NodeKindName(n.graph->kind(n.id)); })
+      .def_property_readonly(
+          "op", [](const NodeView& n) { return n.graph->op(n.id); })
+      .def_property_readonly(
+          "mem", [](const NodeView& n) { return n.graph->mem(n.id); })
+      .def_property_readonly(
+          "cost", [](const NodeView& n) { return n.graph->cost(n.id); })
+      .def_property_readonly(
+          "workspace",
+          [](const NodeView& n) { return n.graph->workspace(n.id); })
+      .def_property_readonly("grad_of",
+                             [](const NodeView& n) -> py::object {
+                               const NodeId g = n.graph->grad_of(n.id);
+                               if (g == kNoNode) return py::none();
+                               return py::int_(g);
+                             })
+      .def_property_readonly(
+          "is_target",
+          [](const NodeView& n) { return n.graph->is_target(n.id); })
+      .def_property_readonly("inputs",
+                             [](const NodeView& n) {
+                               auto in = n.graph->inputs(n.id);
+                               return std::vector<NodeId>(in.begin(), in.end());
+                             })
+      .def_property_readonly("consumers",
+                             [](const NodeView& n) {
+                               auto out = n.graph->consumers(n.id);
+                               return std::vector<NodeId>(out.begin(),
+                                                          out.end());
+                             })
+      .def("__repr__", [](const NodeView& n) {
+        return "<rematbench.Node " + std::to_string(n.id) + " " +
+               n.graph->node_name(n.id) + ">";
+      });
+
+  py::class_<PyGraph>(m, "Graph",
+                      "An immutable training graph (DESIGN.md section 1). "
+                      "Make one with load_graph or parse_graph_json.")
+      .def_property_readonly("name",
+                             [](const PyGraph& g) { return g.graph->name(); })
+      .def_property_readonly("spec", [](const PyGraph& g) { return g.spec; })
+      .def_property_readonly(
+          "num_nodes", [](const PyGraph& g) { return g.graph->num_nodes(); })
+      .def_property_readonly(
+          "num_edges", [](const PyGraph& g) { return g.graph->num_edges(); })
+      .def_property_readonly(
+          "static_bytes",
+          [](const PyGraph& g) { return g.graph->static_bytes(); })
+      .def_property_readonly(
+          "memory_unit",
+          [](const PyGraph& g) { return g.graph->memory_unit(); })
+      .def_property_readonly(
+          "cost_unit", [](const PyGraph& g) { return g.graph->cost_unit(); })
+      .def_property_readonly(
+          "provenance",
+          [](const PyGraph& g) { return ToPython(g.graph->provenance()); })
+      .def_property_readonly(
+          "content_hash",
+          [](const PyGraph& g) { return ContentHash(*g.graph); })
+      .def_property_readonly(
+          "base_cost", [](const PyGraph& g) { return BaseCost(*g.graph); })
+      .def_property_readonly(
+          "lower_bound_bytes",
+          [](const PyGraph& g) { return MemoryLowerBound(*g.graph); })
+      .def_property_readonly(
+          "noremat_peak_bytes",
+          [](const PyGraph& g) { return NoRematPeak(*g.graph); })
+      .def_property_readonly("targets",
+                             [](const PyGraph& g) {
+                               auto t = g.graph->targets();
+                               return std::vector<NodeId>(t.begin(), t.end());
+                             })
+      .def_property_readonly("topological_order",
+                             [](const PyGraph& g) {
+                               auto t = g.graph->topological_order();
+                               return std::vector<NodeId>(t.begin(), t.end());
+                             })
+      .def_property_readonly("nodes",
+                             [](const PyGraph& g) {
+                               std::vector<NodeView> nodes;
+                               for (NodeId v = 0; v < g.graph->num_nodes(); ++v)
+                                 nodes.push_back({g.graph, v});
+                               return nodes;
+                             })
+      .def("__len__", [](const PyGraph& g) { return g.graph->num_nodes(); })
+      .def("__getitem__", &NodeAt)
+      .def(
+          "summary",
+          [](const PyGraph& g) {
+            return ToPython(ToJson(Summarize(*g.graph, g.spec)));
+          },
+          "The figures a results file lists per graph: name, spec, nodes, "
+          "edges, base_cost, static_bytes, lower_bound_bytes, "
+          "noremat_peak_bytes, content_hash.")
+      .def(
+          "write",
+          [](const PyGraph& g, const std::string& format) {
+            std::ostringstream out;
+            WriteGraph(out, *g.graph, format);
+            return out.str();
+          },
+          py::arg("format") = "json",
+          "The graph as text in a registered output format (json, dot, ...).")
+      .def("__repr__", [](const PyGraph& g) {
+        return "<rematbench.Graph " + g.graph->name() + ": " +
+               std::to_string(g.graph->num_nodes()) + " nodes>";
+      });
+
+  m.def("load_graph", &Load, py::arg("spec"),
+        "A graph file (any registered format, chosen by its content) or a "
+        "generator spec such as 'chain:n=16'.");
+  m.def(
+      "parse_graph_json",
+      [](const std::string& text, const std::string& source) {
+        py::gil_scoped_release release;
+        return PyGraph{
+            std::make_shared<const Graph>(ParseGraphJson(text, source)),
+            source};
+      },
+      py::arg("text"), py::arg("source") = "<string>",
+      "A graph from native-format JSON text; `source` names it in errors.");
+}
+
+void BindSchedule(py::module_& m) {
+  py::class_<Schedule>(m, "Schedule",
+                       "Compute and free events: ('c', node) / ('f', node).")
+      .def(py::init(&ScheduleFromEvents), py::arg("events"))
+      .def("__len__", [](const Schedule& s) { return s.size(); })
+      .def("__getitem__",
+           [](const Schedule& s, int64_t i) {
+             if (i < 0) i += static_cast<int64_t>(s.size());
+             if (i < 0 || i >= static_cast<int64_t>(s.size())) {
+               throw py::index_error("event index out of range");
+             }
+             return EventTuple(s[i]);
+           })
+      .def("events",
+           [](const Schedule& s) {
+             py::list events;
+             for (const Event& e : s) events.append(EventTuple(e));
+             return events;
+           })
+      .def("__iter__",
+           [](const Schedule& s) {
+             py::list events;
+             for (const Event& e : s) events.append(EventTuple(e));
+             return py::iter(events);
+           })
+      .def("__eq__",
+           [](const Schedule& a, const Schedule& b) { return a == b; })
+      .def("to_text", &ScheduleText,
+           "The text format (c <id> / f <id>, one per line).")
+      .def_static(
+          "from_text",
+          [](const std::string& text, const PyGraph& g) {
+            std::istringstream in(text);
+            return ParseScheduleText(in, "<string>", g.graph->num_nodes());
+          },
+          py::arg("text"), py::arg("graph"))
+      .def("__repr__", [](const Schedule& s) {
+        return "<rematbench.Schedule of " + std::to_string(s.size()) +
+               " events>";
+      });
+  m.def(
+      "read_schedule",
+      [](const std::string& path, const PyGraph& g) {
+        return ReadScheduleFile(path, g.graph->num_nodes());
+      },
+      py::arg("path"), py::arg("graph"));
+
+  py::class_<SimulationResult>(m, "Simulation",
+                               "The simulator's figures for one schedule.")
+      .def_readonly("valid", &SimulationResult::valid)
+      .def_readonly("error_index", &SimulationResult::error_index)
+      .def_readonly("error", &SimulationResult::error)
+      .def_readonly("peak_bytes", &SimulationResult::peak_bytes)
+      .def_readonly("cost", &SimulationResult::cost)
+      .def_readonly("length", &SimulationResult::length)
+      .def_readonly("base_cost", &SimulationResult::base_cost)
+      .def_readonly("overhead", &SimulationResult::overhead)
+      .def_readonly("memory_at_event", &SimulationResult::memory_at_event);
+  m.def(
+      "simulate",
+      [](const py::object& graph, const py::object& schedule, bool timeline) {
+        const PyGraph g = AsGraph(graph);
+        const Schedule s = AsSchedule(schedule, *g.graph);
+        py::gil_scoped_release release;
+        return Simulate(*g.graph, s, {.record_timeline = timeline});
+      },
+      py::arg("graph"), py::arg("schedule"), py::arg("timeline") = false,
+      "Simulates a schedule (a Schedule or a file path); with timeline, "
+      "memory_at_event holds the memory at every event.");
+  m.def("validate", &Validate, py::arg("graph"), py::arg("schedule"),
+        py::arg("budget") = py::none(),
+        "`remat validate --json`: the simulator's verdict on a schedule.");
+}
+
+}  // namespace remat::python

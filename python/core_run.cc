@@ -1,0 +1,291 @@
+// rematbench._core: the registry, solves and sweeps.
+#include "harness/algorithm.h"
+#include "harness/errors.h"
+#include "harness/graph_source.h"
+#include "harness/params.h"
+#include "harness/registry.h"
+#include "harness/runner.h"
+#include "harness/simulator.h"
+#include "harness/sweep.h"
+#include "python/core.h"
+
+#ifndef REMAT_DEFAULT_CORPUS
+#define REMAT_DEFAULT_CORPUS "graphs/corpus/default.json"
+#endif
+
+namespace remat::python {
+namespace {
+
+// "k=v" items from a list of such strings or a dict.
+std::vector<std::string> AsItems(const py::object& params) {
+  std::vector<std::string> items;
+  if (params.is_none()) return items;
+  if (py::isinstance<py::dict>(params)) {
+    for (const auto& [key, value] : params.cast<py::dict>()) {
+      items.push_back(py::str(key).cast<std::string>() + "=" +
+                      py::str(value).cast<std::string>());
+    }
+    return items;
+  }
+  if (py::isinstance<py::str>(params)) {
+    return SplitParamList(params.cast<std::string>());
+  }
+  for (const auto& item : params) items.push_back(py::str(item));
+  return items;
+}
+
+// A list of specs from a comma-separated string or a list of strings.
+std::vector<std::string> AsSpecs(const py::object& specs) {
+  std::vector<std::string> out;
+  if (specs.is_none()) return out;
+  if (py::isinstance<py::str>(specs)) {
+    return SplitSpecList(specs.cast<std::string>());
+  }
+  for (const auto& item : specs) {
+    for (std::string& spec : SplitSpecList(py::str(item))) {
+      out.push_back(std::move(spec));
+    }
+  }
+  return out;
+}
+
+// One solve: its CLI document (`remat solve --json`) and its schedule.
+struct Solution {
+  Json doc;
+  std::optional<Schedule> schedule;
+};
+
+Solution Solve(const py::object& graph_arg, const std::string& algorithm,
+               const py::object& budget_arg, const py::object& params_arg,
+               double timeout) {
+  auto [name, items] = SplitSpec(algorithm);
+  for (std::string& item : AsItems(params_arg)) items.push_back(item);
+  const AlgorithmInfo& info = FindAlgorithm(name);
+  const Params params = Params::Parse(items, info.params, name);
+  const PyGraph g = AsGraph(graph_arg);
+  const Graph& graph = *g.graph;
+  const int64_t budget = AsBudget(budget_arg);
+  Attempt attempt;
+  {
+    py::gil_scoped_release release;
+    attempt = RunAlgorithm(graph, info, params, budget, timeout);
+  }
+  const SolveResult r = Judge(attempt, budget);
+  const bool has = r.has_schedule;
+  // The fields, their order and their nulls of `remat solve --json`.
+  Json doc = {
+      {"algorithm", info.name},
+      {"params", params.given()},
+      {"graph", graph.name()},
+      {"budget_bytes", NullOr(budget != kUnboundedBudget, budget)},
+      {"status", StatusName(r.status)},
+      {"valid", NullOr(has, r.valid)},
+      {"peak_bytes", NullOr(has, r.peak_bytes)},
+      {"total_peak_bytes", NullOr(has, r.peak_bytes + graph.static_bytes())},
+      {"cost", NullOr(has, r.cost)},
+      {"base_cost", BaseCost(graph)},
+      {"overhead", NullOr(has, r.overhead)},
+      {"length", NullOr(has, r.length)},
+      {"solve_seconds", r.solve_seconds},
+      {"message", r.message}};
+  if (r.lower_bound_cost) doc["lower_bound_cost"] = *r.lower_bound_cost;
+  if (r.optimal) doc["optimal"] = true;
+  if (!r.extra.empty()) doc["details"] = Json::parse(r.extra.dump());
+  return {std::move(doc), std::move(attempt.output.schedule)};
+}
+
+// `remat sweep`'s results document (results/SCHEMA.md).
+py::object Sweep(const py::object& graphs, const py::object& algorithms,
+                 const py::object& corpus, int budgets, int threads,
+                 double timeout, const std::string& schedules_dir,
+                 const std::string& results_dir,
+                 const std::string& command_line) {
+  SweepConfig config;
+  config.graph_specs = AsSpecs(graphs);
+  if (!corpus.is_none() || config.graph_specs.empty()) {
+    const std::string path =
+        corpus.is_none() ? REMAT_DEFAULT_CORPUS : corpus.cast<std::string>();
+    for (std::string& spec : ReadCorpus(path)) {
+      config.graph_specs.push_back(spec);
+    }
+  }
+  config.algorithm_specs = AsSpecs(algorithms);
+  if (config.algorithm_specs.empty() || (config.algorithm_specs.size() == 1 &&
+                                         config.algorithm_specs[0] == "all")) {
+    config.algorithm_specs.clear();
+    for (const AlgorithmInfo* a : AllAlgorithms()) {
+      config.algorithm_specs.push_back(a->name);
+    }
+  }
+  config.budgets_per_graph = budgets;
+  config.threads = threads;
+  if (threads < 0) throw InputError("sweep: threads must be >= 0");
+  if (!(timeout > 0)) throw InputError("sweep: timeout must be > 0 seconds");
+  config.timeout_seconds = timeout;
+  config.command_line = command_line;
+  config.schedules_dir = schedules_dir;
+  config.results_dir = results_dir;
+  nlohmann::json results;
+  {
+    py::gil_scoped_release release;
+    results = RunSweep(config);
+  }
+  return ToPython(results);
+}
+
+const char* ParamTypeName(ParamSpec::Type type) {
+  switch (type) {
+    case ParamSpec::Type::kInt:
+      return "int";
+    case ParamSpec::Type::kDouble:
+      return "double";
+    case ParamSpec::Type::kChoice:
+      return "choice";
+    case ParamSpec::Type::kBytes:
+      return "bytes";
+    case ParamSpec::Type::kList:
+      return "list";
+  }
+  return "?";
+}
+
+// The parameters as `remat list --json` writes them.
+Json ParamsJson(const std::vector<ParamSpec>& specs) {
+  Json params = Json::array();
+  for (const ParamSpec& p : specs) {
+    Json param = {
+        {"name", p.name},
+        {"default", NullOr(!p.default_value.empty(), p.default_value)},
+        {"description", p.description}};
+    if (!p.choices.empty()) param["choices"] = p.choices;
+    params.push_back(param);
+  }
+  return params;
+}
+
+// `remat list --json`.
+py::object ListJson() {
+  Json algorithms = Json::array();
+  for (const AlgorithmInfo* a : AllAlgorithms()) {
+    algorithms.push_back({{"name", a->name},
+                          {"description", a->description},
+                          {"citation", a->citation},
+                          {"exact", a->exact},
+                          {"uses_budget", a->uses_budget},
+                          {"params", ParamsJson(a->params)}});
+  }
+  Json generators = Json::array();
+  for (const GeneratorInfo* g : AllGenerators()) {
+    generators.push_back({{"name", g->name},
+                          {"description", g->description},
+                          {"params", ParamsJson(g->params)}});
+  }
+  Json formats = Json::array();
+  for (const GraphFormat* f : AllGraphFormats()) {
+    formats.push_back({{"name", f->name},
+                       {"description", f->description},
+                       {"read", static_cast<bool>(f->read)},
+                       {"write", static_cast<bool>(f->write)}});
+  }
+  return ToPython(Json{{"algorithms", algorithms},
+                       {"generators", generators},
+                       {"formats", formats}});
+}
+
+}  // namespace
+
+void BindRegistry(py::module_& m) {
+  py::class_<ParamSpec>(m, "ParamSpec")
+      .def_readonly("name", &ParamSpec::name)
+      .def_property_readonly(
+          "type", [](const ParamSpec& p) { return ParamTypeName(p.type); })
+      .def_property_readonly("default",
+                             [](const ParamSpec& p) -> py::object {
+                               if (p.default_value.empty()) return py::none();
+                               return py::str(p.default_value);
+                             })
+      .def_readonly("description", &ParamSpec::description)
+      .def_readonly("choices", &ParamSpec::choices)
+      .def("__repr__", [](const ParamSpec& p) {
+        return "<rematbench.ParamSpec " + p.name + "=" +
+               (p.default_value.empty() ? "<required>" : p.default_value) + ">";
+      });
+  py::class_<AlgorithmInfo>(m, "AlgorithmInfo")
+      .def_readonly("name", &AlgorithmInfo::name)
+      .def_readonly("description", &AlgorithmInfo::description)
+      .def_readonly("citation", &AlgorithmInfo::citation)
+      .def_readonly("exact", &AlgorithmInfo::exact)
+      .def_readonly("uses_budget", &AlgorithmInfo::uses_budget)
+      .def_readonly("isolate", &AlgorithmInfo::isolate)
+      .def_readonly("params", &AlgorithmInfo::params)
+      .def("__repr__", [](const AlgorithmInfo& a) {
+        return "<rematbench.AlgorithmInfo " + a.name + ">";
+      });
+  py::class_<GeneratorInfo>(m, "GeneratorInfo")
+      .def_readonly("name", &GeneratorInfo::name)
+      .def_readonly("description", &GeneratorInfo::description)
+      .def_readonly("params", &GeneratorInfo::params);
+  // The registries live as long as the process: references, not copies.
+  m.def(
+      "algorithms",
+      [] {
+        std::vector<const AlgorithmInfo*> all = AllAlgorithms();
+        return all;
+      },
+      py::return_value_policy::reference,
+      "The registered algorithms, sorted by name.");
+  m.def(
+      "algorithm", [](const std::string& name) { return &FindAlgorithm(name); },
+      py::return_value_policy::reference, py::arg("name"));
+  m.def("generators", &AllGenerators, py::return_value_policy::reference,
+        "The registered graph generators, sorted by name.");
+  m.def("list_json", &ListJson,
+        "`remat list --json`: algorithms, generators and formats.");
+}
+
+void BindSolveAndSweep(py::module_& m) {
+  py::class_<Solution>(m, "Solution",
+                       "One solve, judged by the simulator. `json` is the "
+                       "document of `remat solve --json`; its fields are "
+                       "also attributes.")
+      .def_property_readonly("json",
+                             [](const Solution& s) { return ToPython(s.doc); })
+      .def_readonly("schedule", &Solution::schedule)
+      .def("__getattr__",
+           [](const Solution& s, const std::string& key) {
+             if (key == "details" && !s.doc.contains(key)) {
+               return py::object(py::dict());
+             }
+             if (key == "lower_bound_cost" && !s.doc.contains(key)) {
+               return py::object(py::none());
+             }
+             if (key == "optimal" && !s.doc.contains(key)) {
+               return py::object(py::bool_(false));
+             }
+             if (!s.doc.contains(key)) throw py::attribute_error(key);
+             return ToPython(s.doc[key]);
+           })
+      .def("__repr__", [](const Solution& s) {
+        return "<rematbench.Solution " + s.doc["algorithm"].get<std::string>() +
+               " " + s.doc["status"].get<std::string>() + ">";
+      });
+  m.def("solve", &Solve, py::arg("graph"), py::arg("algorithm"),
+        py::arg("budget") = py::none(), py::arg("params") = py::none(),
+        py::arg("timeout") = 0.0,
+        "Runs one algorithm ('name' or 'name:k=v,...', more parameters as a "
+        "list of 'k=v' or a dict) on a Graph or spec at a budget (None, "
+        "bytes, or '512MiB'); timeout in seconds (<= 0: none). The schedule "
+        "is simulated and judged as by `remat solve`.");
+  m.def("sweep", &Sweep, py::arg("graphs") = py::none(),
+        py::arg("algorithms") = "all", py::arg("corpus") = py::none(),
+        py::arg("budgets") = 16, py::arg("threads") = 0,
+        py::arg("timeout") = 60.0, py::arg("schedules_dir") = "",
+        py::arg("results_dir") = ".",
+        py::arg("command_line") = "rematbench.sweep",
+        "`remat sweep`: every algorithm on every graph at `budgets` budgets "
+        "per graph, in parallel; returns the results document "
+        "(results/SCHEMA.md) as a dict. Without graphs (or with corpus) the "
+        "graphs of a corpus manifest (default: the default corpus).");
+}
+
+}  // namespace remat::python

@@ -1,0 +1,53 @@
+"""rematbench from Python: rematerialization (gradient checkpointing)
+algorithms on training graphs, judged by the harness's one simulator.
+
+    import rematbench as rb
+    g = rb.load_graph("chain:n=16")          # a file or a generator spec
+    g.noremat_peak_bytes, g.nodes[3].mem, g.content_hash
+    [a.name for a in rb.algorithms()]        # the registry, with .params
+    s = rb.solve(g, "revolve", budget=6, timeout=10)
+    s.status, s.peak_bytes, s.overhead, s.json   # s.json: `remat solve --json`
+    rb.simulate(g, s.schedule).peak_bytes
+    rb.validate(g, s.schedule, budget=6)     # `remat validate --json`
+    doc = rb.sweep(["chain:n=64"], ["revolve", "twremat"], budgets=4)
+                                             # the results document of `remat sweep`
+
+Bad input raises rematbench.Error (a ValueError) with the CLI's one-line
+message. The GIL is released while graphs load and while solves, simulations
+and sweeps run. rematbench.torch plans and runs PyTorch training steps
+under a memory budget.
+
+The compiled core is rematbench._core (python/*.cc), built into
+build/python/rematbench beside copies of these files; run with
+PYTHONPATH=build/python. Imported from the source tree (python/, as the
+scripts in scripts/ do), the package takes _core from build/python: the
+pure-Python modules (trace, executor) work without it.
+"""
+
+import os as _os
+
+_here = _os.path.dirname(_os.path.abspath(__file__))
+if not any(f.startswith("_core.") for f in _os.listdir(_here)):
+    # The source tree: the compiled core is in the build folder.
+    __path__.append(_os.path.join(_os.path.dirname(_os.path.dirname(_here)),
+                                  "build", "python", "rematbench"))
+
+try:
+    from rematbench._core import (  # noqa: F401
+        DEFAULT_CORPUS, AlgorithmInfo, Error, GeneratorInfo, Graph, Node,
+        ParamSpec, Schedule, Simulation, Solution, algorithm, algorithms,
+        budget_grid, format_bytes, generators, list_json, load_graph,
+        parse_bytes, parse_graph_json, read_corpus, read_schedule, simulate,
+        solve, sweep, validate)
+    CORE_IMPORT_ERROR = None
+except ModuleNotFoundError as e:  # not built: the pure-Python modules work
+    if e.name != "rematbench._core":
+        raise
+    CORE_IMPORT_ERROR = e
+
+    def __getattr__(name):
+        raise ImportError(
+            f"rematbench.{name} needs the compiled core rematbench._core, "
+            f"which is not built ({CORE_IMPORT_ERROR}): install pybind11 "
+            "(scripts/setup.sh) and run scripts/build.sh, then use "
+            "PYTHONPATH=build/python")

@@ -1,0 +1,384 @@
+"""Train a PyTorch model within an activation-memory budget, with the
+fastest schedule any registered algorithm finds for it.
+
+    import rematbench.torch as rt
+    plan = rt.plan(model, (x, y), nn.CrossEntropyLoss(), budget=0.5)
+    print(plan)                      # every algorithm: peak, overhead, time
+    for x, y in batches:             # same shapes as the example batch
+        opt.zero_grad()
+        loss = plan.step(x, y)       # forward + backward under the schedule
+        opt.step()                   # gradients are in each p.grad
+    plan.replay()                    # measured peak and time vs NoRemat
+
+plan() traces one training step with rematbench.trace (the exporter of
+scripts/export_torch.py: the joint forward+backward graph of ATen ops,
+costs measured on the model's device), solves it with every registered
+algorithm that suits the graph's size, judges every schedule with the
+harness's simulator and keeps the feasible one with the least predicted
+overhead. plan.step runs that schedule with rematbench.executor (the
+replayer of scripts/replay_torch.py), which gives the gradients, loss and
+batch-norm statistics of plain training (bit for bit on the CPU).
+"""
+
+import concurrent.futures
+import json
+import math
+import os
+import platform
+import statistics
+import time
+import types
+
+import torch
+import torch.nn as nn
+
+import rematbench
+from rematbench import executor, trace
+
+
+class _LossStep(nn.Module):
+    """The traced module: loss_fn(model(*inputs[:-1]), inputs[-1])."""
+
+    def __init__(self, model, loss_fn):
+        super().__init__()
+        self.model = model
+        self.loss_fn = loss_fn
+
+    def forward(self, *inputs):
+        *xs, target = inputs
+        return self.loss_fn(self.model(*xs), target)
+
+
+def _rng_state(device):
+    return (torch.get_rng_state(),
+            torch.cuda.get_rng_state(device) if device.type == "cuda"
+            else None)
+
+
+def _set_rng_state(state, device):
+    torch.set_rng_state(state[0])
+    if state[1] is not None:
+        torch.cuda.set_rng_state(state[1], device)
+
+
+def _budget_bytes(budget, noremat_peak):
+    """Bytes from an int (bytes), a str ('512MiB') or a float (a fraction
+    of the NoRemat activation peak, rounded up)."""
+    if isinstance(budget, bool):
+        raise rematbench.Error("budget: give bytes (int or '512MiB') or a "
+                               "fraction of the NoRemat peak (float)")
+    if isinstance(budget, int):
+        if budget < 0:
+            raise rematbench.Error("budget: must be >= 0 bytes")
+        return budget
+    if isinstance(budget, float):
+        if not budget > 0 or math.isinf(budget):
+            raise rematbench.Error(f"budget: fraction {budget} of the NoRemat "
+                                   "peak must be > 0")
+        return math.ceil(budget * noremat_peak)
+    if isinstance(budget, str):
+        return rematbench.parse_bytes(budget)
+    raise rematbench.Error(f"budget: {budget!r} is neither bytes nor a "
+                           "fraction")
+
+
+def _chosen_algorithms(algorithms, graph, exact_max_nodes):
+    """(specs to run, {name: why skipped})."""
+    if algorithms == "all":
+        infos = rematbench.algorithms()
+        skipped = {a.name: f"exact; skipped above {exact_max_nodes} nodes "
+                   f"(the graph has {graph.num_nodes})"
+                   for a in infos
+                   if a.exact and graph.num_nodes > exact_max_nodes}
+        return [a.name for a in infos if a.name not in skipped], skipped
+    if isinstance(algorithms, str):
+        algorithms = [algorithms]
+    for spec in algorithms:
+        rematbench.algorithm(spec.split(":")[0])  # Error for unknown names
+    return list(algorithms), {}
+
+
+def _solve_all(graph, specs, budget, timeout, threads):
+    """{spec: Solution}, solved in parallel (the GIL is released)."""
+    with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+        futures = {s: pool.submit(rematbench.solve, graph, s, budget,
+                                  None, timeout) for s in specs}
+        return {s: f.result() for s, f in futures.items()}
+
+
+def _row(spec, solution):
+    return {"algorithm": spec, "status": solution.status,
+            "peak_bytes": solution.peak_bytes,
+            "overhead": solution.overhead,
+            "solve_seconds": solution.solve_seconds,
+            "message": solution.message}
+
+
+def _rank(row):
+    """Feasible first, by predicted overhead, then solve time; skipped
+    algorithms last."""
+    feasible = row["status"] == "feasible"
+    return (not feasible, row["overhead"] if feasible else math.inf,
+            row["status"] == "skipped", row["solve_seconds"] or 0)
+
+
+def plan(model, example_inputs, loss_fn, budget, algorithms="all",
+         timeout=10.0, exact_max_nodes=100, cost="measured", repeats=3,
+         threads=None):
+    """Plans training `model` within an activation-memory budget.
+
+    example_inputs: a tuple (model inputs..., target); a step computes
+        loss = loss_fn(model(*inputs[:-1]), inputs[-1]). Later steps must
+        have the same shapes and dtypes.
+    budget: the bound on the simulated activation peak (what training
+        holds besides parameters, gradients and the batch: the graph's
+        static_bytes). An int or a str such as '512MiB' is bytes; a float
+        is a fraction of the NoRemat activation peak (0.5: half of what
+        plain training holds).
+    algorithms: "all" (every registered algorithm; exact ones only on
+        graphs of at most `exact_max_nodes` nodes) or a list of names or
+        'name:k=v,...' specs. Each solve gets `timeout` seconds; they run
+        on `threads` threads (default: one per CPU).
+    cost: "measured" (each op's median time over `repeats` runs of the
+        step on the model's device, nanoseconds) or "flop".
+
+    Tracing and timing run the step several times; the model's buffers and
+    the RNG state are restored afterwards. Raises rematbench.Error when no
+    algorithm fits the budget, naming the smallest budget that fits.
+    """
+    params = list(model.parameters())
+    if not params:
+        raise rematbench.Error("plan: the model has no parameters")
+    if not all(p.requires_grad for p in params):
+        raise rematbench.Error("plan: every parameter must require grad "
+                               "(frozen parameters are not supported)")
+    device = params[0].device
+    inputs = tuple(example_inputs)
+    step = _LossStep(model, loss_fn)
+    was_training = model.training
+    rng = _rng_state(device)
+    t0 = time.perf_counter()
+    nodes, g2, _ = trace.trace_nodes(step, inputs, "aten", cost, repeats)
+    _set_rng_state(rng, device)
+    model.train(was_training)
+    trace_seconds = time.perf_counter() - t0
+    p_bytes = sum(p.numel() * p.element_size() for p in step.parameters())
+    in_bytes = sum(t.numel() * t.element_size() for t in inputs)
+    name = f"torch_{type(model).__name__}"
+    doc = {"format": "rematbench-graph", "version": 1, "name": name,
+           "static_bytes": 2 * p_bytes + in_bytes,
+           "units": {"memory": "bytes",
+                     "cost": "ns" if cost == "measured" else "flop"},
+           "provenance": {"generator": "rematbench.torch",
+                          "model": type(model).__name__,
+                          "device": str(device), "torch": torch.__version__,
+                          "python": platform.python_version(),
+                          "host": platform.node(),
+                          "threads": torch.get_num_threads()},
+           "nodes": nodes}
+    graph = rematbench.parse_graph_json(json.dumps(doc), name)
+    budget_bytes = _budget_bytes(budget, graph.noremat_peak_bytes)
+    specs, skipped = _chosen_algorithms(algorithms, graph, exact_max_nodes)
+    threads = threads or os.cpu_count() or 1
+    solutions = _solve_all(graph, specs, budget_bytes, timeout, threads)
+    rows = [_row(s, solutions[s]) for s in specs]
+    rows += [{"algorithm": n, "status": "skipped", "peak_bytes": None,
+              "overhead": None, "solve_seconds": None, "message": why}
+             for n, why in skipped.items()]
+    rows.sort(key=_rank)
+    if rows[0]["status"] != "feasible":
+        raise rematbench.Error(_nothing_fits(graph, budget_bytes, specs,
+                                             solutions, timeout, threads))
+    traced = types.SimpleNamespace(
+        g2=g2, graph={"nodes": nodes}, params=list(step.parameters()),
+        buffers=list(step.buffers()), inputs=inputs, path=name,
+        device=device.type, seed=None)
+    return Plan(model, traced, graph, budget_bytes, rows, solutions,
+                trace_seconds)
+
+
+def _nothing_fits(graph, budget, specs, solutions, timeout, threads):
+    """The error text when no schedule fits: the budget against the NoRemat
+    peak, and the smallest budget at which one of these algorithms finds a
+    schedule (bisection between the budget and the least peak found)."""
+    peaks = [(s.peak_bytes, spec) for spec, s in solutions.items()
+             if s.valid]
+    hi, who = min(peaks) if peaks else (graph.noremat_peak_bytes, "noremat")
+    # Probe with the heuristics: the exact methods would spend their whole
+    # time limit at every probe.
+    exact = {a.name for a in rematbench.algorithms() if a.exact}
+    probes = [s for s in specs if s.split(":")[0] not in exact] or specs
+    lo = max(budget, graph.lower_bound_bytes - 1)  # lo never fits
+    while hi - lo > max(1, hi // 100):  # to 1%
+        mid = (lo + hi) // 2
+        found = [(s.peak_bytes, spec) for spec, s in
+                 _solve_all(graph, probes, mid, timeout, threads).items()
+                 if s.status == "feasible"]
+        if found:
+            hi, who = min(found)
+        else:
+            lo = mid
+    return (f"{graph.name}: no algorithm fits the budget of {budget} bytes "
+            f"({budget / graph.noremat_peak_bytes:.0%} of the NoRemat "
+            f"activation peak {graph.noremat_peak_bytes} bytes); the "
+            f"smallest budget that fits is {hi} bytes ({who}; the memory "
+            f"lower bound is {graph.lower_bound_bytes})")
+
+
+class Plan:
+    """The planned training step: `table` (every algorithm's row, best
+    first), `algorithm`, `schedule` and the traced `graph`."""
+
+    def __init__(self, model, traced, graph, budget_bytes, table, solutions,
+                 trace_seconds):
+        self.model, self.traced, self.graph = model, traced, graph
+        self.budget_bytes, self.table = budget_bytes, table
+        self.trace_seconds = trace_seconds
+        self.algorithm = table[0]["algorithm"]
+        self.solution = solutions[self.algorithm]
+        self.schedule = self.solution.schedule
+        self._solutions = solutions
+        self._events = self._as_events(self.schedule)
+        self._program = executor.Program(traced)
+
+    @staticmethod
+    def _as_events(schedule):
+        return [(op, v, k) for k, (op, v) in enumerate(schedule)]
+
+    def use(self, algorithm):
+        """Runs later steps with another feasible row of the table."""
+        s = self._solutions.get(algorithm)
+        if s is None or s.status != "feasible":
+            raise rematbench.Error(f"plan: {algorithm} has no feasible "
+                                   "schedule at this budget")
+        self.algorithm, self.solution, self.schedule = algorithm, s, \
+            s.schedule
+        self._events = self._as_events(s.schedule)
+
+    def _check(self, inputs):
+        ref = self.traced.inputs
+        if len(inputs) != len(ref):
+            raise rematbench.Error(f"plan.step: {len(inputs)} inputs, the "
+                                   f"plan was made for {len(ref)}")
+        for i, (a, b) in enumerate(zip(inputs, ref)):
+            if a.shape != b.shape or a.dtype != b.dtype or \
+                    a.device != b.device:
+                raise rematbench.Error(
+                    f"plan.step: input {i} is {a.dtype} {tuple(a.shape)} on "
+                    f"{a.device}; the plan was made for {b.dtype} "
+                    f"{tuple(b.shape)} on {b.device} (plan again for other "
+                    "shapes)")
+
+    def _run(self, events, inputs, measure=False):
+        """One step's ops under `events`: (peak or None, grads, loss)."""
+        program = self._program
+        program.rebind(inputs)
+        program.rng_states = None if program.random_in_eager_order(events) \
+            else program.record_rng()
+        peak, _, grads, loss = program.run(events, "plan", measure=measure)
+        return peak, grads, loss
+
+    def step(self, *inputs):
+        """Forward and backward of one batch (the layout of the example
+        inputs) under the plan's schedule. Adds each parameter's gradient
+        to its .grad (as loss.backward() does), updates batch-norm
+        statistics once, and returns the loss (detached)."""
+        self._check(inputs)
+        _, grads, loss = self._run(self._events, inputs)
+        with torch.no_grad():
+            for p, g in zip(self.traced.params, grads):
+                if p.grad is None:
+                    p.grad = g.detach()
+                else:
+                    p.grad += g
+        return loss.detach()
+
+    def replay(self, repeats=3, warmup=1):
+        """Runs the plan's schedule and the NoRemat schedule on the example
+        batch and measures them: the peak of live activation storage (as
+        scripts/replay_torch.py counts it; on CUDA also
+        torch.cuda.max_memory_allocated above the step's start) and the
+        median wall time of `repeats` back-to-back pairs after `warmup`.
+        Buffers and the RNG state are restored, parameters and gradients
+        untouched."""
+        traced = self.traced
+        device = traced.params[0].device
+        saved = [b.detach().clone() for b in traced.buffers]
+        rng = _rng_state(device)
+        noremat = rematbench.solve(self.graph, "noremat")
+        base_events = self._as_events(noremat.schedule)
+
+        def restore():
+            with torch.no_grad():
+                for b, v in zip(traced.buffers, saved):
+                    b.copy_(v)
+            _set_rng_state(rng, device)
+
+        def sync():
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+
+        cuda_peak = None
+        if device.type == "cuda":
+            sync()
+            torch.cuda.reset_peak_memory_stats(device)
+            start = torch.cuda.memory_allocated(device)
+        peak, _, _ = self._run(self._events, traced.inputs, measure=True)
+        if device.type == "cuda":
+            sync()
+            cuda_peak = torch.cuda.max_memory_allocated(device) - start
+        restore()
+        base_peak, _, _ = self._run(base_events, traced.inputs, measure=True)
+        restore()
+
+        def timed(events):
+            sync()
+            t0 = time.perf_counter()
+            self._run(events, traced.inputs)
+            sync()
+            seconds = time.perf_counter() - t0
+            restore()
+            return seconds
+
+        for _ in range(warmup):
+            timed(base_events)
+            timed(self._events)
+        pairs = [(timed(self._events), timed(base_events))
+                 for _ in range(repeats)]
+        return {
+            "algorithm": self.algorithm,
+            "budget_bytes": self.budget_bytes,
+            "simulated_peak_bytes": self.solution.peak_bytes,
+            "measured_peak_bytes": peak,
+            "noremat_simulated_peak_bytes": noremat.peak_bytes,
+            "noremat_measured_peak_bytes": base_peak,
+            "cuda_peak_bytes": cuda_peak,
+            "predicted_overhead": self.solution.overhead,
+            "measured_overhead": statistics.median(a / b for a, b in pairs),
+            "time_seconds": statistics.median(a for a, _ in pairs),
+            "noremat_time_seconds": statistics.median(b for _, b in pairs),
+        }
+
+    def format_table(self):
+        peak = self.graph.noremat_peak_bytes
+        lines = [f"{self.graph.name}: {self.graph.num_nodes} nodes, budget "
+                 f"{self.budget_bytes} bytes ({self.budget_bytes / peak:.0%} "
+                 f"of the NoRemat peak {peak}); using {self.algorithm}",
+                 f"{'algorithm':<16} {'status':<11} {'peak bytes':>12} "
+                 f"{'overhead':>9} {'solve s':>8}"]
+        for r in self.table:
+            peak = "-" if r["peak_bytes"] is None else str(r["peak_bytes"])
+            over = "-" if r["overhead"] is None else f"{r['overhead']:.3f}"
+            secs = "-" if r["solve_seconds"] is None else \
+                f"{r['solve_seconds']:.3f}"
+            lines.append(f"{r['algorithm']:<16} {r['status']:<11} "
+                         f"{peak:>12} {over:>9} {secs:>8}")
+        return "\n".join(lines)
+
+    def __str__(self):
+        return self.format_table()
+
+    def __repr__(self):
+        return (f"<rematbench.torch.Plan {self.algorithm}: peak "
+                f"{self.solution.peak_bytes} <= {self.budget_bytes} bytes, "
+                f"overhead {self.solution.overhead:.3f}>")

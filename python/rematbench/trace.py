@@ -1,0 +1,704 @@
+"""Traces a PyTorch training step into the nodes of a rematbench graph
+(../shared/DESIGN.md sections 1-2: the joint forward+backward graph of ATen
+operations, or one node per leaf-module call), for scripts/export_torch.py
+and rematbench.torch.
+
+How the graph is obtained (mirrors functorch 1.13's aot_autograd, which
+DESIGN.md section 7 describes; we run its two tracing passes ourselves so
+that every op can be tagged with where it came from):
+ 1. `make_fx` traces `loss = model(batch); torch.autograd.grad(loss, params)`
+    on real tensors. During the forward, a TorchFunctionMode records, for
+    each autograd Function (`grad_fn`) created, the FX node that produced
+    its output, and module hooks record which module call each op ran in.
+    During the backward, a pre-hook on every `grad_fn` tags the FX nodes
+    that the autograd engine emits while running it; a post-hook tags the
+    gradient accumulations that follow it. The tags travel in FX's
+    `stack_trace` field, exactly as aot_autograd's own stack-trace hooks do.
+ 2. The graph is traced again through `functionalize` (no in-place ops and
+    no mutation of batch-norm buffers are left), each new node inheriting
+    the tag of the node of pass 1 it came from.
+See `Mapping` in graphs/corpus/torch/README.md for how ops become nodes.
+"""
+
+import collections
+import heapq
+import math
+import operator
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+from torch.fx import traceback as fx_traceback
+from torch.fx.experimental import proxy_tensor
+from torch.fx.experimental.proxy_tensor import get_proxy_slot, make_fx
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_flatten
+
+try:  # torch >= 2.0
+    from torch.func import functionalize
+except ImportError:  # torch 1.13
+    from functorch.experimental import functionalize
+
+aten = torch.ops.aten
+
+# --------------------------------------------------------------------------
+# Pass 1: the joint graph with tags.
+
+
+class _Tagger(TorchFunctionMode):
+    """During the forward: maps each new grad_fn to the FX node of pass 1
+    that made it. A grad_fn of a call's output maps to the output's node.
+    A call such as F.multi_head_attention_forward runs many ATen ops whose
+    grad_fns are not outputs (the mode does not see calls nested in a
+    call): each maps to the unclaimed node made during the call whose op
+    has the grad_fn's name (BmmBackward0 -> aten.bmm) and, if several do,
+    whose arguments include the grad_fn's saved tensors and the nodes of
+    the grad_fn's inputs (its next_functions), first made first."""
+
+    def __init__(self, fwd_of, tracer):
+        super().__init__()
+        self.fwd_of = fwd_of  # grad_fn -> FX node name (pass 1)
+        self.tracer = tracer
+        self.graph = tracer.graph
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        before = len(self.graph.nodes)
+        out = func(*args, **(kwargs or {}))
+        roots = {}
+        for t in tree_flatten(out)[0]:
+            if isinstance(t, torch.Tensor) and t.grad_fn is not None:
+                g = t.grad_fn
+                if g not in self.fwd_of and self._node_of(t) is not None:
+                    self.fwd_of[g] = self._node_of(t)
+                    roots[g] = None
+        if roots:
+            self._map_internal(list(roots), len(self.graph.nodes) - before)
+        return out
+
+    def _map_internal(self, roots, n_new):
+        order, seen = [], set(roots)
+
+        def visit(g):  # post-order: a grad_fn after those of its inputs
+            for nxt, _ in g.next_functions:
+                if nxt is None or nxt in seen or nxt in self.fwd_of:
+                    continue
+                if type(nxt).__name__ == "AccumulateGrad":
+                    continue
+                seen.add(nxt)
+                visit(nxt)
+                order.append(nxt)
+
+        for r in roots:
+            visit(r)
+        if not order:
+            return
+        made = []
+        for n in reversed(self.graph.nodes):
+            if len(made) == n_new:
+                break
+            made.append(n)
+        made.reverse()
+        claimed = set(self.fwd_of[r] for r in roots)
+        for g in order:
+            want = _op_key(g.name())
+            saved = {self._node_of(t) for t in _saved_tensors(g)}
+            saved |= {self._input_node(nxt) for nxt, _ in g.next_functions}
+            saved -= {None}
+            best = None
+            for n in made:
+                if n.name in claimed or n.op != "call_function":
+                    continue
+                if _op_key(str(n.target)) != want:
+                    continue
+                args = {a.name for a in n.all_input_nodes}
+                if saved <= args | {n.name}:
+                    best = n
+                    break
+                best = best or n
+            if best is None:
+                own = getattr(g, "_saved_result", None)
+                own = (self._node_of(own)
+                       if isinstance(own, torch.Tensor) else None)
+                self.fwd_of[g] = own or self.fwd_of[roots[0]]
+            else:
+                claimed.add(best.name)
+                self.fwd_of[g] = best.name
+
+    def _node_of(self, t):
+        p = get_proxy_slot(t, self.tracer, None)
+        return None if p is None else p.proxy.node.name
+
+    def _input_node(self, g):
+        """The FX node of the value whose gradient `g` receives."""
+        if g is None:
+            return None
+        if type(g).__name__ == "AccumulateGrad":
+            return self._node_of(g.variable)
+        return self.fwd_of.get(g)
+
+
+def _op_key(name):
+    """'BmmBackward0' and 'aten.bmm.default' -> 'bmm';
+    'NllLossBackward0' and 'aten.nll_loss_forward.default' -> 'nllloss'."""
+    if name.startswith("aten."):
+        name = name.split(".")[1]
+        if name.endswith("_forward"):
+            name = name[:-len("_forward")]
+    else:
+        name = name.rstrip("0123456789")
+        if name.endswith("Backward"):
+            name = name[:-len("Backward")]
+    return name.replace("_", "").lower()
+
+
+def _saved_tensors(g):
+    out = []
+    for attr in dir(g):
+        if attr.startswith("_saved_"):
+            try:
+                v = getattr(g, attr)
+            except RuntimeError:  # freed or not available
+                continue
+            out.extend(x for x in tree_flatten(v)[0]
+                       if isinstance(x, torch.Tensor))
+    return out
+
+
+def _stack_trace_scope():
+    """The scope in which fx_traceback.set_stack_trace() sets the stack trace
+    that make_fx copies onto each node it creates. torch 1.13 has
+    `override_stack_trace`; torch 2.x removed it (AttributeError on 2.11)
+    for `preserve_node_meta`, under which set_stack_trace writes the
+    current node meta that proxy creation copies, and an Interpreter run
+    makes each node's meta (stack trace included) current while it runs
+    the node, which is what pass 2 relies on."""
+    if hasattr(fx_traceback, "override_stack_trace"):
+        return fx_traceback.override_stack_trace()
+    return fx_traceback.preserve_node_meta()
+
+
+def _reset_stack_trace():
+    """Forget the last tag of pass 1 so that it does not leak into pass 2."""
+    if hasattr(fx_traceback, "current_stack"):  # torch 1.13
+        fx_traceback.current_stack = []
+    if isinstance(getattr(fx_traceback, "current_meta", None), dict):
+        fx_traceback.current_meta = {}  # torch 2.x
+
+
+def _current_tracer():
+    """The FX tracer of the make_fx call being traced. torch 2.x keeps
+    other modes on the dispatch stack too; ask for the proxy mode there."""
+    get = getattr(proxy_tensor, "get_innermost_proxy_mode", None)
+    if get is not None:
+        return get().tracer
+    from torch.utils._python_dispatch import _get_current_dispatch_mode
+    return _get_current_dispatch_mode().tracer
+
+
+def trace_joint(step, inputs):
+    """Returns (graph-2 GraphModule, info) for one training step. Tracing
+    runs the step on real tensors (twice); the buffers (batch-norm running
+    statistics) are restored afterwards, so the step is left as it was."""
+    params = [p for p in step.parameters()]
+    buffers = [b for b in step.buffers()]
+    saved_buffers = [b.detach().clone() for b in buffers]
+    n_p, n_b = len(params), len(buffers)
+    fwd_of = {}
+    groups = []  # index -> grad_fn, for the backward tags
+    calls = []  # call id -> (module path, is leaf, class name)
+    names = {m: name for name, m in step.named_modules()}
+    stack = ["top"]
+
+    def pre_hook(mod, _inp):
+        if mod not in names:
+            return
+        calls.append((names[mod], len(list(mod.children())) == 0,
+                      type(mod).__name__))
+        stack.append(f"mod:{len(calls) - 1}")
+        fx_traceback.set_stack_trace([stack[-1]])
+
+    def post_hook(mod, _inp, _out):
+        if mod not in names:
+            return
+        stack.pop()
+        fx_traceback.set_stack_trace([stack[-1]])
+
+    def joint(*flat):
+        ps, rest = flat[:n_p], flat[n_p + n_b:]
+        *batch, tangent = rest
+        h1 = nn.modules.module.register_module_forward_pre_hook(pre_hook)
+        h2 = nn.modules.module.register_module_forward_hook(post_hook)
+        try:
+            tracer = _current_tracer()
+            with _stack_trace_scope(), _Tagger(fwd_of, tracer):
+                fx_traceback.set_stack_trace(["top"])
+                loss = step(*batch)
+        finally:
+            h1.remove()
+            h2.remove()
+        for g in _reachable(loss.grad_fn):
+            k = len(groups)
+            groups.append(g)
+            g.register_prehook(_setter(f"bwd:{k}"))
+            g.register_hook(_setter(f"acc:{k}", post=True))
+        with _stack_trace_scope():
+            fx_traceback.set_stack_trace(["seed"])
+            grads = torch.autograd.grad(loss, ps, grad_outputs=tangent)
+        return (loss, *grads)
+
+    flat = params + buffers + list(inputs) + [seed_like(params)]
+    g1 = make_fx(joint)(*flat)
+    for node in g1.graph.nodes:
+        node.stack_trace = f"{node.name}|{node.stack_trace or ''}"
+    fwd_node = {k: fwd_of.get(g) for k, g in enumerate(groups)}
+    grad_name = {k: g.name() for k, g in enumerate(groups)}
+
+    def replay(*a):
+        with _stack_trace_scope():
+            return torch.fx.Interpreter(g1).run(*a)
+
+    _reset_stack_trace()
+    g2 = make_fx(functionalize(replay))(*flat)
+    with torch.no_grad():
+        for b, v in zip(buffers, saved_buffers):
+            b.copy_(v)
+    info = dict(n_params=n_p, n_buffers=n_b, n_inputs=len(inputs),
+                fwd_node=fwd_node, grad_name=grad_name, calls=calls,
+                g1=g1)
+    return g2, info
+
+
+def seed_like(params):
+    """The gradient seed d(loss)/d(loss) = 1, the last input of the traced
+    graph, on the parameters' device."""
+    return torch.ones((), device=params[0].device if params else "cpu")
+
+
+def _setter(tag, post=False):
+    if post:
+        return lambda grad_inputs, grad_outputs: fx_traceback.set_stack_trace(
+            [tag])
+    return lambda grad_outputs: fx_traceback.set_stack_trace([tag])
+
+
+def _reachable(root):
+    seen, order, stack = set(), [], [root]
+    while stack:
+        g = stack.pop()
+        if g is None or g in seen:
+            continue
+        seen.add(g)
+        order.append(g)
+        stack.extend(n for n, _ in g.next_functions)
+    return order
+
+
+# --------------------------------------------------------------------------
+# From the FX graph to native nodes.
+
+
+def _is_alias(n):
+    """getitem of a multi-output op, views and in-place ops: their result
+    shares memory with an argument, so they are no node of their own.
+    `_unsafe_view` is a view whose schema does not say so."""
+    if n.target in (operator.getitem, aten._unsafe_view.default):
+        return True
+    schema = getattr(n.target, "_schema", None)
+    return schema is not None and any(r.alias_info is not None
+                                      for r in schema.returns)
+
+
+def _metas(n):
+    m = n.meta.get("tensor_meta")
+    if m is None:  # a multi-output op: its getitem users have the metadata
+        outs = sorted((u for u in n.users if u.target is operator.getitem),
+                      key=lambda u: u.args[1])
+        return [x for u in outs for x in _metas(u)]
+    if isinstance(m, (list, tuple)) and not hasattr(m, "shape"):
+        return [x for x in m if hasattr(x, "shape")]
+    return [m]
+
+
+def _numel(n):
+    return sum(math.prod(m.shape) for m in _metas(n))
+
+
+def _bytes(n):
+    return sum(
+        math.prod(m.shape) * torch.empty((), dtype=m.dtype).element_size()
+        for m in _metas(n))
+
+
+def _shape(x):
+    ms = _metas(x) if isinstance(x, torch.fx.Node) else []
+    return list(ms[0].shape) if len(ms) == 1 else None
+
+
+def flops(n):
+    """FLOPs of one ATen op (one multiply-add = 2): convolutions and matrix
+    products from their shapes, everything else one per element of its
+    largest tensor (output or input)."""
+    t, a = n.target, n.args
+    if t is aten.convolution.default:
+        w = _shape(a[1])
+        base = _numel(a[0]) if a[6] else _numel(n)
+        return 2 * base * math.prod(w[1:])
+    if t is aten.convolution_backward.default:
+        w, mask = _shape(a[2]), a[10]
+        base = _numel(a[0]) if not a[7] else _numel(a[1])
+        conv = 2 * base * math.prod(w[1:])
+        return conv * (int(mask[0]) + int(mask[1])) + (_numel(a[0])
+                                                         if mask[2] else 0)
+    if t in (aten.mm.default, aten.addmm.default):
+        x, y = (a[0], a[1]) if t is aten.mm.default else (a[1], a[2])
+        (m, k), (_, c) = _shape(x), _shape(y)
+        return 2 * m * k * c + (m * c if t is aten.addmm.default else 0)
+    if t in (aten.bmm.default, aten.baddbmm.default):
+        x, y = (a[0], a[1]) if t is aten.bmm.default else (a[1], a[2])
+        (b, m, k), (_, _, c) = _shape(x), _shape(y)
+        return 2 * b * m * k * c + (b * m * c
+                                    if t is aten.baddbmm.default else 0)
+    if t in (aten.max_pool2d_with_indices.default, aten.avg_pool2d.default):
+        kernel = list(a[1]) if isinstance(a[1], (list, tuple)) else [a[1]]
+        window = kernel[0]**2 if len(kernel) == 1 else math.prod(kernel)
+        return math.prod(_metas(n)[0].shape) * window
+    sizes = [_numel(n)] + [
+        _numel(x) for x in a if isinstance(x, torch.fx.Node)
+    ] + [
+        _numel(y) for x in a if isinstance(x, (list, tuple))
+        for y in x if isinstance(y, torch.fx.Node)
+    ]
+    return max(sizes)
+
+
+def measure(g2, flat, repeats):
+    """Time of each op (views and getitems included) in nanoseconds: the
+    median over `repeats` runs of the whole step, after one untimed run
+    (first calls pick kernels and grow the allocator), each op timed where
+    it runs in the step. Timing an op in place, rather than repeating it
+    on the same inputs, keeps what a real step pays: inputs that are no
+    longer in cache and fresh output memory. On CUDA every op is
+    synchronized before and after, so the figure is the kernel's time, not
+    the launch's."""
+    samples = collections.defaultdict(list)
+    cuda = any(isinstance(t, torch.Tensor) and t.is_cuda for t in flat)
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+
+    class Timer(torch.fx.Interpreter):
+
+        def run_node(self, n):
+            if n.op != "call_function":
+                return super().run_node(n)
+            args, kwargs = self.fetch_args_kwargs_from_env(n)
+            sync()
+            t0 = time.perf_counter_ns()
+            res = n.target(*args, **kwargs)
+            sync()
+            samples[n.name].append(time.perf_counter_ns() - t0)
+            return res
+
+    with torch.no_grad():
+        for _ in range(repeats + 1):
+            Timer(g2).run(*flat)
+    return {k: int(statistics.median(v[1:])) for k, v in samples.items()}
+
+
+def to_native(g2, info, cost_of):
+    """Returns the aten-granularity nodes (FX order, which is topological):
+    a list of dicts with name, kind, op, mem, cost, inputs (indices),
+    grad_of (index or None), fx (member FX names), call (module call id of a
+    forward op or None)."""
+    nodes = list(g2.graph.nodes)
+    index = {n: i for i, n in enumerate(nodes)}
+    place = [n for n in nodes if n.op == "placeholder"]
+    tangent = place[-1]
+    out = nodes[-1]
+    out_vals = [x for x in tree_flatten(out.args)[0]
+                if isinstance(x, torch.fx.Node)]
+    loss_val = out_vals[0]
+
+    live = set()
+    stack = list(out_vals)
+    while stack:
+        n = stack.pop()
+        if n in live or n.op != "call_function":
+            continue
+        live.add(n)
+        stack.extend(x for x in n.all_input_nodes)
+
+    rep = {}  # FX node -> FX node that owns its memory (None: static)
+    for n in nodes:
+        if n.op == "placeholder":
+            rep[n] = None
+        elif n.op == "call_function" and n in live:
+            if _is_alias(n):
+                base = n.args[0]
+                rep[n] = rep.get(base) if isinstance(base,
+                                                     torch.fx.Node) else None
+            else:
+                rep[n] = n
+
+    counted = {}
+
+    def is_counted(v):
+        # A value occupies activation memory if a real op (or the loss
+        # output) reads it, directly or through views; parameter gradients
+        # are read only by the graph output and belong to static_bytes.
+        if v not in counted:
+            counted[v] = v is loss_val or any(
+                u in live and (is_counted(u) if _is_alias(u) else True)
+                for u in v.users)
+        return counted[v]
+
+    tags = {}
+    by_origin = collections.defaultdict(list)
+    for n in nodes:
+        origin, _, tag = (n.stack_trace or "").split("\n")[0].partition("|")
+        tags[n] = tag
+        if rep.get(n) is not None:
+            by_origin[origin].append(n)
+    g1_nodes = {n.name: n for n in info["g1"].graph.nodes}
+
+    def forward_of(g1name):
+        while g1name is not None:
+            if g1name in by_origin:
+                return rep[by_origin[g1name][-1]]
+            n1 = g1_nodes.get(g1name)
+            arg = n1.args[0] if n1 is not None and n1.args else None
+            g1name = arg.name if isinstance(arg, torch.fx.Node) else None
+        return None
+
+    reals = [n for n in nodes if rep.get(n) is n]
+    kind, grad_of = {}, {}
+    loss_node = rep[loss_val]
+    for n in reals:
+        tag = tags[n]
+        if tag.startswith("bwd:") or tag.startswith("acc:") or tag == "seed":
+            kind[n] = "backward"
+        elif tag.startswith("mod:") or tag == "top":
+            kind[n] = "forward"
+        else:  # made by functionalize itself: backward if after the seed
+            kind[n] = "backward" if any(
+                kind.get(rep.get(x)) == "backward" or x is tangent
+                for x in n.all_input_nodes) else "forward"
+        if n is loss_node:
+            kind[n] = "loss"
+        if tag.startswith("bwd:"):
+            f = forward_of(info["fwd_node"][int(tag[4:])])
+            if f is not None and kind.get(f) in ("forward", "loss"):
+                grad_of[n] = f
+
+    # Gradient accumulations (and the rare op whose grad_fn maps to a
+    # parameter) join the backward node that reads them: the convention
+    # has the reader sum its contributions.
+    backward = [n for n in reals if kind[n] == "backward"]
+    for _ in range(len(backward)):
+        missing = [n for n in backward if n not in grad_of]
+        if not missing:
+            break
+        for n in reversed(missing):
+            readers = sorted((rep[u] for u in _real_users(n, rep, live)
+                              if rep[u] in grad_of), key=index.get)
+            if readers:
+                grad_of[n] = grad_of[readers[0]]
+        for n in missing:
+            if n in grad_of:
+                continue
+            srcs = [rep[x] for x in n.all_input_nodes
+                    if rep.get(x) is not None and rep[x] in grad_of]
+            if srcs:
+                grad_of[n] = grad_of[srcs[-1]]
+    info["grad_of_by_neighbour"] = sum(
+        1 for n in backward
+        if not tags[n].startswith("bwd:") and not tags[n].startswith("acc:"))
+    info["grad_of_default_loss"] = sum(1 for n in backward if n not in grad_of)
+    for n in backward:
+        if n not in grad_of:
+            grad_of[n] = loss_node
+
+    pos = {n: i for i, n in enumerate(reals)}
+    members = collections.defaultdict(list)
+    for n in nodes:
+        if rep.get(n) is not None:
+            members[rep[n]].append(n.name)
+    result = []
+    for n in reals:
+        outs = [u for u in n.users if u.target is operator.getitem]
+        if outs:
+            mem = sum(_bytes(u) for u in outs if is_counted(u))
+        else:
+            mem = _bytes(n) if is_counted(n) else 0
+        ins = sorted({pos[rep[x]] for x in n.all_input_nodes
+                      if rep.get(x) is not None})
+        tag = tags[n]
+        result.append({
+            "name": n.name,
+            "kind": kind[n],
+            "op": str(n.target),
+            "mem": mem,
+            "cost": cost_of(n, members[n]),
+            "inputs": ins,
+            "grad_of": pos[grad_of[n]] if n in grad_of else None,
+            "fx": members[n],
+            "call": int(tag[4:]) if tag.startswith("mod:") else None,
+        })
+    return result
+
+
+def _real_users(n, rep, live):
+    """Users of n's value through views."""
+    out, stack = [], list(n.users)
+    while stack:
+        u = stack.pop()
+        if u not in live:
+            continue
+        if rep.get(u) is u:
+            out.append(u)
+        elif _is_alias(u):
+            stack.extend(u.users)
+    return out
+
+
+def by_module(aten_nodes, calls):
+    """Merges the aten nodes into one forward node per leaf-module call and
+    one backward node per such forward node; ops outside leaf modules stay
+    one node each. A merged node's mem is what its members hand to other
+    nodes; what only its own members read is workspace."""
+    key = []
+    for i, n in enumerate(aten_nodes):
+        if n["kind"] == "backward":
+            key.append(None)
+        elif n["call"] is not None and calls[n["call"]][1]:
+            key.append(("m", n["call"]))
+        else:
+            key.append(("op", i))
+    for i, n in enumerate(aten_nodes):
+        if key[i] is None:
+            key[i] = ("b", key[n["grad_of"]])
+    groups = collections.OrderedDict()
+    for i, k in enumerate(key):
+        groups.setdefault(k, []).append(i)
+    gid = {k: j for j, k in enumerate(groups)}
+    g_inputs = [set() for _ in groups]
+    read_outside, read = set(), set()
+    for i, n in enumerate(aten_nodes):
+        for x in n["inputs"]:
+            read.add(x)
+            if key[x] != key[i]:
+                g_inputs[gid[key[i]]].add(gid[key[x]])
+                read_outside.add(x)
+    # Topological order of the groups, smallest first FX position first.
+    indeg = [len(s) for s in g_inputs]
+    users = [[] for _ in groups]
+    for j, s in enumerate(g_inputs):
+        for x in s:
+            users[x].append(j)
+    first = [members[0] for members in groups.values()]
+    heap = [(first[j], j) for j in range(len(groups)) if indeg[j] == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        _, j = heapq.heappop(heap)
+        order.append(j)
+        for u in users[j]:
+            indeg[u] -= 1
+            if indeg[u] == 0:
+                heapq.heappush(heap, (first[u], u))
+    if len(order) != len(groups):
+        raise SystemExit("rematbench.trace: module grouping made a cycle")
+    new_id = {j: k for k, j in enumerate(order)}
+    keys = list(groups)
+    seen_calls = collections.Counter()
+    fwd_name = {}
+    result = [None] * len(groups)
+    for j in order:
+        k, members = keys[j], groups[keys[j]]
+        ns = [aten_nodes[i] for i in members]
+        head = ns[0]
+        if k[0] == "m":
+            path = calls[k[1]][0]
+            seen_calls[path] += 1
+            name = path if seen_calls[path] == 1 else \
+                f"{path}#{seen_calls[path] - 1}"
+            op = calls[k[1]][2]
+        elif k[0] == "op":
+            name, op = head["name"], head["op"]
+        else:
+            name, op = fwd_name[k[1]] + "_bwd", None
+        if k[0] != "b":
+            fwd_name[k] = name
+        mem = sum(aten_nodes[i]["mem"] for i in members
+                  if i in read_outside or i not in read)
+        total = sum(n["mem"] for n in ns)
+        kind = "loss" if any(n["kind"] == "loss" for n in ns) else \
+            ns[0]["kind"]
+        result[new_id[j]] = {
+            "name": name,
+            "kind": kind,
+            "op": op,
+            "mem": mem,
+            "workspace": total - mem,
+            "cost": sum(n["cost"] for n in ns),
+            "inputs": sorted(new_id[x] for x in g_inputs[j]),
+            "grad_of": new_id[gid[k[1]]] if k[0] == "b" else None,
+            "fx": [f for n in ns for f in n["fx"]],
+        }
+    for j in order:
+        k = keys[j]
+        if k[0] == "b":
+            fwd = result[new_id[gid[k[1]]]]
+            result[new_id[j]]["op"] = f"{fwd['op']}_backward"
+    return result
+
+
+def trace_nodes(step, inputs, granularity="aten", cost="flop", repeats=5):
+    """(native nodes as JSON dicts with ids, graph-2 GraphModule, info) of
+    one training step of `step` (a module returning the loss) on `inputs`.
+    The replayer calls this to rebuild an export and runs the GraphModule.
+    A node's traced ops are its `name` (the op that owns its memory) and,
+    when there are more, all of them in FX order in `fx`."""
+    step.train()
+    g2, info = trace_joint(step, inputs)
+    if cost == "measured":
+        params = [p for p in step.parameters()]
+        flat = params + list(step.buffers()) + list(inputs) + \
+            [seed_like(params)]
+        saved = [b.detach().clone() for b in step.buffers()]
+        times = measure(g2, flat, repeats)
+        with torch.no_grad():  # the timed runs update running statistics
+            for b, v in zip(step.buffers(), saved):
+                b.copy_(v)
+        # A node's time is that of all its traced ops: a replay runs the
+        # views and getitems too, and on small tensors they are not free.
+        cost_of = lambda n, names: sum(times.get(x, 0) for x in names)
+    else:
+        cost_of = lambda n, names: flops(n)
+    nodes = to_native(g2, info, cost_of)
+    if granularity == "module":
+        nodes = by_module(nodes, info["calls"])
+    out = []
+    for i, n in enumerate(nodes):
+        m = {"id": i, "name": n["name"], "kind": n["kind"], "op": n["op"],
+             "mem": n["mem"], "cost": n["cost"]}
+        if n.get("workspace"):
+            m["workspace"] = n["workspace"]
+        if n["grad_of"] is not None:
+            m["grad_of"] = n["grad_of"]
+        m["inputs"] = n["inputs"]
+        if len(n["fx"]) > 1:
+            m["fx"] = n["fx"]
+        out.append(m)
+    if info["grad_of_by_neighbour"] or info["grad_of_default_loss"]:
+        print(f"rematbench.trace: {info['grad_of_by_neighbour']} backward ops "
+              f"without a grad_fn tag, {info['grad_of_default_loss']} given "
+              "grad_of = the loss", file=sys.stderr)
+    return out, g2, info
+
+
+def export(step, inputs, granularity="aten", cost="flop", repeats=5):
+    """The native nodes (JSON dicts with ids) of one training step and the
+    number of FX nodes traced."""
+    out, g2, _ = trace_nodes(step, inputs, granularity, cost, repeats)
+    return out, len(g2.graph.nodes)

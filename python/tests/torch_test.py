@@ -1,0 +1,216 @@
+"""Tests of rematbench.torch (run by ctest as python.torch; PYTHONPATH holds
+build/python). Without torch: fails under CI=true (the CI must run it),
+otherwise skipped with exit status 77, as tests/require_torch.sh does.
+
+A tiny residual network with batch norm and dropout: plan() solves it with
+every registered algorithm and ranks the table; training steps under half
+the NoRemat activation peak give the losses, gradients and batch-norm
+statistics of plain training bit for bit; replay() measures the peak the
+simulator predicted; a budget nothing fits names the smallest that does.
+"""
+
+import math
+import os
+import sys
+import unittest
+
+try:
+    import torch
+    import torch.nn as nn
+except ImportError as e:
+    if os.environ.get("CI") == "true":
+        print(f"python.torch: FAILED: CI=true and {sys.executable} cannot "
+              f"import torch ({e})")
+        sys.exit(1)
+    print(f"python.torch: SKIPPED: {sys.executable} cannot import torch")
+    sys.exit(77)
+
+import rematbench as rb
+import rematbench.torch as rt
+
+torch.set_num_threads(1)
+
+
+class Net(nn.Module):
+    """conv-bn-relu, a residual block, dropout, pooling, a linear head."""
+
+    def __init__(self, width=6, classes=5):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, width, 3, padding=1,
+                                            bias=False),
+                                  nn.BatchNorm2d(width), nn.ReLU())
+        self.conv1 = nn.Conv2d(width, width, 3, padding=1, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.conv2 = nn.Conv2d(width, width, 3, padding=1, bias=False)
+        self.bn2 = nn.BatchNorm2d(width)
+        self.drop = nn.Dropout(0.3)
+        self.fc = nn.Linear(width, classes)
+
+    def forward(self, x):
+        x = self.stem(x)
+        y = torch.relu(self.bn1(self.conv1(x)))
+        x = torch.relu(x + self.bn2(self.conv2(y)))
+        x = self.drop(x.mean(dim=(2, 3)))
+        return self.fc(x)
+
+
+def batches(n, seed=1):
+    g = torch.Generator().manual_seed(seed)
+    return [(torch.randn(4, 3, 8, 8, generator=g),
+             torch.randint(5, (4,), generator=g)) for _ in range(n)]
+
+
+def model():
+    torch.manual_seed(0)
+    return Net()
+
+
+class Plans(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.model = model()
+        cls.loss = nn.CrossEntropyLoss()
+        cls.example = batches(1)[0]
+        cls.plan = rt.plan(cls.model, cls.example, cls.loss, budget=0.5,
+                           timeout=5)
+
+    def test_table(self):
+        plan = self.plan
+        names = [r["algorithm"] for r in plan.table]
+        self.assertEqual(sorted(names), [a.name for a in rb.algorithms()])
+        feasible = [r for r in plan.table if r["status"] == "feasible"]
+        self.assertGreater(len(feasible), 1)
+        self.assertEqual(plan.table[:len(feasible)], feasible)
+        overheads = [r["overhead"] for r in feasible]
+        self.assertEqual(overheads, sorted(overheads))
+        self.assertEqual(plan.algorithm, feasible[0]["algorithm"])
+        self.assertEqual(plan.budget_bytes,
+                         math.ceil(0.5 * plan.graph.noremat_peak_bytes))
+        for r in feasible:
+            self.assertLessEqual(r["peak_bytes"], plan.budget_bytes)
+        sim = rb.simulate(plan.graph, plan.schedule)
+        self.assertEqual(sim.peak_bytes, plan.solution.peak_bytes)
+        self.assertGreater(plan.solution.overhead, 1)  # it recomputes
+        self.assertIn(plan.algorithm, str(plan))
+
+    def test_budget_forms(self):
+        peak = self.plan.graph.noremat_peak_bytes
+        self.assertEqual(rt._budget_bytes(0.5, peak), math.ceil(peak / 2))
+        self.assertEqual(rt._budget_bytes(1234, peak), 1234)
+        self.assertEqual(rt._budget_bytes("2KiB", peak), 2048)
+        for bad in (True, -1, 0.0, "lots"):
+            with self.assertRaises(rb.Error):
+                rt._budget_bytes(bad, peak)
+
+    def test_replay_measures_the_simulated_peak(self):
+        r = self.plan.replay(repeats=1, warmup=0)
+        self.assertEqual(r["measured_peak_bytes"], r["simulated_peak_bytes"])
+        self.assertEqual(r["noremat_measured_peak_bytes"],
+                         r["noremat_simulated_peak_bytes"])
+        self.assertLessEqual(r["measured_peak_bytes"], self.plan.budget_bytes)
+        self.assertGreater(r["time_seconds"], 0)
+
+    def test_wrong_shapes(self):
+        x, y = batches(1, seed=3)[0]
+        with self.assertRaises(rb.Error):
+            self.plan.step(x[:2], y[:2])
+        with self.assertRaises(rb.Error):
+            self.plan.step(x)
+
+    def test_nothing_fits(self):
+        with self.assertRaises(rb.Error) as caught:
+            rt.plan(model(), self.example, self.loss, budget=1,
+                    algorithms=["twremat", "chen_greedy", "dtr"], timeout=5)
+        text = str(caught.exception)
+        self.assertIn("no algorithm fits the budget of 1 bytes", text)
+        smallest = int(text.split("smallest budget that fits is ")[1]
+                       .split(" ")[0])
+        fits = rt.plan(model(), self.example, self.loss, budget=smallest,
+                       algorithms=["twremat", "chen_greedy", "dtr"],
+                       timeout=5)
+        self.assertLessEqual(fits.solution.peak_bytes, smallest)
+
+
+class Training(unittest.TestCase):
+    """Plain training and training under the plan from the same weights and
+    RNG state: equal losses, gradients and buffers at every step."""
+
+    def train(self, use_plan, data, record_rng=False, last=False):
+        net, loss_fn = model(), nn.CrossEntropyLoss()
+        plan = rt.plan(net, data[0], loss_fn, budget=0.5,
+                       algorithms=["twremat", "chen_greedy", "revolve",
+                                   "dtr", "rotor", "checkpoint_last",
+                                   "noremat"], timeout=5) \
+            if use_plan else None
+        if record_rng:  # the path for schedules that reorder random ops
+            plan._program.random_in_eager_order = lambda events: False
+        if last:  # the feasible schedule with the most recomputation
+            feasible = [r["algorithm"] for r in plan.table
+                        if r["status"] == "feasible"]
+            self.assertGreater(len(feasible), 1)
+            plan.use(feasible[-1])
+            self.assertEqual(plan.algorithm, feasible[-1])
+            with self.assertRaises(rb.Error):
+                plan.use("noremat")  # infeasible at half the peak
+        opt = torch.optim.SGD(net.parameters(), lr=0.1, momentum=0.9)
+        torch.manual_seed(7)
+        losses, grads = [], []
+        for x, y in data:
+            opt.zero_grad()
+            if use_plan:
+                loss = plan.step(x, y)
+            else:
+                loss = loss_fn(net(x), y)
+                loss.backward()
+            losses.append(loss.detach().clone())
+            grads.append([p.grad.clone() for p in net.parameters()])
+            opt.step()
+        return losses, grads, [b.clone() for b in net.buffers()], plan
+
+    def check_equal(self, record_rng=False, last=False):
+        data = batches(3)
+        plain = self.train(False, data)
+        planned = self.train(True, data, record_rng, last)
+        self.assertLessEqual(planned[3].solution.peak_bytes,
+                             planned[3].budget_bytes)
+        for a, b in zip(plain[0], planned[0]):
+            self.assertTrue(torch.equal(a, b), (a, b))
+        for step_a, step_b in zip(plain[1], planned[1]):
+            for a, b in zip(step_a, step_b):
+                self.assertTrue(torch.equal(a, b))
+        for a, b in zip(plain[2], planned[2]):
+            self.assertTrue(torch.equal(a, b))
+        self.assertGreater(len(set(float(x) for x in plain[0])), 1)
+
+    def test_steps_equal_plain_training(self):
+        self.check_equal()
+
+    def test_steps_equal_with_recorded_rng(self):
+        self.check_equal(record_rng=True)
+
+    def test_steps_equal_with_another_schedule(self):
+        self.check_equal(last=True)
+
+    def test_gradients_accumulate(self):
+        """Two steps without zero_grad add up as two backward() calls do."""
+        (x, y), = batches(1)
+        grads = []
+        for use_plan in (False, True):
+            net, loss_fn = model(), nn.CrossEntropyLoss()
+            plan = rt.plan(net, (x, y), loss_fn, budget=0.6,
+                           algorithms=["twremat", "dtr"], timeout=5) \
+                if use_plan else None
+            torch.manual_seed(5)
+            for _ in range(2):
+                if use_plan:
+                    plan.step(x, y)
+                else:
+                    loss_fn(net(x), y).backward()
+            grads.append([p.grad for p in net.parameters()])
+        for a, b in zip(*grads):
+            self.assertTrue(torch.equal(a, b))
+
+
+if __name__ == "__main__":
+    unittest.main()
