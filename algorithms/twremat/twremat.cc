@@ -348,6 +348,13 @@ class KnobSearch {
     }
     AlgorithmOutput out = AlgorithmOutput::Found(std::move(*best_));
     if (stopped() && !invalid_) out.status = Status::kTimeout;
+    if (!best_fits_) {
+      out.message = fmt::format(
+          "no knob setting of {} tried fits the budget: the lowest simulated "
+          "peak is {} bytes (max_depth={}, memory_limit={})",
+          tried_, best_peak_, best_options_.max_depth,
+          best_options_.memory_limit);
+    }
     extra["max_depth"] = best_options_.max_depth;
     extra["memory_limit"] = best_options_.memory_limit;
     extra["settings_tried"] = tried_;
