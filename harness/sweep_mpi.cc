@@ -132,6 +132,8 @@ class OpenMpiRanks : public MpiRanks {
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    // Every rank fails alike (Together); rank 0 alone says so.
+    if (rank_ != 0) std::cerr.rdbuf(nullptr);
     if (const char* timeout = std::getenv("REMAT_MPI_RANK_TIMEOUT")) {
       rank_timeout_ = std::chrono::duration<double>(std::atof(timeout));
     }
