@@ -477,12 +477,18 @@ nlohmann::json RunSweep(const SweepConfig& config) {
     progress.Add(task_points);
     AddPoints(points, key, task_points);
   };
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<size_t> tasks_by_rank = {todo.size()};
   if (mpi) {
-    mpi->Run(plan, todo, config, threads, done);
+    tasks_by_rank = mpi->Run(plan, todo, config, threads, done);
   } else {
     RunTasksLocally(plan, todo, config, done);
   }
+  const double tasks_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   if (!lead) return nullptr;
+  if (journal) journal->Flush();
   progress.Finish();
 
   nlohmann::json context = RunContext(threads, config.command_line);
@@ -493,6 +499,9 @@ nlohmann::json RunSweep(const SweepConfig& config) {
       fmt::format("{}/{}", config.shard_index, config.shard_count);
   context["ranks"] = mpi ? mpi->size() : 1;
   context["resumed_tasks"] = total - todo.size();
+  context["tasks_run"] = todo.size();
+  context["tasks_seconds"] = tasks_seconds;
+  context["tasks_by_rank"] = tasks_by_rank;
   nlohmann::json results =
       AssembleResults(plan.configuration, graphs, points, std::move(context));
   if (config.progress) PrintSweepSummary(results, std::cerr);

@@ -27,6 +27,9 @@ struct SweepConfig {
   std::vector<std::string> algorithm_specs;  // "name" or "name:k=v,..."
   int budgets_per_graph = 16;
   int threads = 0;  // 0: OpenMP's default
+  // Under MPI, rank 0's solving threads (-1: `threads`; 0: it only
+  // dispatches, as on a cluster of many ranks).
+  int lead_threads = -1;
   double timeout_seconds = 60;
   bool progress = false;           // a progress line on stderr, a summary
   bool progress_terminal = false;  // rewrite it in place (stderr is a tty)

@@ -134,10 +134,17 @@ SweepJournal::SweepJournal(const std::string& path,
     throw InputError(fmt::format("{}: cannot open the journal ({})", path,
                                  std::strerror(errno)));
   }
+  writer_ = std::thread([this] { Write(); });
 }
 
 SweepJournal::~SweepJournal() {
-  if (fd_ >= 0) close(fd_);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closing_ = true;
+  }
+  queued_.notify_all();
+  writer_.join();
+  close(fd_);
 }
 
 const nlohmann::json* SweepJournal::Find(const nlohmann::json& key) const {
@@ -147,22 +154,51 @@ const nlohmann::json* SweepJournal::Find(const nlohmann::json& key) const {
 
 void SweepJournal::Append(const nlohmann::json& key,
                           const nlohmann::json& points) {
-  // One write per line: a kill leaves at most this line incomplete.
   const std::string line =
       nlohmann::json{{"key", key}, {"points", points}}.dump() + "\n";
-  size_t written = 0;
-  while (written < line.size()) {
-    const ssize_t n = write(fd_, line.data() + written, line.size() - written);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      throw InputError(fmt::format("{}: cannot write the journal ({})", path_,
-                                   std::strerror(errno)));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!error_.empty()) throw InputError(error_);
+  pending_ += line;
+  queued_.notify_one();
+}
+
+void SweepJournal::Flush() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  synced_.wait(lock, [this] {
+    return (pending_.empty() && !writing_) || !error_.empty();
+  });
+  if (!error_.empty()) throw InputError(error_);
+}
+
+void SweepJournal::Write() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    queued_.wait(lock, [this] { return closing_ || !pending_.empty(); });
+    if (pending_.empty() || !error_.empty()) return;
+    std::string lines;
+    lines.swap(pending_);
+    writing_ = true;
+    lock.unlock();
+    std::string error;
+    for (size_t written = 0; written < lines.size() && error.empty();) {
+      const ssize_t n =
+          write(fd_, lines.data() + written, lines.size() - written);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error = fmt::format("{}: cannot write the journal ({})", path_,
+                            std::strerror(errno));
+      } else {
+        written += n;
+      }
     }
-    written += n;
-  }
-  if (fdatasync(fd_) != 0) {
-    throw InputError(fmt::format("{}: cannot sync the journal ({})", path_,
-                                 std::strerror(errno)));
+    if (error.empty() && fdatasync(fd_) != 0) {
+      error = fmt::format("{}: cannot sync the journal ({})", path_,
+                          std::strerror(errno));
+    }
+    lock.lock();
+    writing_ = false;
+    error_ = error;
+    synced_.notify_all();
   }
 }
 

@@ -176,15 +176,17 @@ class OpenMpiRanks : public MpiRanks {
     });
   }
 
-  void Run(const SweepPlan& plan, const std::vector<size_t>& todo,
-           const SweepConfig& config, int threads,
-           const TaskDone& done) override {
+  std::vector<size_t> Run(const SweepPlan& plan,
+                          const std::vector<size_t>& todo,
+                          const SweepConfig& config, int threads,
+                          const TaskDone& done) override {
+    if (rank_ == 0 && config.lead_threads >= 0) threads = config.lead_threads;
     TaskPool pool(plan, config, threads);
-    if (rank_ == 0) {
-      Dispatch(plan, todo, threads, pool, done);
-    } else {
+    if (rank_ != 0) {
       Serve(threads, pool);
+      return {};
     }
+    return Dispatch(plan, todo, threads, pool, done);
   }
 
  private:
@@ -205,8 +207,10 @@ class OpenMpiRanks : public MpiRanks {
 
   // Rank 0: hands out tasks to free threads (its own first), receives
   // results, and reassigns the tasks of ranks that went silent.
-  void Dispatch(const SweepPlan& plan, const std::vector<size_t>& todo,
-                int threads, TaskPool& pool, const TaskDone& done) {
+  std::vector<size_t> Dispatch(const SweepPlan& plan,
+                               const std::vector<size_t>& todo, int threads,
+                               TaskPool& pool, const TaskDone& done) {
+    std::vector<size_t> ran(size_);
     std::deque<size_t> pending(todo.begin(), todo.end());
     std::vector<Worker> workers(size_);
     for (Worker& w : workers) w.last_heard = Clock::now();
@@ -231,6 +235,7 @@ class OpenMpiRanks : public MpiRanks {
       for (auto& [task, points] : pool.TakeFinished()) {
         done(task, std::move(points));
         ++finished;
+        ++ran[0];
       }
       int flag = 1;
       while (flag) {
@@ -256,6 +261,7 @@ class OpenMpiRanks : public MpiRanks {
           free_slots.push_back(status.MPI_SOURCE);
           done(task, nlohmann::json::parse(message.substr(newline + 1)));
           ++finished;
+          ++ran[status.MPI_SOURCE];
         }
       }
       const Clock::time_point now = Clock::now();
@@ -283,9 +289,11 @@ class OpenMpiRanks : public MpiRanks {
     }
     int died = rank_died_;
     for (int r = 1; r < size_; ++r) {
-      if (!workers[r].dead)
+      if (!workers[r].dead) {
         MPI_Send(&died, 1, MPI_INT, r, kStop, MPI_COMM_WORLD);
+      }
     }
+    return ran;
   }
 
   // A worker rank: announces its threads, runs what it is given, sends

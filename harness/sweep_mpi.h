@@ -36,10 +36,12 @@ class MpiRanks {
   // (content hashes) and tasks as rank 0.
   virtual void CheckSamePlan(const SweepPlan& plan) = 0;
   // Rank 0: runs `todo` over all ranks, calling `done` (on this thread) for
-  // each finished task. Other ranks: run the tasks they are given.
-  virtual void Run(const SweepPlan& plan, const std::vector<size_t>& todo,
-                   const SweepConfig& config, int threads,
-                   const TaskDone& done) = 0;
+  // each finished task, and returns how many tasks each rank ran. Other
+  // ranks: run the tasks they are given (and return nothing).
+  virtual std::vector<size_t> Run(const SweepPlan& plan,
+                                  const std::vector<size_t>& todo,
+                                  const SweepConfig& config, int threads,
+                                  const TaskDone& done) = 0;
 };
 
 }  // namespace remat

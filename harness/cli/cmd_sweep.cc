@@ -30,6 +30,7 @@ struct SweepOptions {
   bool resume = false;
   int budgets = 16;
   int threads = 0;
+  int lead_threads = -1;
   double timeout = 60;
 };
 
@@ -61,6 +62,7 @@ int RunSweepCommand(const SweepOptions& o, const std::string& command_line,
   }
   config.budgets_per_graph = o.budgets;
   config.threads = o.threads;
+  config.lead_threads = o.lead_threads;
   config.timeout_seconds = o.timeout;
   config.progress = true;
   config.progress_terminal = isatty(STDERR_FILENO);
@@ -142,6 +144,10 @@ void AddSweepCommand(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--threads", o->threads,
                   "worker threads (default: all cores)")
+      ->check(CLI::Range(0, 1024));
+  cmd->add_option("--lead-threads", o->lead_threads,
+                  "under MPI, rank 0's solving threads (default: --threads; "
+                  "0: rank 0 only hands out tasks)")
       ->check(CLI::Range(0, 1024));
   cmd->add_option("--timeout", o->timeout, "time limit per task in seconds")
       ->check(CLI::PositiveNumber)
