@@ -243,6 +243,9 @@ SweepPlan PlanSweep(const SweepConfig& config) {
   });
   MakeNamesUnique(plan.summaries);
 
+  // Tasks of one graph go budget by budget, each budget's algorithms
+  // together, so that threads that take consecutive tasks work on
+  // different algorithms rather than wait for one preparation.
   plan.budgets.resize(num_graphs);
   for (size_t g = 0; g < num_graphs; ++g) {
     plan.budgets[g] = BudgetGrid(plan.summaries[g].lower_bound_bytes,
@@ -251,9 +254,14 @@ SweepPlan PlanSweep(const SweepConfig& config) {
     for (size_t a = 0; a < plan.algorithms.size(); ++a) {
       if (!plan.algorithms[a].info->uses_budget) {
         plan.tasks.push_back({g, a, kUnboundedBudget});
-        continue;
       }
-      for (int64_t b : plan.budgets[g]) plan.tasks.push_back({g, a, b});
+    }
+    for (int64_t b : plan.budgets[g]) {
+      for (size_t a = 0; a < plan.algorithms.size(); ++a) {
+        if (plan.algorithms[a].info->uses_budget) {
+          plan.tasks.push_back({g, a, b});
+        }
+      }
     }
   }
   std::stable_sort(plan.tasks.begin(), plan.tasks.end(),
