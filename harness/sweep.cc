@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <iostream>
 #include <limits>
-#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -197,49 +196,24 @@ void RunTasksLocally(const SweepPlan& plan, const std::vector<size_t>& todo,
                      const SweepConfig& config, const TaskDone& done) {
   // One preparation per (graph, algorithm run), made by its first task and
   // dropped when its last one ends, so that memory holds only the graphs
-  // being worked on. While a run's first task runs (and may be preparing),
-  // a free thread takes a task of another run rather than wait for that
-  // preparation, as long as there is one.
+  // being worked on.
   const auto slot_of = [&](size_t t) {
     return plan.tasks[t].graph * plan.algorithms.size() +
            plan.tasks[t].algorithm;
   };
   std::vector<PreparationSlot> preparations(plan.graphs.size() *
                                             plan.algorithms.size());
-  std::vector<int> tasks_left(preparations.size()),
-      started(preparations.size()), ended(preparations.size());
+  std::vector<std::atomic<int>> tasks_left(preparations.size());
   for (size_t t : todo) ++tasks_left[slot_of(t)];
-  std::list<size_t> queue(todo.begin(), todo.end());
-  std::mutex mutex;  // guards the queue, the counts and `done`
-  std::exception_ptr error;
-#pragma omp parallel
-  while (true) {
-    size_t t;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (queue.empty() || error) break;
-      auto it = std::find_if(queue.begin(), queue.end(), [&](size_t task) {
-        const size_t slot = slot_of(task);
-        return started[slot] == 0 || ended[slot] > 0;
-      });
-      if (it == queue.end()) it = queue.begin();
-      t = *it;
-      queue.erase(it);
-      ++started[slot_of(t)];
-    }
+  std::mutex done_mutex;
+  ParallelFor(todo.size(), [&](size_t i) {
+    const size_t t = todo[i];
     PreparationSlot& preparation = preparations[slot_of(t)];
-    try {
-      nlohmann::json points = SolveTask(plan, t, config, &preparation);
-      std::lock_guard<std::mutex> lock(mutex);
-      ++ended[slot_of(t)];
-      if (--tasks_left[slot_of(t)] == 0) preparation.Release();
-      done(t, std::move(points));
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (!error) error = std::current_exception();
-    }
-  }
-  if (error) std::rethrow_exception(error);
+    nlohmann::json points = SolveTask(plan, t, config, &preparation);
+    if (--tasks_left[slot_of(t)] == 0) preparation.Release();
+    std::lock_guard<std::mutex> lock(done_mutex);
+    done(t, std::move(points));
+  });
 }
 
 }  // namespace
