@@ -98,6 +98,8 @@ nlohmann::json ToJson(const SolveResult& r, int64_t budget_bytes) {
   return point;
 }
 
+std::string CodeVersion() { return REMAT_GIT_COMMIT; }
+
 nlohmann::json RunContext(int threads, const std::string& command_line) {
   char host[256] = "unknown";
   gethostname(host, sizeof(host) - 1);

@@ -34,4 +34,8 @@ nlohmann::json ToJson(const SolveResult& result, int64_t budget_bytes);
 // average, library versions (CBC, Boost, ...), threads, command line.
 nlohmann::json RunContext(int threads, const std::string& command_line);
 
+// The commit this binary was configured from ("-dirty" when the tree had
+// changes): part of what makes two runs' points comparable.
+std::string CodeVersion();
+
 }  // namespace remat

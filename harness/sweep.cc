@@ -10,7 +10,10 @@
 #include <chrono>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string_view>
@@ -22,6 +25,9 @@
 #include "harness/results.h"
 #include "harness/runner.h"
 #include "harness/schedule.h"
+#include "harness/sweep_journal.h"
+#include "harness/sweep_mpi.h"
+#include "harness/sweep_progress.h"
 
 namespace remat {
 
@@ -78,16 +84,6 @@ std::vector<std::string> ReadCorpus(const std::string& path) {
 
 namespace {
 
-struct AlgorithmRun {
-  const AlgorithmInfo* info;
-  Params params;
-};
-
-struct Task {
-  size_t graph, algorithm;
-  int64_t budget;  // kUnboundedBudget for budget-oblivious algorithms
-};
-
 // Runs `body(i)` for i in [0, count) on OpenMP threads with dynamic
 // scheduling, then rethrows the first exception (by index), if any.
 template <typename Body>
@@ -106,39 +102,12 @@ void ParallelFor(size_t count, Body body) {
   }
 }
 
-class Progress {
- public:
-  Progress(bool enabled, size_t total) : enabled_(enabled), total_(total) {}
-  ~Progress() {
-    if (enabled_) std::cerr << "\n";
-  }
-  void Done(const std::string& what) {
-    size_t done = ++done_;
-    if (!enabled_) return;
-#pragma omp critical(remat_progress)
-    {
-      auto now = std::chrono::steady_clock::now();
-      if (done == total_ || now - last_ > std::chrono::milliseconds(200)) {
-        last_ = now;
-        std::cerr << fmt::format("\r[{}/{}] {:<60.60}", done, total_, what)
-                  << std::flush;
-      }
-    }
-  }
-
- private:
-  bool enabled_;
-  size_t total_;
-  std::atomic<size_t> done_{0};
-  std::chrono::steady_clock::time_point last_{};
-};
-
 // Where one task's schedule is kept: a file name made of the graph, the
 // algorithm, its parameters and the budget ("all" for budget-oblivious
 // algorithms, whose one schedule serves every budget), with anything but
 // letters, digits and ._=+- replaced so that any name is a safe file name.
-std::string ScheduleFileName(const std::string& graph, const AlgorithmRun& run,
-                             int64_t budget) {
+std::string ScheduleFileName(const std::string& graph,
+                             const SweepAlgorithm& run, int64_t budget) {
   std::string name = fmt::format("{}.{}", graph, run.info->name);
   if (!run.params.given().empty()) {
     name += fmt::format(".{}", run.params.Canonical());
@@ -154,14 +123,15 @@ std::string ScheduleFileName(const std::string& graph, const AlgorithmRun& run,
 }
 
 // Graph names key the runs, so they must be unique within a sweep: a
-// repeated name gets "#2", "#3", ...
+// repeated name gets "#2", "#3", ... (the next free number per name, so
+// that thousands of copies of one graph cost no quadratic search).
 void MakeNamesUnique(std::vector<GraphSummary>& summaries) {
   std::set<std::string> taken;
+  std::map<std::string, int> next_copy;
   for (GraphSummary& s : summaries) {
     std::string name = s.name;
-    for (int copy = 2; taken.count(name); ++copy) {
-      name = fmt::format("{}#{}", s.name, copy);
-    }
+    int& copy = next_copy.emplace(s.name, 2).first->second;
+    while (taken.count(name)) name = fmt::format("{}#{}", s.name, copy++);
     s.name = name;
     taken.insert(name);
   }
@@ -211,9 +181,44 @@ void AddOptimalityGaps(nlohmann::json& runs) {
   }
 }
 
+// A coarse guess of a task's running time, for dispatching the longest
+// first: exact methods (which run to their time limit on larger graphs)
+// far above heuristics, larger graphs above smaller ones.
+double ExpectedCost(const SweepPlan& plan, const SweepTask& t) {
+  const AlgorithmInfo& info = *plan.algorithms[t.algorithm].info;
+  const double weight = info.exact || info.isolate ? 1000 : 1;
+  return weight * plan.summaries[t.graph].nodes;
+}
+
+// Runs `todo` on this process's threads; `done` is called for each
+// finished task, one call at a time.
+void RunTasksLocally(const SweepPlan& plan, const std::vector<size_t>& todo,
+                     const SweepConfig& config, const TaskDone& done) {
+  // One preparation per (graph, algorithm run), made by its first task and
+  // dropped when its last one ends, so that memory holds only the graphs
+  // being worked on.
+  const auto slot_of = [&](size_t t) {
+    return plan.tasks[t].graph * plan.algorithms.size() +
+           plan.tasks[t].algorithm;
+  };
+  std::vector<PreparationSlot> preparations(plan.graphs.size() *
+                                            plan.algorithms.size());
+  std::vector<std::atomic<int>> tasks_left(preparations.size());
+  for (size_t t : todo) ++tasks_left[slot_of(t)];
+  std::mutex done_mutex;
+  ParallelFor(todo.size(), [&](size_t i) {
+    const size_t t = todo[i];
+    PreparationSlot& preparation = preparations[slot_of(t)];
+    nlohmann::json points = SolveTask(plan, t, config, &preparation);
+    if (--tasks_left[slot_of(t)] == 0) preparation.Release();
+    std::lock_guard<std::mutex> lock(done_mutex);
+    done(t, std::move(points));
+  });
+}
+
 }  // namespace
 
-nlohmann::json RunSweep(const SweepConfig& config) {
+SweepPlan PlanSweep(const SweepConfig& config) {
   if (config.graph_specs.empty()) throw InputError("sweep: no graphs given");
   if (config.algorithm_specs.empty()) {
     throw InputError("sweep: no algorithms given");
@@ -221,157 +226,294 @@ nlohmann::json RunSweep(const SweepConfig& config) {
   if (config.budgets_per_graph < 1) {
     throw InputError("sweep: --budgets must be at least 1");
   }
-  std::vector<AlgorithmRun> algorithms;
+  SweepPlan plan;
   for (const std::string& spec : config.algorithm_specs) {
     auto [name, items] = SplitSpec(spec);
     const AlgorithmInfo& info = FindAlgorithm(name);
-    algorithms.push_back({&info, Params::Parse(items, info.params, name)});
+    plan.algorithms.push_back({&info, Params::Parse(items, info.params, name)});
   }
-  if (config.threads > 0) omp_set_num_threads(config.threads);
-  const int threads =
-      config.threads > 0 ? config.threads : omp_get_max_threads();
-
   // Load and summarize the graphs in parallel: generating or importing a
   // large graph is work too.
   const size_t num_graphs = config.graph_specs.size();
-  std::vector<std::optional<Graph>> graphs(num_graphs);
-  std::vector<GraphSummary> summaries(num_graphs);
+  plan.graphs.resize(num_graphs);
+  plan.summaries.resize(num_graphs);
   ParallelFor(num_graphs, [&](size_t i) {
-    graphs[i] = LoadGraph(config.graph_specs[i]);
-    summaries[i] = Summarize(*graphs[i], config.graph_specs[i]);
+    plan.graphs[i] = LoadGraph(config.graph_specs[i]);
+    plan.summaries[i] = Summarize(*plan.graphs[i], config.graph_specs[i]);
   });
-  MakeNamesUnique(summaries);
+  MakeNamesUnique(plan.summaries);
 
-  std::vector<std::vector<int64_t>> budgets(num_graphs);
-  std::vector<Task> tasks;
+  // Tasks of one graph go budget by budget, each budget's algorithms
+  // together, so that threads that take consecutive tasks work on
+  // different algorithms rather than wait for one preparation.
+  plan.budgets.resize(num_graphs);
   for (size_t g = 0; g < num_graphs; ++g) {
-    budgets[g] =
-        BudgetGrid(summaries[g].lower_bound_bytes,
-                   summaries[g].noremat_peak_bytes, config.budgets_per_graph);
-    for (size_t a = 0; a < algorithms.size(); ++a) {
-      if (!algorithms[a].info->uses_budget) {
-        tasks.push_back({g, a, kUnboundedBudget});
-        continue;
+    plan.budgets[g] = BudgetGrid(plan.summaries[g].lower_bound_bytes,
+                                 plan.summaries[g].noremat_peak_bytes,
+                                 config.budgets_per_graph);
+    for (size_t a = 0; a < plan.algorithms.size(); ++a) {
+      if (!plan.algorithms[a].info->uses_budget) {
+        plan.tasks.push_back({g, a, kUnboundedBudget});
       }
-      for (int64_t b : budgets[g]) tasks.push_back({g, a, b});
+    }
+    for (int64_t b : plan.budgets[g]) {
+      for (size_t a = 0; a < plan.algorithms.size(); ++a) {
+        if (plan.algorithms[a].info->uses_budget) {
+          plan.tasks.push_back({g, a, b});
+        }
+      }
     }
   }
-  // Large graphs first, so that no long task starts last.
-  std::stable_sort(tasks.begin(), tasks.end(),
-                   [&](const Task& x, const Task& y) {
-                     return summaries[x.graph].nodes > summaries[y.graph].nodes;
+  std::stable_sort(plan.tasks.begin(), plan.tasks.end(),
+                   [&](const SweepTask& x, const SweepTask& y) {
+                     return ExpectedCost(plan, x) > ExpectedCost(plan, y);
                    });
 
-  // One preparation per (graph, algorithm run), made by its first task and
-  // dropped when its last one ends, so that memory holds only the graphs
-  // being worked on.
-  const auto slot_of = [&](const Task& t) {
-    return t.graph * algorithms.size() + t.algorithm;
-  };
-  std::vector<PreparationSlot> preparations(num_graphs * algorithms.size());
-  std::vector<std::atomic<int>> tasks_left(preparations.size());
-  for (const Task& t : tasks) ++tasks_left[slot_of(t)];
-
-  namespace fs = std::filesystem;
-  if (!config.schedules_dir.empty()) {
-    std::error_code error;
-    fs::create_directories(config.schedules_dir, error);
-    if (error) {
-      throw InputError(fmt::format("{}: cannot create the schedules folder: {}",
-                                   config.schedules_dir, error.message()));
-    }
+  nlohmann::json graphs = nlohmann::json::array();
+  for (const GraphSummary& s : plan.summaries) {
+    graphs.push_back({{"name", s.name}, {"content_hash", s.content_hash}});
   }
-  std::vector<std::string> schedule_files(tasks.size());
-
-  std::vector<Attempt> attempts(tasks.size());
-  Progress progress(config.progress, tasks.size());
-  ParallelFor(tasks.size(), [&](size_t i) {
-    const Task& t = tasks[i];
-    const AlgorithmRun& run = algorithms[t.algorithm];
-    PreparationSlot& preparation = preparations[slot_of(t)];
-    attempts[i] = RunAlgorithm(*graphs[t.graph], *run.info, run.params,
-                               t.budget, config.timeout_seconds, &preparation);
-    if (--tasks_left[slot_of(t)] == 0) preparation.Release();
-    if (!config.schedules_dir.empty() && attempts[i].output.schedule) {
-      const fs::path file =
-          fs::path(config.schedules_dir) /
-          ScheduleFileName(summaries[t.graph].name, run, t.budget);
-      WriteFileAtomically(file.string(), [&](std::ostream& out) {
-        WriteScheduleText(out, *attempts[i].output.schedule);
-      });
-      schedule_files[i] =
-          fs::absolute(file)
-              .lexically_relative(fs::absolute(config.results_dir))
-              .string();
-    }
-    // Schedules can be large; the results keep only their figures.
-    attempts[i].output.schedule.reset();
-    progress.Done(fmt::format("{} {} {}", summaries[t.graph].name,
-                              run.info->name, t.budget));
-  });
-
-  // Assemble in a fixed order: graphs, then algorithms by name and
-  // parameters, then budgets, whatever order the tasks finished in.
-  std::vector<std::vector<std::vector<size_t>>> by_run(
-      num_graphs, std::vector<std::vector<size_t>>(algorithms.size()));
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    by_run[tasks[i].graph][tasks[i].algorithm].push_back(i);
+  std::sort(graphs.begin(), graphs.end(),
+            [](const auto& x, const auto& y) { return x["name"] < y["name"]; });
+  nlohmann::json algorithms = nlohmann::json::array();
+  for (const SweepAlgorithm& a : plan.algorithms) {
+    algorithms.push_back(
+        {{"name", a.info->name}, {"params", a.params.given()}});
   }
-  std::vector<size_t> graph_order(num_graphs),
-      algorithm_order(algorithms.size());
-  for (size_t i = 0; i < num_graphs; ++i) graph_order[i] = i;
-  for (size_t i = 0; i < algorithms.size(); ++i) algorithm_order[i] = i;
-  std::sort(graph_order.begin(), graph_order.end(), [&](size_t x, size_t y) {
-    return summaries[x].name < summaries[y].name;
-  });
-  std::sort(algorithm_order.begin(), algorithm_order.end(),
-            [&](size_t x, size_t y) {
-              return std::pair(algorithms[x].info->name,
-                               algorithms[x].params.Canonical()) <
-                     std::pair(algorithms[y].info->name,
-                               algorithms[y].params.Canonical());
+  std::sort(algorithms.begin(), algorithms.end(),
+            [](const auto& x, const auto& y) {
+              return std::pair(x["name"].template get<std::string>(),
+                               CanonicalParams(x["params"])) <
+                     std::pair(y["name"].template get<std::string>(),
+                               CanonicalParams(y["params"]));
             });
+  plan.configuration = {{"code_version", CodeVersion()},
+                        {"timeout_seconds", config.timeout_seconds},
+                        {"budgets_per_graph", config.budgets_per_graph},
+                        {"graphs", std::move(graphs)},
+                        {"algorithms", std::move(algorithms)}};
+  return plan;
+}
 
-  nlohmann::json graphs_json = nlohmann::json::array();
+std::string CanonicalParams(const nlohmann::json& params) {
+  std::string text;
+  for (const auto& [key, value] : params.items()) {
+    text += (text.empty() ? "" : ",") + key + "=" + value.get<std::string>();
+  }
+  return text;
+}
+
+nlohmann::json TaskKey(const SweepPlan& plan, size_t task) {
+  const SweepTask& t = plan.tasks[task];
+  const GraphSummary& graph = plan.summaries[t.graph];
+  const SweepAlgorithm& run = plan.algorithms[t.algorithm];
+  return {
+      {"graph", graph.name},
+      {"content_hash", graph.content_hash},
+      {"algorithm", run.info->name},
+      {"params", run.params.Canonical()},
+      {"budget_bytes", t.budget == kUnboundedBudget ? nlohmann::json(nullptr)
+                                                    : nlohmann::json(t.budget)},
+      {"timeout_seconds", plan.configuration["timeout_seconds"]},
+      {"code_version", plan.configuration["code_version"]}};
+}
+
+nlohmann::json SolveTask(const SweepPlan& plan, size_t task,
+                         const SweepConfig& config,
+                         PreparationSlot* preparation) {
+  namespace fs = std::filesystem;
+  const SweepTask& t = plan.tasks[task];
+  const SweepAlgorithm& run = plan.algorithms[t.algorithm];
+  Attempt attempt = RunAlgorithm(*plan.graphs[t.graph], *run.info, run.params,
+                                 t.budget, config.timeout_seconds, preparation);
+  std::string schedule_file;
+  if (!config.schedules_dir.empty() && attempt.output.schedule) {
+    const fs::path file =
+        fs::path(config.schedules_dir) /
+        ScheduleFileName(plan.summaries[t.graph].name, run, t.budget);
+    WriteFileAtomically(file.string(), [&](std::ostream& out) {
+      WriteScheduleText(out, *attempt.output.schedule);
+    });
+    schedule_file = fs::absolute(file)
+                        .lexically_relative(fs::absolute(config.results_dir))
+                        .string();
+  }
+  // Schedules can be large; the results keep only their figures.
+  attempt.output.schedule.reset();
+  nlohmann::json points = nlohmann::json::array();
+  const auto add_point = [&](int64_t budget) {
+    nlohmann::json point = ToJson(Judge(attempt, budget), budget);
+    if (!schedule_file.empty()) point["schedule_file"] = schedule_file;
+    points.push_back(std::move(point));
+  };
+  if (t.budget != kUnboundedBudget) {
+    add_point(t.budget);
+  } else {
+    for (int64_t b : plan.budgets[t.graph]) add_point(b);
+  }
+  return points;
+}
+
+nlohmann::json ErrorPoints(const SweepPlan& plan, size_t task,
+                           const std::string& message) {
+  const SweepTask& t = plan.tasks[task];
+  SolveResult error;
+  error.status = Status::kError;
+  error.message = message;
+  nlohmann::json points = nlohmann::json::array();
+  if (t.budget != kUnboundedBudget) {
+    points.push_back(ToJson(error, t.budget));
+  } else {
+    for (int64_t b : plan.budgets[t.graph]) points.push_back(ToJson(error, b));
+  }
+  return points;
+}
+
+void AddPoints(SweepPoints& points, const nlohmann::json& key,
+               const nlohmann::json& task_points) {
+  for (nlohmann::json point : task_points) {
+    // Gaps depend on the other points; they are computed when assembled.
+    point.erase("gap");
+    point.erase("staged_gap");
+    const int64_t budget = point["budget_bytes"];
+    points.emplace(
+        PointKey{key["graph"], key["algorithm"], key["params"], budget},
+        std::move(point));
+  }
+}
+
+nlohmann::json AssembleResults(const nlohmann::json& configuration,
+                               const nlohmann::json& graphs,
+                               const SweepPoints& points,
+                               nlohmann::json context) {
+  nlohmann::json graphs_json = graphs;
+  std::sort(graphs_json.begin(), graphs_json.end(),
+            [](const auto& x, const auto& y) { return x["name"] < y["name"]; });
   nlohmann::json runs = nlohmann::json::array();
-  for (size_t g : graph_order) {
-    graphs_json.push_back(ToJson(summaries[g]));
-    for (size_t a : algorithm_order) {
-      nlohmann::json points = nlohmann::json::array();
-      for (size_t i : by_run[g][a]) {
-        auto point_at = [&](int64_t budget) {
-          nlohmann::json point = ToJson(Judge(attempts[i], budget), budget);
-          if (!schedule_files[i].empty()) {
-            point["schedule_file"] = schedule_files[i];
-          }
-          return point;
-        };
-        if (tasks[i].budget != kUnboundedBudget) {
-          points.push_back(point_at(tasks[i].budget));
-          continue;
-        }
-        for (int64_t b : budgets[g]) points.push_back(point_at(b));
+  for (const auto& graph : graphs_json) {
+    const std::string name = graph["name"];
+    for (const auto& algorithm : configuration["algorithms"]) {
+      const std::string params = CanonicalParams(algorithm["params"]);
+      nlohmann::json run_points = nlohmann::json::array();
+      for (auto it = points.lower_bound({name, algorithm["name"], params,
+                                         std::numeric_limits<int64_t>::min()});
+           it != points.end() && std::get<0>(it->first) == name &&
+           std::get<1>(it->first) == algorithm["name"] &&
+           std::get<2>(it->first) == params;
+           ++it) {
+        run_points.push_back(it->second);
       }
-      std::sort(points.begin(), points.end(),
-                [](const nlohmann::json& x, const nlohmann::json& y) {
-                  return x["budget_bytes"].get<int64_t>() <
-                         y["budget_bytes"].get<int64_t>();
-                });
-      runs.push_back({{"graph", summaries[g].name},
-                      {"algorithm", algorithms[a].info->name},
-                      {"params", algorithms[a].params.given()},
-                      {"points", std::move(points)}});
+      runs.push_back({{"graph", name},
+                      {"algorithm", algorithm["name"]},
+                      {"params", algorithm["params"]},
+                      {"points", std::move(run_points)}});
     }
   }
   AddOptimalityGaps(runs);
-  nlohmann::json context = RunContext(threads, config.command_line);
-  context["timeout_seconds"] = config.timeout_seconds;
-  context["budgets_per_graph"] = config.budgets_per_graph;
   return {{"format", "rematbench-results"},
           {"version", 1},
           {"context", std::move(context)},
           {"graphs", std::move(graphs_json)},
           {"runs", std::move(runs)}};
+}
+
+nlohmann::json RunSweep(const SweepConfig& config) {
+  if (config.shard_count < 1 || config.shard_index < 0 ||
+      config.shard_index >= config.shard_count) {
+    throw InputError(fmt::format("sweep: --shard {}/{}: needs 0 <= i < N",
+                                 config.shard_index, config.shard_count));
+  }
+  if (config.threads > 0) omp_set_num_threads(config.threads);
+  const int threads =
+      config.threads > 0 ? config.threads : omp_get_max_threads();
+  std::unique_ptr<MpiRanks> mpi = MpiRanks::IfLaunched();
+  // Every step that can fail on some rank runs on all together, so that an
+  // error ends every rank rather than leave some waiting.
+  const auto together = [&](const std::function<void()>& step) {
+    mpi ? mpi->Together(step) : step();
+  };
+  std::optional<SweepPlan> planned;
+  together([&] { planned = PlanSweep(config); });
+  const SweepPlan& plan = *planned;
+  if (mpi) mpi->CheckSamePlan(plan);
+  const bool lead = !mpi || mpi->rank() == 0;
+
+  nlohmann::json graphs = nlohmann::json::array();
+  for (const GraphSummary& s : plan.summaries) graphs.push_back(ToJson(s));
+  // This shard's tasks, less those a resumed journal has.
+  SweepPoints points;
+  nlohmann::json resumed_points = nlohmann::json::array();
+  std::optional<SweepJournal> journal;
+  std::vector<size_t> todo;
+  size_t total = 0;
+  together([&] {
+    if (!lead) return;
+    if (!config.schedules_dir.empty()) {
+      std::error_code error;
+      std::filesystem::create_directories(config.schedules_dir, error);
+      if (error) {
+        throw InputError(
+            fmt::format("{}: cannot create the schedules folder: {}",
+                        config.schedules_dir, error.message()));
+      }
+    }
+    if (!config.journal_path.empty()) {
+      journal.emplace(config.journal_path, plan.configuration, graphs,
+                      config.resume);
+    }
+  });
+  for (size_t t = 0; t < plan.tasks.size(); ++t) {
+    if (static_cast<int>(t % config.shard_count) != config.shard_index) {
+      continue;
+    }
+    ++total;
+    const nlohmann::json key = TaskKey(plan, t);
+    const nlohmann::json* finished = journal ? journal->Find(key) : nullptr;
+    if (finished) {
+      AddPoints(points, key, *finished);
+      for (const auto& point : *finished) resumed_points.push_back(point);
+    } else {
+      todo.push_back(t);
+    }
+  }
+
+  SweepProgress progress(lead && config.progress, config.progress_terminal,
+                         total, total - todo.size(), resumed_points);
+  const TaskDone done = [&](size_t t, nlohmann::json task_points) {
+    const nlohmann::json key = TaskKey(plan, t);
+    if (journal) journal->Append(key, task_points);
+    progress.Add(task_points);
+    AddPoints(points, key, task_points);
+  };
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<size_t> tasks_by_rank = {todo.size()};
+  if (mpi) {
+    tasks_by_rank = mpi->Run(plan, todo, config, threads, done);
+  } else {
+    RunTasksLocally(plan, todo, config, done);
+  }
+  const double tasks_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  if (!lead) return nullptr;
+  if (journal) journal->Flush();
+  progress.Finish();
+
+  nlohmann::json context = RunContext(threads, config.command_line);
+  context["timeout_seconds"] = config.timeout_seconds;
+  context["budgets_per_graph"] = config.budgets_per_graph;
+  context["configuration"] = plan.configuration;
+  context["shard"] =
+      fmt::format("{}/{}", config.shard_index, config.shard_count);
+  context["ranks"] = mpi ? mpi->size() : 1;
+  context["resumed_tasks"] = total - todo.size();
+  context["tasks_run"] = todo.size();
+  context["tasks_seconds"] = tasks_seconds;
+  context["tasks_by_rank"] = tasks_by_rank;
+  nlohmann::json results =
+      AssembleResults(plan.configuration, graphs, points, std::move(context));
+  if (config.progress) PrintSweepSummary(results, std::cerr);
+  return results;
 }
 
 }  // namespace remat

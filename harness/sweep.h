@@ -1,14 +1,24 @@
 // The main job: every algorithm on every graph at every budget, in parallel,
-// as one results document (results/SCHEMA.md).
+// as one results document (results/SCHEMA.md). A sweep is planned (graphs
+// loaded, tasks listed), its tasks run on threads of this process or on MPI
+// ranks (harness/sweep_mpi.h), each finished task is journaled
+// (harness/sweep_journal.h), and the results are assembled from the
+// finished tasks' points in a fixed order.
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "harness/graph.h"
+#include "harness/params.h"
+#include "harness/registry.h"
+#include "harness/results.h"
 
 namespace remat {
 
@@ -17,14 +27,26 @@ struct SweepConfig {
   std::vector<std::string> algorithm_specs;  // "name" or "name:k=v,..."
   int budgets_per_graph = 16;
   int threads = 0;  // 0: OpenMP's default
+  // Under MPI, rank 0's solving threads (-1: `threads`; 0: it only
+  // dispatches, as on a cluster of many ranks).
+  int lead_threads = -1;
   double timeout_seconds = 60;
-  bool progress = false;  // a progress line on stderr
+  bool progress = false;           // a progress line on stderr, a summary
+  bool progress_terminal = false;  // rewrite it in place (stderr is a tty)
   std::string command_line;
   // When set, every schedule is written there (named by graph, algorithm,
   // parameters and budget) and each point names its file in
   // `schedule_file`, relative to `results_dir` (the results file's folder).
   std::string schedules_dir;
   std::string results_dir = ".";
+  // When set, every finished task is appended there (JSON lines, fsynced);
+  // with `resume`, tasks already in it are not run again.
+  std::string journal_path;
+  bool resume = false;
+  // This process runs the tasks t with t % shard_count == shard_index of
+  // the dispatch order.
+  int shard_index = 0;
+  int shard_count = 1;
 };
 
 // Budgets from the memory lower bound to the NoRemat peak, both included,
@@ -38,6 +60,75 @@ std::vector<int64_t> BudgetGrid(int64_t lower_bound, int64_t noremat_peak,
 std::vector<std::string> ReadCorpus(const std::string& path);
 
 // Validates every spec first (InputError before any work), then runs.
+// Under mpirun with several ranks every rank calls it; rank 0 returns the
+// results, the others null.
 nlohmann::json RunSweep(const SweepConfig& config);
+
+// --- The pieces a sweep is built from, shared with the MPI runner and
+// `remat merge`.
+
+struct SweepAlgorithm {
+  const AlgorithmInfo* info;
+  Params params;
+};
+
+struct SweepTask {
+  size_t graph, algorithm;
+  int64_t budget;  // kUnboundedBudget for budget-oblivious algorithms
+};
+
+struct SweepPlan {
+  std::vector<std::optional<Graph>> graphs;  // all set
+  std::vector<GraphSummary> summaries;       // names made unique
+  std::vector<SweepAlgorithm> algorithms;
+  std::vector<std::vector<int64_t>> budgets;  // per graph
+  std::vector<SweepTask> tasks;               // most expensive expected first
+  // What makes two sweeps' points comparable: code version, time limit,
+  // budgets per graph, graphs (name, content hash), algorithms (name,
+  // parameters). Journals and merges refuse another configuration.
+  nlohmann::json configuration;
+};
+
+// Loads the graphs (in parallel) and lists the tasks.
+SweepPlan PlanSweep(const SweepConfig& config);
+
+// A task's identity across runs: graph name and content hash, algorithm,
+// parameters, budget (null: all), time limit, code version.
+nlohmann::json TaskKey(const SweepPlan& plan, size_t task);
+
+// Runs one task and returns its points (one per budget of the graph for a
+// budget-oblivious algorithm), as in the results' points[] minus the gaps.
+nlohmann::json SolveTask(const SweepPlan& plan, size_t task,
+                         const SweepConfig& config,
+                         PreparationSlot* preparation);
+
+// The points of a task that produced no answer (status error, `message`):
+// what a task whose MPI rank died becomes.
+nlohmann::json ErrorPoints(const SweepPlan& plan, size_t task,
+                           const std::string& message);
+
+// Called with each finished task's points, one call at a time.
+using TaskDone = std::function<void(size_t task, nlohmann::json points)>;
+
+// "k1=v1,k2=v2" of a run's "params" object, as Params::Canonical.
+std::string CanonicalParams(const nlohmann::json& params);
+
+// Points by (graph name, algorithm name, canonical parameters, budget).
+using PointKey = std::tuple<std::string, std::string, std::string, int64_t>;
+using SweepPoints = std::map<PointKey, nlohmann::json>;
+
+// Adds a finished task's points (from SolveTask or a journal) for the run
+// of graph `graph` and algorithm `algorithm` ("params" canonical).
+void AddPoints(SweepPoints& points, const nlohmann::json& key,
+               const nlohmann::json& task_points);
+
+// The results document: `graphs` (summaries, any order) sorted by name,
+// one run per graph and configured algorithm (sorted by name and
+// parameters) with its points sorted by budget, and optimality gaps
+// computed over all points.
+nlohmann::json AssembleResults(const nlohmann::json& configuration,
+                               const nlohmann::json& graphs,
+                               const SweepPoints& points,
+                               nlohmann::json context);
 
 }  // namespace remat

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 
@@ -25,9 +26,11 @@ namespace {
 
 struct SweepOptions {
   std::vector<std::string> graphs, algorithms;
-  std::string corpus, out, schedules_dir;
+  std::string corpus, out, schedules_dir, journal, shard;
+  bool resume = false;
   int budgets = 16;
   int threads = 0;
+  int lead_threads = -1;
   double timeout = 60;
 };
 
@@ -59,17 +62,39 @@ int RunSweepCommand(const SweepOptions& o, const std::string& command_line,
   }
   config.budgets_per_graph = o.budgets;
   config.threads = o.threads;
+  config.lead_threads = o.lead_threads;
   config.timeout_seconds = o.timeout;
-  config.progress = isatty(STDERR_FILENO);
+  config.progress = true;
+  config.progress_terminal = isatty(STDERR_FILENO);
   config.command_line = command_line;
   config.schedules_dir = o.schedules_dir;
   if (!o.out.empty()) {
     config.results_dir = std::filesystem::path(o.out).parent_path().string();
     if (config.results_dir.empty()) config.results_dir = ".";
   }
+  config.journal_path = o.journal;
+  if (config.journal_path.empty() && !o.out.empty() && o.out != "-") {
+    config.journal_path = o.out + ".journal";
+  }
+  config.resume = o.resume;
+  if (o.resume && config.journal_path.empty()) {
+    throw InputError("sweep: --resume needs --journal or --out");
+  }
+  if (!o.shard.empty()) {
+    int index = -1, count = 0, used = 0;
+    if (std::sscanf(o.shard.c_str(), "%d/%d%n", &index, &count, &used) != 2 ||
+        used != static_cast<int>(o.shard.size()) || count < 1 || index < 0 ||
+        index >= count) {
+      throw InputError(fmt::format(
+          "sweep: --shard {}: expected i/N with 0 <= i < N", o.shard));
+    }
+    config.shard_index = index;
+    config.shard_count = count;
+  }
 
   const auto start = std::chrono::steady_clock::now();
   nlohmann::json results = RunSweep(config);
+  if (results.is_null()) return kExitOk;  // an MPI rank other than 0
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -120,6 +145,10 @@ void AddSweepCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--threads", o->threads,
                   "worker threads (default: all cores)")
       ->check(CLI::Range(0, 1024));
+  cmd->add_option("--lead-threads", o->lead_threads,
+                  "under MPI, rank 0's solving threads (default: --threads; "
+                  "0: rank 0 only hands out tasks)")
+      ->check(CLI::Range(0, 1024));
   cmd->add_option("--timeout", o->timeout, "time limit per task in seconds")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
@@ -129,6 +158,17 @@ void AddSweepCommand(CLI::App& app, int& exit_code) {
                   "keep every point's schedule in this folder (one text file "
                   "per graph, algorithm, parameters and budget; each point's "
                   "schedule_file names it relative to the results file)");
+  cmd->add_option("--journal", o->journal,
+                  "append every finished task to this file (JSON lines, "
+                  "fsynced; default: the --out file + .journal)");
+  cmd->add_flag("--resume", o->resume,
+                "skip the tasks the journal already has (same graphs, "
+                "algorithms, parameters, budgets, time limit and code "
+                "version; another configuration is refused)");
+  cmd->add_option("--shard", o->shard,
+                  "run only shard i of N (i/N, 0 <= i < N): every N-th task "
+                  "of the dispatch order, for job arrays; `remat merge` "
+                  "joins the shards' files");
   auto as_json = AddJsonFlag(cmd);
   cmd->callback([o, as_json, &exit_code] {
     exit_code = RunSweepCommand(*o, CommandLine(), *as_json);

@@ -12,5 +12,6 @@ void AddGraphCommand(CLI::App& app, int& exit_code);
 void AddSolveCommand(CLI::App& app, int& exit_code);
 void AddValidateCommand(CLI::App& app, int& exit_code);
 void AddSweepCommand(CLI::App& app, int& exit_code);
+void AddMergeCommand(CLI::App& app, int& exit_code);
 
 }  // namespace remat::cli

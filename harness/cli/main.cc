@@ -28,6 +28,7 @@ int main(int argc, char** argv) {
   AddSolveCommand(app, exit_code);
   AddValidateCommand(app, exit_code);
   AddSweepCommand(app, exit_code);
+  AddMergeCommand(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -1,0 +1,205 @@
+#include "harness/sweep_journal.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "harness/errors.h"
+#include "harness/file_io.h"
+
+namespace remat {
+
+namespace {
+
+constexpr char kJournalFormat[] = "rematbench-journal";
+
+bool IsEntry(const nlohmann::json& line) {
+  return line.is_object() && line.contains("key") && line["key"].is_object() &&
+         line.contains("points") && line["points"].is_array();
+}
+
+}  // namespace
+
+JournalContents ReadJournal(const std::string& path) {
+  const std::string text = ReadFile(path);
+  JournalContents contents;
+  size_t start = 0;
+  for (int line_number = 1; start < text.size(); ++line_number) {
+    const size_t end = text.find('\n', start);
+    const bool complete = end != std::string::npos;
+    const bool last = !complete || end + 1 == text.size();
+    nlohmann::json line = nlohmann::json::parse(
+        text.begin() + start, complete ? text.begin() + end : text.end(),
+        nullptr, /*allow_exceptions=*/false);
+    if (line_number == 1) {
+      if (!complete || !line.is_object() ||
+          line.value("format", "") != kJournalFormat ||
+          !line.contains("configuration") || !line.contains("graphs")) {
+        throw InputError(fmt::format(
+            "{}:1: not a rematbench journal (a header line with \"format\": "
+            "\"{}\", \"configuration\" and \"graphs\")",
+            path, kJournalFormat));
+      }
+      contents.header = std::move(line);
+    } else if (!complete || !IsEntry(line)) {
+      if (!last) {
+        throw InputError(fmt::format(
+            "{}:{}: corrupt journal line (a JSON object with \"key\" and "
+            "\"points\")",
+            path, line_number));
+      }
+      std::cerr << fmt::format(
+          "remat: {}:{}: ignoring the incomplete last line (the end of an "
+          "interrupted run)\n",
+          path, line_number);
+      break;
+    } else {
+      contents.entries.emplace_back(std::move(line["key"]),
+                                    std::move(line["points"]));
+    }
+    start = end + 1;
+    contents.valid_bytes = start;
+  }
+  if (contents.header.is_null()) {
+    throw InputError(fmt::format("{}: empty journal", path));
+  }
+  return contents;
+}
+
+void CheckSameConfiguration(const nlohmann::json& expected,
+                            const nlohmann::json& found,
+                            const std::string& what) {
+  if (found == expected) return;
+  std::string field = "its form";
+  if (found.is_object()) {
+    for (const auto& [key, value] : expected.items()) {
+      if (!found.contains(key) || found[key] != value) {
+        field = key;
+        break;
+      }
+    }
+  }
+  std::string detail;
+  if (field != "its form" && expected[field].is_primitive()) {
+    detail = fmt::format(": {} here, {} there", expected[field].dump(),
+                         found.value(field, nlohmann::json()).dump());
+  }
+  throw InputError(fmt::format("{}: from another configuration ({} differs{})",
+                               what, field, detail));
+}
+
+SweepJournal::SweepJournal(const std::string& path,
+                           const nlohmann::json& configuration,
+                           const nlohmann::json& graphs, bool resume)
+    : path_(path) {
+  namespace fs = std::filesystem;
+  const bool exists = fs::exists(path);
+  if (resume && exists) {
+    JournalContents contents = ReadJournal(path);
+    try {
+      CheckSameConfiguration(configuration, contents.header["configuration"],
+                             path);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format(
+          "{}; resume it with the same command, or run without --resume to "
+          "start anew",
+          e.what()));
+    }
+    for (auto& [key, points] : contents.entries) {
+      finished_.emplace(key.dump(), std::move(points));
+    }
+    // Cut off an incomplete last line, so that the next one starts clean.
+    if (contents.valid_bytes < fs::file_size(path)) {
+      fs::resize_file(path, contents.valid_bytes);
+    }
+  } else {
+    if (resume) {
+      std::cerr << fmt::format(
+          "remat: {}: no journal yet; starting from the beginning\n", path);
+    }
+    const nlohmann::json header = {{"format", kJournalFormat},
+                                   {"version", 1},
+                                   {"configuration", configuration},
+                                   {"graphs", graphs}};
+    WriteFileAtomically(
+        path, [&](std::ostream& out) { out << header.dump() << "\n"; });
+  }
+  fd_ = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd_ < 0) {
+    throw InputError(fmt::format("{}: cannot open the journal ({})", path,
+                                 std::strerror(errno)));
+  }
+  writer_ = std::thread([this] { Write(); });
+}
+
+SweepJournal::~SweepJournal() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closing_ = true;
+  }
+  queued_.notify_all();
+  writer_.join();
+  close(fd_);
+}
+
+const nlohmann::json* SweepJournal::Find(const nlohmann::json& key) const {
+  auto it = finished_.find(key.dump());
+  return it == finished_.end() ? nullptr : &it->second;
+}
+
+void SweepJournal::Append(const nlohmann::json& key,
+                          const nlohmann::json& points) {
+  const std::string line =
+      nlohmann::json{{"key", key}, {"points", points}}.dump() + "\n";
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!error_.empty()) throw InputError(error_);
+  pending_ += line;
+  queued_.notify_one();
+}
+
+void SweepJournal::Flush() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  synced_.wait(lock, [this] {
+    return (pending_.empty() && !writing_) || !error_.empty();
+  });
+  if (!error_.empty()) throw InputError(error_);
+}
+
+void SweepJournal::Write() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    queued_.wait(lock, [this] { return closing_ || !pending_.empty(); });
+    if (pending_.empty() || !error_.empty()) return;
+    std::string lines;
+    lines.swap(pending_);
+    writing_ = true;
+    lock.unlock();
+    std::string error;
+    for (size_t written = 0; written < lines.size() && error.empty();) {
+      const ssize_t n =
+          write(fd_, lines.data() + written, lines.size() - written);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error = fmt::format("{}: cannot write the journal ({})", path_,
+                            std::strerror(errno));
+      } else {
+        written += n;
+      }
+    }
+    if (error.empty() && fdatasync(fd_) != 0) {
+      error = fmt::format("{}: cannot sync the journal ({})", path_,
+                          std::strerror(errno));
+    }
+    lock.lock();
+    writing_ = false;
+    error_ = error;
+    synced_.notify_all();
+  }
+}
+
+}  // namespace remat

@@ -1,0 +1,356 @@
+// MpiRanks with Open MPI (harness/sweep_mpi.h). Only each rank's main
+// thread calls MPI (MPI_THREAD_FUNNELED); tasks run on a pool of threads
+// per rank. Waiting is done by polling (MPI_Iprobe every 100 us between
+// waits on the pool), never in a blocking MPI call, because Open MPI's
+// blocking calls spin and would take a core from the rank's own solves.
+#include "harness/sweep_mpi.h"
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <deque>
+#include <iostream>
+#include <list>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "harness/errors.h"
+
+namespace remat {
+
+namespace {
+
+enum Tag : int { kHello = 1, kTask, kStop, kResult, kHeartbeat };
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kPoll = std::chrono::microseconds(100);
+constexpr auto kHeartbeatEvery = std::chrono::seconds(2);
+// Tasks a worker rank holds beyond one per thread, so that its next task is
+// there when one ends instead of a message round trip later (which bounds
+// the throughput of short tasks). One: a long task can wait behind another
+// on a rank only at the very end of the dispatch order.
+constexpr int kLookahead = 1;
+
+// Runs tasks on `threads` threads of this rank. Each (graph, algorithm run)
+// preparation is kept while tasks use it and for a few tasks after (tasks
+// of one run tend to arrive together), then released.
+class TaskPool {
+ public:
+  TaskPool(const SweepPlan& plan, const SweepConfig& config, int threads)
+      : plan_(plan), config_(config), keep_idle_(2 * threads) {
+    for (int i = 0; i < threads; ++i) {
+      threads_.emplace_back([this] { Work(); });
+    }
+  }
+  ~TaskPool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    work_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+  void Push(size_t task) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      queue_.push_back(task);
+      ++in_flight_;
+    }
+    work_.notify_one();
+  }
+  size_t in_flight() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return in_flight_;
+  }
+  // Finished tasks since the last call, after waiting up to kPoll for one.
+  std::vector<std::pair<size_t, nlohmann::json>> TakeFinished() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    finished_cv_.wait_for(lock, kPoll, [this] { return !finished_.empty(); });
+    std::vector<std::pair<size_t, nlohmann::json>> out;
+    out.swap(finished_);
+    in_flight_ -= out.size();
+    return out;
+  }
+
+ private:
+  size_t SlotOf(size_t task) const {
+    return plan_.tasks[task].graph * plan_.algorithms.size() +
+           plan_.tasks[task].algorithm;
+  }
+  void Work() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      work_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      const size_t task = queue_.front();
+      queue_.pop_front();
+      const size_t slot = SlotOf(task);
+      auto& [preparation, users] = slots_[slot];
+      if (!preparation) preparation = std::make_shared<PreparationSlot>();
+      ++users;
+      idle_.remove(slot);
+      std::shared_ptr<PreparationSlot> held = preparation;
+      lock.unlock();
+      nlohmann::json points;
+      try {
+        points = SolveTask(plan_, task, config_, held.get());
+      } catch (const std::exception& e) {
+        points = ErrorPoints(plan_, task, e.what());
+      }
+      lock.lock();
+      if (--slots_[slot].second == 0) {
+        idle_.push_back(slot);
+        if (idle_.size() > keep_idle_) {
+          slots_.erase(idle_.front());
+          idle_.pop_front();
+        }
+      }
+      finished_.emplace_back(task, std::move(points));
+      finished_cv_.notify_one();
+    }
+  }
+
+  const SweepPlan& plan_;
+  const SweepConfig& config_;
+  const size_t keep_idle_;
+  std::mutex mutex_;
+  std::condition_variable work_, finished_cv_;
+  std::deque<size_t> queue_;
+  size_t in_flight_ = 0;
+  bool stopping_ = false;
+  std::vector<std::pair<size_t, nlohmann::json>> finished_;
+  std::map<size_t, std::pair<std::shared_ptr<PreparationSlot>, int>> slots_;
+  std::list<size_t> idle_;  // slots without users, oldest first
+  std::vector<std::thread> threads_;
+};
+
+class OpenMpiRanks : public MpiRanks {
+ public:
+  OpenMpiRanks() {
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    // Every rank fails alike (Together); rank 0 alone says so.
+    if (rank_ != 0) std::cerr.rdbuf(nullptr);
+    if (const char* timeout = std::getenv("REMAT_MPI_RANK_TIMEOUT")) {
+      rank_timeout_ = std::chrono::duration<double>(std::atof(timeout));
+    }
+  }
+  ~OpenMpiRanks() override {
+    // MPI_Finalize waits for every rank; with one dead it would hang.
+    if (!rank_died_) MPI_Finalize();
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+
+  void Together(const std::function<void()>& step) override {
+    std::string error;
+    try {
+      step();
+    } catch (const InputError& e) {
+      error = e.what();
+    }
+    int failed[2] = {error.empty() ? size_ : rank_, 0}, first[2];
+    failed[1] = failed[0];
+    MPI_Allreduce(failed, first, 1, MPI_2INT, MPI_MINLOC, MPI_COMM_WORLD);
+    if (first[0] == size_) return;
+    const std::string message = Broadcast(error, first[0]);
+    throw InputError(first[0] == 0
+                         ? message
+                         : fmt::format("rank {}: {}", first[0], message));
+  }
+
+  void CheckSamePlan(const SweepPlan& plan) override {
+    std::string mine = fmt::format("{} tasks;", plan.tasks.size());
+    for (const GraphSummary& s : plan.summaries) {
+      mine += s.name + "=" + s.content_hash + ";";
+    }
+    const std::string lead = Broadcast(mine, 0);
+    Together([&] {
+      if (mine == lead) return;
+      throw InputError(fmt::format(
+          "sweep: this rank's graphs or tasks differ from rank 0's (check "
+          "that every host has the same graph files and the same remat)"));
+    });
+  }
+
+  std::vector<size_t> Run(const SweepPlan& plan,
+                          const std::vector<size_t>& todo,
+                          const SweepConfig& config, int threads,
+                          const TaskDone& done) override {
+    if (rank_ == 0 && config.lead_threads >= 0) threads = config.lead_threads;
+    TaskPool pool(plan, config, threads);
+    if (rank_ != 0) {
+      Serve(threads, pool);
+      return {};
+    }
+    return Dispatch(plan, todo, threads, pool, done);
+  }
+
+ private:
+  std::string Broadcast(const std::string& text, int root) {
+    long size = static_cast<long>(text.size());
+    MPI_Bcast(&size, 1, MPI_LONG, root, MPI_COMM_WORLD);
+    std::string out = rank_ == root ? text : std::string(size, '\0');
+    MPI_Bcast(out.data(), static_cast<int>(size), MPI_CHAR, root,
+              MPI_COMM_WORLD);
+    return out;
+  }
+
+  struct Worker {
+    std::set<size_t> in_flight;
+    Clock::time_point last_heard;
+    bool dead = false;
+  };
+
+  // Rank 0: hands out tasks to free threads (its own first), receives
+  // results, and reassigns the tasks of ranks that went silent.
+  std::vector<size_t> Dispatch(const SweepPlan& plan,
+                               const std::vector<size_t>& todo, int threads,
+                               TaskPool& pool, const TaskDone& done) {
+    std::vector<size_t> ran(size_);
+    std::deque<size_t> pending(todo.begin(), todo.end());
+    std::vector<Worker> workers(size_);
+    for (Worker& w : workers) w.last_heard = Clock::now();
+    std::deque<int> free_slots;  // a worker rank per free thread
+    std::set<size_t> retried;
+    size_t finished = 0;
+    while (finished < todo.size()) {
+      while (pool.in_flight() < static_cast<size_t>(threads) &&
+             !pending.empty()) {
+        pool.Push(pending.front());
+        pending.pop_front();
+      }
+      while (!free_slots.empty() && !pending.empty()) {
+        const int w = free_slots.front();
+        free_slots.pop_front();
+        if (workers[w].dead) continue;
+        long task = static_cast<long>(pending.front());
+        pending.pop_front();
+        workers[w].in_flight.insert(task);
+        MPI_Send(&task, 1, MPI_LONG, w, kTask, MPI_COMM_WORLD);
+      }
+      for (auto& [task, points] : pool.TakeFinished()) {
+        done(task, std::move(points));
+        ++finished;
+        ++ran[0];
+      }
+      int flag = 1;
+      while (flag) {
+        MPI_Status status;
+        MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
+        if (!flag) break;
+        Worker& w = workers[status.MPI_SOURCE];
+        w.last_heard = Clock::now();
+        int count = 0;
+        MPI_Get_count(&status, MPI_CHAR, &count);
+        std::string message(count, '\0');
+        MPI_Recv(message.data(), count, MPI_CHAR, status.MPI_SOURCE,
+                 status.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        if (w.dead) continue;  // heard again too late: its tasks moved on
+        if (status.MPI_TAG == kHello) {
+          for (int i = std::stoi(message) + kLookahead; i > 0; --i) {
+            free_slots.push_back(status.MPI_SOURCE);
+          }
+        } else if (status.MPI_TAG == kResult) {
+          const size_t newline = message.find('\n');
+          const size_t task = std::stoul(message.substr(0, newline));
+          w.in_flight.erase(task);
+          free_slots.push_back(status.MPI_SOURCE);
+          done(task, nlohmann::json::parse(message.substr(newline + 1)));
+          ++finished;
+          ++ran[status.MPI_SOURCE];
+        }
+      }
+      const Clock::time_point now = Clock::now();
+      for (int r = 1; r < size_; ++r) {
+        Worker& w = workers[r];
+        if (w.dead || now - w.last_heard < rank_timeout_) continue;
+        w.dead = rank_died_ = true;
+        std::cerr << fmt::format(
+            "remat: rank {} silent for {:.0f} s, taken for dead; its {} "
+            "task(s) are handed out again\n",
+            r, rank_timeout_.count(), w.in_flight.size());
+        for (size_t task : w.in_flight) {
+          if (retried.insert(task).second) {
+            pending.push_front(task);
+            continue;
+          }
+          done(task, ErrorPoints(plan, task,
+                                 fmt::format("rank {} died running this task "
+                                             "(the second rank to)",
+                                             r)));
+          ++finished;
+        }
+        w.in_flight.clear();
+      }
+    }
+    int died = rank_died_;
+    for (int r = 1; r < size_; ++r) {
+      if (!workers[r].dead) {
+        MPI_Send(&died, 1, MPI_INT, r, kStop, MPI_COMM_WORLD);
+      }
+    }
+    return ran;
+  }
+
+  // A worker rank: announces its threads, runs what it is given, sends
+  // each result back (which frees a thread for the next task) and a
+  // heartbeat when it has been quiet.
+  void Serve(int threads, TaskPool& pool) {
+    SendText(std::to_string(threads), kHello);
+    while (true) {
+      for (auto& [task, points] : pool.TakeFinished()) {
+        SendText(fmt::format("{}\n{}", task, points.dump()), kResult);
+      }
+      int flag = 1;
+      while (flag) {
+        MPI_Status status;
+        MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
+        if (!flag) break;
+        if (status.MPI_TAG == kStop) {
+          int died = 0;
+          MPI_Recv(&died, 1, MPI_INT, 0, kStop, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
+          rank_died_ = died;
+          return;
+        }
+        long task = 0;
+        MPI_Recv(&task, 1, MPI_LONG, 0, kTask, MPI_COMM_WORLD,
+                 MPI_STATUS_IGNORE);
+        pool.Push(static_cast<size_t>(task));
+      }
+      if (Clock::now() - last_sent_ > kHeartbeatEvery) SendText("", kHeartbeat);
+    }
+  }
+
+  void SendText(const std::string& text, int tag) {
+    MPI_Send(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0, tag,
+             MPI_COMM_WORLD);
+    last_sent_ = Clock::now();
+  }
+
+  int rank_ = 0, size_ = 1;
+  bool rank_died_ = false;
+  std::chrono::duration<double> rank_timeout_{60};
+  Clock::time_point last_sent_ = Clock::now();
+};
+
+}  // namespace
+
+std::unique_ptr<MpiRanks> MpiRanks::IfLaunched() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+    const char* size = std::getenv(name);
+    if (size && std::atoi(size) > 1) return std::make_unique<OpenMpiRanks>();
+  }
+  return nullptr;
+}
+
+}  // namespace remat

@@ -1,0 +1,47 @@
+// A sweep over MPI ranks (`mpirun -n N remat sweep ...`, Open MPI). Every
+// rank plans the sweep itself (loads or generates the graphs; their content
+// hashes are checked against rank 0's); rank 0 hands out tasks one at a
+// time, in the plan's order (most expensive expected first), to whichever
+// rank has a free thread, runs tasks on its own threads too, and receives
+// every finished task's points. A worker rank silent for longer than
+// REMAT_MPI_RANK_TIMEOUT seconds (default 60; workers send a heartbeat
+// every 2 s) is taken for dead: its tasks are handed out once more, and a
+// task whose rank dies twice becomes an `error` point.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness/sweep.h"
+
+namespace remat {
+
+class MpiRanks {
+ public:
+  // MPI, initialized, when this process is one of several ranks started by
+  // mpirun (or srun); null otherwise. In a build without MPI, InputError
+  // when started as one of several ranks.
+  static std::unique_ptr<MpiRanks> IfLaunched();
+  virtual ~MpiRanks() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Runs `step` on every rank; if it threw InputError on any, every rank
+  // throws the error of the lowest such rank (named when not rank 0), so
+  // that no rank is left waiting for another.
+  virtual void Together(const std::function<void()>& step) = 0;
+  // InputError on every rank unless every rank planned the same graphs
+  // (content hashes) and tasks as rank 0.
+  virtual void CheckSamePlan(const SweepPlan& plan) = 0;
+  // Rank 0: runs `todo` over all ranks, calling `done` (on this thread) for
+  // each finished task, and returns how many tasks each rank ran. Other
+  // ranks: run the tasks they are given (and return nothing).
+  virtual std::vector<size_t> Run(const SweepPlan& plan,
+                                  const std::vector<size_t>& todo,
+                                  const SweepConfig& config, int threads,
+                                  const TaskDone& done) = 0;
+};
+
+}  // namespace remat

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# remat sweep over MPI: `mpirun -n 3` on this host writes the figures of the
+# single-process sweep, with every rank's tasks. Skipped (exit 77) where
+# remat was built without MPI or mpirun is missing, except under CI=true
+# (scripts/setup.sh installs Open MPI there), where that fails.
+set -euo pipefail
+remat=$1
+source_dir=$2
+with_mpi=$3
+if [[ "$with_mpi" != 1 ]] || ! command -v mpirun >/dev/null; then
+  if [[ "${CI:-}" == "true" ]]; then
+    echo "sweep_mpi: Open MPI missing under CI (built with MPI: $with_mpi)" >&2
+    exit 1
+  fi
+  echo "sweep_mpi: skipped, no Open MPI" >&2
+  exit 77
+fi
+# Containers often forbid the cross-memory attach of Open MPI's shared-memory
+# transport; copying through the shared segment works everywhere.
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+args=(--graphs "chain:n=16,resnet:depth=18,batch=8,image=64,$source_dir/tests/fixtures/skip_connections.json"
+  --algorithms noremat,revolve,twremat,checkpoint_last,exact_search,dp_approx
+  --budgets 5 --timeout 600)
+"$remat" sweep "${args[@]}" --threads 1 --out one.json >/dev/null 2>&1
+mpirun --allow-run-as-root --oversubscribe -n 3 \
+  "$remat" sweep "${args[@]}" --threads 1 --out three.json >/dev/null 2>err.txt
+/usr/bin/python3 "$source_dir/scripts/same_figures.py" one.json three.json \
+  >/dev/null
+/usr/bin/python3 - three.json three.json.journal <<'PY'
+import json, sys
+context = json.load(open(sys.argv[1]))["context"]
+assert context["ranks"] == 3, context["ranks"]
+tasks = open(sys.argv[2]).read().splitlines()[1:]
+keys = [json.dumps(json.loads(t)["key"], sort_keys=True) for t in tasks]
+assert len(keys) == len(set(keys)), "a task journaled twice"
+PY
+# A worker rank killed mid-run (mpirun --enable-recovery keeps the others
+# going): rank 0 takes it for dead once silent for REMAT_MPI_RANK_TIMEOUT
+# seconds, hands its task out again, and writes every figure.
+long=(--graphs "resnet:depth=18,batch=8,image=64,pspnet:backbone=resnet50,batch=2,image=64,chain:n=16"
+  --algorithms noremat,revolve,twremat,dp_approx,rotor,exact_search
+  --budgets 8 --threads 1 --timeout 600)
+"$remat" sweep "${long[@]}" --out single.json >/dev/null 2>&1
+REMAT_MPI_RANK_TIMEOUT=3 mpirun --allow-run-as-root --oversubscribe \
+  --enable-recovery -n 3 "$remat" sweep "${long[@]}" --out dead.json \
+  >/dev/null 2>err.txt &
+mpirun_pid=$!
+victim=
+for _ in $(seq 300); do
+  for p in $(pgrep -P "$mpirun_pid" || true); do
+    if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null |
+      grep -qx OMPI_COMM_WORLD_RANK=2; then victim=$p; fi
+  done
+  if [[ -n "$victim" && -e dead.json.journal ]] &&
+    (($(wc -l < dead.json.journal) >= 2)); then break; fi
+  sleep 0.05
+done
+kill -9 "$victim"
+wait "$mpirun_pid"
+grep -q "rank 2 silent for 3 s, taken for dead" err.txt
+/usr/bin/python3 "$source_dir/scripts/same_figures.py" single.json dead.json \
+  >/dev/null
+
+# Each rank loads the graphs itself: one missing on a rank is one line.
+status=0
+mpirun --allow-run-as-root --oversubscribe -n 3 \
+  "$remat" sweep --graphs chain:n=8,no_such_graph.json --algorithms noremat \
+  --out bad.json >/dev/null 2>err.txt || status=$?
+test "$status" -ne 0
+grep -q "no_such_graph.json" err.txt
+test ! -e bad.json
+echo "sweep mpi: ok"
