@@ -679,7 +679,7 @@ void Search(DpRuns& runs, const LowerSetFamily& family, int64_t budget) {
       runs.Try("memory", some);
     }
   }
-  if (!runs.Fits(runs.Best()) && !runs.stopped()) {
+  if (runs.Best() && !runs.Fits(runs.Best()) && !runs.stopped()) {
     // Memory-centric answers at DP budgets from the least with a strategy
     // up to the unlimited one, geometrically: coarser segments whose
     // estimate is far above their simulated peak (the authors' VGG19:
