@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "harness/file_io.h"
@@ -35,12 +36,11 @@ TEST_F(Cli, SolveBelowThePeakIsANegativeAnswer) {
 
 TEST_F(Cli, SolveWritesTheScheduleThatValidateAccepts) {
   std::string schedule = (dir_ / "s.txt").string();
-  ASSERT_EQ(
-      Remat("solve -a checkpoint_last -g chain:n=8 --schedule-out " + schedule)
-          .status,
-      0);
+  ASSERT_EQ(Remat("solve -a checkpoint_last -g chain:n=8 --schedule-out " +
+                  schedule).status,
+            0);
   Outcome run = Remat("validate --graph chain:n=8 --schedule " + schedule +
-                      " --budget 3 --json");
+                  " --budget 3 --json");
   ASSERT_EQ(run.status, 0) << run.err;
   auto result = nlohmann::json::parse(run.out);
   EXPECT_EQ(result["valid"], true);
@@ -52,8 +52,8 @@ TEST_F(Cli, SolveWritesTheScheduleThatValidateAccepts) {
 TEST_F(Cli, ValidateRejectsAComputeBeforeItsInputNamingTheEvent) {
   // f2 (id 1) reads f1 (id 0), which is not live yet.
   std::string schedule = Write("bad.txt", "c 1\nc 0\n");
-  Outcome run =
-      Remat("validate --graph chain:n=4 --schedule " + schedule + " --json");
+  Outcome run = Remat("validate --graph chain:n=4 --schedule " + schedule +
+                  " --json");
   EXPECT_EQ(run.status, 1);
   auto result = nlohmann::json::parse(run.out);
   EXPECT_EQ(result["valid"], false);
@@ -64,8 +64,8 @@ TEST_F(Cli, ValidateRejectsAComputeBeforeItsInputNamingTheEvent) {
 }
 
 TEST_F(Cli, BadInputIsOneLineAndExitStatus2) {
-  std::string truncated =
-      Write("truncated.json", "{\"format\": \"rematbench-graph\",\n\"nod");
+  std::string truncated = Write("truncated.json",
+                                "{\"format\": \"rematbench-graph\",\n\"nod");
   std::string bad_schedule = Write("bad_schedule.txt", "c 0\nhello\n");
   struct Case {
     std::string args, expected;
@@ -84,11 +84,10 @@ TEST_F(Cli, BadInputIsOneLineAndExitStatus2) {
        }) {
     Outcome run = Remat(c.args);
     EXPECT_EQ(run.status, 2) << c.args << "\n" << run.err;
-    EXPECT_NE(run.err.find(c.expected), std::string::npos) << c.args << "\n"
-                                                           << run.err;
+    EXPECT_NE(run.err.find(c.expected), std::string::npos)
+        << c.args << "\n" << run.err;
     EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1)
-        << c.args << "\n"
-        << run.err;
+        << c.args << "\n" << run.err;
   }
 }
 
@@ -122,9 +121,7 @@ TEST_F(Cli, FailedCommandsLeaveNoOutputFileBehind) {
   std::string out = (dir_ / "out.json").string();
   EXPECT_EQ(Remat("graph convert chain:n=5 --to nonsense -o " + out).status, 2);
   EXPECT_EQ(Remat("sweep --graphs chain:n=4,missing.json --algorithms "
-                  "noremat --out " +
-                  out)
-                .status,
+                  "noremat --out " + out).status,
             2);
   EXPECT_FALSE(fs::exists(out));
   for (const auto& entry : fs::directory_iterator(dir_)) {
@@ -135,10 +132,8 @@ TEST_F(Cli, FailedCommandsLeaveNoOutputFileBehind) {
 
 TEST_F(Cli, SweepWritesAResultsFile) {
   std::string out = (dir_ / "results.json").string();
-  Outcome run = Remat(
-      "sweep --graphs chain:n=8,chain:n=4,mem=2 --algorithms all "
-      "--budgets 3 --threads 2 --out " +
-      out + " --json");
+  Outcome run = Remat("sweep --graphs chain:n=8,chain:n=4,mem=2 --algorithms all "
+                  "--budgets 3 --threads 2 --out " + out + " --json");
   ASSERT_EQ(run.status, 0) << run.err;
   auto results = nlohmann::json::parse(ReadFile(out));
   EXPECT_EQ(results["format"], "rematbench-results");
