@@ -151,6 +151,14 @@ Graph ParseGraphJson(std::string_view text, const std::string& source) {
     }
     throw InputError(fmt::format("{}:{}: not valid JSON: {}", source,
                                  LineOf(text, byte), what));
+  } catch (const json::exception& e) {
+    // Not a syntax error: a number beyond double's range (out_of_range.406).
+    std::string what = e.what();
+    if (auto pos = what.find("] "); pos != std::string::npos) {
+      what = what.substr(pos + 2);
+    }
+    throw InputError(
+        fmt::format("{}: not valid JSON: {}", source, Printable(what, 100)));
   }
   if (!doc.is_object() || !doc.contains("format") ||
       doc["format"] != "rematbench-graph") {

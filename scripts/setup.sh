@@ -9,6 +9,7 @@ packages=(
   libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev coinor-libcbc-dev
   python3 python3-matplotlib python3-numpy
+  clang libclang-rt-dev  # scripts/fuzz.sh: libFuzzer and sanitizers
 )
 # Extra packages for a caller that needs more (scripts/export_torch.py sets
 # REMAT_EXTRA_PACKAGES="python3-torch python3-torchvision").
