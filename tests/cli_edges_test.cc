@@ -187,6 +187,12 @@ TEST_F(Cli, MessagesNameTheFileOnceAndEscapeBinaryBytes) {
       Remat("graph info " + Write("neg.json", NativeGraph("[]", "-5")));
   ExpectRefused(run, "neg.json: static_bytes is negative (-5)", "static");
   EXPECT_EQ(run.err.find("neg.json"), run.err.rfind("neg.json")) << run.err;
+  // Found by fuzzing: a number beyond double's range aborted the reader.
+  ExpectRefused(
+      Remat("graph info " +
+            Write("big.json", NativeGraph("[{\"id\": 0, \"mem\": 1e999, "
+                                          "\"cost\": 1, \"inputs\": []}]"))),
+      "big.json: not valid JSON: number overflow parsing '1e999'", "overflow");
   // A binary schedule: its bytes are escaped, never sent to the terminal.
   std::string garbage =
       Write("garbage.txt", std::string("c 0\n\x1b[2J\xff\xfe\x01", 11));
