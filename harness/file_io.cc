@@ -1,6 +1,7 @@
 #include "harness/file_io.h"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -9,21 +10,60 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <sstream>
 
 #include "harness/errors.h"
+#include "harness/limits.h"
+#include "harness/params.h"
 
 namespace remat {
 
+void RequireRegularFile(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) {
+    throw InputError(
+        fmt::format("{}: cannot open file ({})", path, std::strerror(errno)));
+  }
+  if (S_ISDIR(st.st_mode)) {
+    throw InputError(fmt::format("{}: is a directory, not a file", path));
+  }
+  // Reading a FIFO or a device such as /dev/zero may never end.
+  if (!S_ISREG(st.st_mode)) {
+    throw InputError(fmt::format(
+        "{}: not a regular file (a {}); copy it to a file first", path,
+        S_ISFIFO(st.st_mode)   ? "pipe"
+        : S_ISCHR(st.st_mode)  ? "character device"
+        : S_ISBLK(st.st_mode)  ? "block device"
+        : S_ISSOCK(st.st_mode) ? "socket"
+                               : "special file"));
+  }
+}
+
 std::string ReadFile(const std::string& path) {
+  RequireRegularFile(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     throw InputError(
         fmt::format("{}: cannot open file ({})", path, std::strerror(errno)));
   }
+  in.seekg(0, std::ios::end);
+  const int64_t size = in.tellg();
+  in.seekg(0);
+  if (size > 0) {
+    int64_t bytes;
+    if (__builtin_mul_overflow(size, kBytesPerFileByte, &bytes)) {
+      bytes = std::numeric_limits<int64_t>::max();
+    }
+    CheckMemory(bytes,
+                fmt::format("{} ({} to parse)", path, FormatBytes(size)));
+  }
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  if (in.bad()) throw InputError(fmt::format("{}: read error", path));
+  if (in.bad()) {
+    throw InputError(
+        fmt::format("{}: read error ({})", path, std::strerror(errno)));
+  }
   return std::move(buffer).str();
 }
 
@@ -42,8 +82,8 @@ void WriteFileAtomically(const std::string& path,
       !std::filesystem::is_regular_file(status)) {
     std::ofstream out(path, std::ios::binary);
     if (!out) {
-      throw InputError(fmt::format("{}: cannot write ({})", path,
-                                   std::strerror(errno)));
+      throw InputError(
+          fmt::format("{}: cannot write ({})", path, std::strerror(errno)));
     }
     write(out);
     out.flush();

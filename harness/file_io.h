@@ -7,7 +7,14 @@
 
 namespace remat {
 
-// Reads a whole file; throws InputError naming the path if it cannot.
+// Throws InputError naming the path (and strerror's reason) unless it is a
+// regular file: a directory, FIFO or device such as /dev/zero is refused
+// before it is opened, since reading one may block or never end.
+void RequireRegularFile(const std::string& path);
+
+// Reads a whole regular file; throws InputError naming the path if it
+// cannot, or if parsing it would need more memory than the limit
+// (harness/limits.h: kBytesPerFileByte per byte).
 std::string ReadFile(const std::string& path);
 
 // Writes through `write` into a temporary file beside `path` and renames it

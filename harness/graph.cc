@@ -7,6 +7,7 @@
 #include <queue>
 
 #include "harness/errors.h"
+#include "harness/limits.h"
 
 namespace remat {
 
@@ -58,8 +59,22 @@ GraphBuilder& GraphBuilder::set_provenance(nlohmann::json provenance) {
 }
 
 GraphBuilder& GraphBuilder::add_node(NodeSpec node) {
+  edges_ += static_cast<int64_t>(node.inputs.size());
   nodes_.push_back(std::move(node));
+  CheckGrowth();
   return *this;
+}
+
+void GraphBuilder::Expect(int64_t nodes, int64_t edges) const {
+  CheckMemory(GraphBytes(nodes, edges),
+              fmt::format("{}: a graph of {} nodes and {} edges", source_,
+                          nodes, edges));
+}
+
+void GraphBuilder::CheckGrowth() {
+  if (nodes_.size() % 65536 == 0) {
+    Expect(static_cast<int64_t>(nodes_.size()), edges_);
+  }
 }
 
 NodeId GraphBuilder::add(NodeKind kind, int64_t mem, int64_t cost,
@@ -73,7 +88,7 @@ NodeId GraphBuilder::add(NodeKind kind, int64_t mem, int64_t cost,
   node.inputs = std::move(inputs);
   node.name = std::move(name);
   node.grad_of = grad_of;
-  nodes_.push_back(std::move(node));
+  add_node(std::move(node));
   return size() - 1;
 }
 
@@ -99,6 +114,7 @@ Graph GraphBuilder::Build() && {
   if (n > INT32_MAX - 1) {
     throw InputError(fmt::format("{}: too many nodes ({})", source_, n));
   }
+
   // Place every node at its id; reject ids out of range or seen twice.
   std::vector<int32_t> slot(n, -1);
   for (int32_t i = 0; i < n; ++i) {
@@ -149,6 +165,7 @@ Graph GraphBuilder::Build() && {
     if (node.grad_of != kNoNode && (node.grad_of < 0 || node.grad_of >= n)) {
       Fail(node, fmt::format("grad_of names unknown node {}", node.grad_of));
     }
+    if (node.grad_of == v) Fail(node, "grad_of names the node itself");
     for (NodeId u : node.inputs) {
       if (u < 0 || u >= n) {
         Fail(node, fmt::format("input {} is not a node id", u));

@@ -10,12 +10,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace remat {
 
@@ -38,7 +37,8 @@ struct NodeSpec {
   int64_t cost = 0;
   int64_t workspace = 0;
   NodeId grad_of = kNoNode;
-  std::optional<bool> target;  // unset: true exactly for nodes without consumers
+  std::optional<bool>
+      target;  // unset: true exactly for nodes without consumers
   std::vector<NodeId> inputs;
 };
 
@@ -127,12 +127,21 @@ class GraphBuilder {
 
   int32_t size() const { return static_cast<int32_t>(nodes_.size()); }
 
+  // For generators that know their size: throws InputError with the
+  // estimate unless a graph of `nodes` nodes and `edges` edges fits the
+  // memory limit (harness/limits.h). Nodes added later are checked as
+  // they come in any case; this refuses before the first is allocated.
+  void Expect(int64_t nodes, int64_t edges) const;
+
   // Throws InputError on unknown, duplicate or missing ids, repeated inputs,
-  // negative sizes, sums that overflow int64, or a cycle.
+  // negative sizes, sums that overflow int64, a cycle, or a gradient of
+  // itself.
   Graph Build() &&;
 
  private:
   [[noreturn]] void Fail(const NodeSpec& node, const std::string& what) const;
+  // Every 2^16 nodes: refuses the graph once its estimate exceeds the limit.
+  void CheckGrowth();
 
   std::string source_;
   std::string name_;
@@ -141,6 +150,7 @@ class GraphBuilder {
   std::string cost_unit_ = "abstract";
   nlohmann::json provenance_ = nlohmann::json::object();
   std::vector<NodeSpec> nodes_;
+  int64_t edges_ = 0;
 };
 
 }  // namespace remat

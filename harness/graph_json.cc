@@ -27,8 +27,8 @@ int64_t ToInt64(const json& value, const std::string& where) {
   if (value.is_number_unsigned()) {
     if (value.get<uint64_t>() >
         static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-      throw InputError(fmt::format("{} overflows int64 ({})", where,
-                                   value.dump()));
+      throw InputError(
+          fmt::format("{} overflows int64 ({})", where, value.dump()));
     }
     return static_cast<int64_t>(value.get<uint64_t>());
   }
@@ -46,8 +46,8 @@ class NodeReader {
   NodeReader(const std::string& source, const json& node, size_t index)
       : node_(node) {
     if (!node.is_object()) {
-      throw InputError(fmt::format("{}: nodes[{}] is not an object", source,
-                                   index));
+      throw InputError(
+          fmt::format("{}: nodes[{}] is not an object", source, index));
     }
     // Name the node by its id once the id is known, else by its position.
     label_ = fmt::format("{}: nodes[{}]", source, index);
@@ -57,7 +57,8 @@ class NodeReader {
 
   const json& Required(const char* key) const {
     auto it = node_.find(key);
-    if (it == node_.end() || it->is_null()) Fail(fmt::format("missing '{}'", key));
+    if (it == node_.end() || it->is_null())
+      Fail(fmt::format("missing '{}'", key));
     return *it;
   }
   const json* Optional(const char* key) const {
@@ -109,8 +110,8 @@ NodeSpec ReadNode(const std::string& source, const json& node, size_t index) {
   spec.name = r.String("name");
   spec.op = r.String("op");
   if (const json* kind = r.Optional("kind")) {
-    auto parsed =
-        kind->is_string() ? ParseNodeKind(kind->get<std::string>()) : std::nullopt;
+    auto parsed = kind->is_string() ? ParseNodeKind(kind->get<std::string>())
+                                    : std::nullopt;
     if (!parsed) {
       r.Fail(fmt::format(
           "'kind' must be forward, backward, loss or other (got {})",
@@ -150,8 +151,17 @@ Graph ParseGraphJson(std::string_view text, const std::string& source) {
     }
     throw InputError(fmt::format("{}:{}: not valid JSON: {}", source,
                                  LineOf(text, byte), what));
+  } catch (const json::exception& e) {
+    // Not a syntax error: a number beyond double's range (out_of_range.406).
+    std::string what = e.what();
+    if (auto pos = what.find("] "); pos != std::string::npos) {
+      what = what.substr(pos + 2);
+    }
+    throw InputError(
+        fmt::format("{}: not valid JSON: {}", source, Printable(what, 100)));
   }
-  if (!doc.is_object() || doc.value("format", "") != "rematbench-graph") {
+  if (!doc.is_object() || !doc.contains("format") ||
+      doc["format"] != "rematbench-graph") {
     throw InputError(fmt::format(
         "{}: not a rematbench graph (\"format\" must be \"rematbench-graph\")",
         source));
@@ -159,8 +169,8 @@ Graph ParseGraphJson(std::string_view text, const std::string& source) {
   if (!doc.contains("version") || !doc["version"].is_number_integer() ||
       doc["version"].get<int64_t>() != 1) {
     throw InputError(fmt::format(
-        "{}: unsupported graph format version {} (this reader knows 1)",
-        source, doc.contains("version") ? doc["version"].dump() : "(missing)"));
+        "{}: unsupported graph format version {} (this reader knows 1)", source,
+        doc.contains("version") ? doc["version"].dump() : "(missing)"));
   }
   auto nodes = doc.find("nodes");
   if (nodes == doc.end() || !nodes->is_array()) {
@@ -173,15 +183,23 @@ Graph ParseGraphJson(std::string_view text, const std::string& source) {
   }
   if (auto bytes = doc.find("static_bytes");
       bytes != doc.end() && !bytes->is_null()) {
+    int64_t static_bytes;
     try {
-      builder.set_static_bytes(ToInt64(*bytes, "\"static_bytes\""));
+      static_bytes = ToInt64(*bytes, "\"static_bytes\"");
     } catch (const InputError& e) {
       throw InputError(fmt::format("{}: {}", source, e.what()));
     }
+    // Outside the try: the builder's own error names the source already.
+    builder.set_static_bytes(static_bytes);
   }
-  if (auto units = doc.find("units"); units != doc.end() && units->is_object()) {
-    builder.set_units(units->value("memory", "bytes"),
-                      units->value("cost", "abstract"));
+  if (auto units = doc.find("units");
+      units != doc.end() && units->is_object()) {
+    auto unit = [&](const char* key, const char* otherwise) {
+      auto it = units->find(key);
+      return it != units->end() && it->is_string() ? it->get<std::string>()
+                                                   : std::string(otherwise);
+    };
+    builder.set_units(unit("memory", "bytes"), unit("cost", "abstract"));
   }
   if (auto provenance = doc.find("provenance"); provenance != doc.end()) {
     builder.set_provenance(*provenance);

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "harness/errors.h"
+#include "harness/file_io.h"
 #include "harness/graph_dot.h"
 #include "harness/graph_json.h"
 #include "harness/params.h"
@@ -60,12 +61,15 @@ std::vector<const GraphFormat*> AllGraphFormats() {
   return all;
 }
 
-Graph LoadGraph(const std::string& spec) {
+namespace {
+
+Graph LoadAnyGraph(const std::string& spec) {
   std::error_code ec;
   if (!std::filesystem::exists(spec, ec)) return Generate(spec);
   if (std::filesystem::is_directory(spec, ec)) {
     throw InputError(fmt::format("{}: is a directory, not a graph file", spec));
   }
+  RequireRegularFile(spec);  // a FIFO or /dev/zero is never sniffed
   const std::string head = Head(spec);
   for (const auto& [name, format] : Formats()) {
     if (format.read && format.sniff(spec, head)) return format.read(spec);
@@ -78,6 +82,24 @@ Graph LoadGraph(const std::string& spec) {
   }
   throw InputError(fmt::format("{}: not a graph file in a known format ({})",
                                spec, fmt::join(readable, ", ")));
+}
+
+}  // namespace
+
+Graph LoadGraph(const std::string& spec) {
+  Graph graph = LoadAnyGraph(spec);
+  // Such a graph is well formed, but every figure of it would be 0 and
+  // every overhead 0/0 or 1: a user meant something else.
+  if (graph.num_nodes() == 0) {
+    throw InputError(fmt::format("{}: the graph has no nodes", spec));
+  }
+  if (graph.targets().empty()) {
+    throw InputError(fmt::format(
+        "{}: the graph has no target (every node without consumers has "
+        "\"target\": false)",
+        spec));
+  }
+  return graph;
 }
 
 void WriteGraph(std::ostream& out, const Graph& graph,

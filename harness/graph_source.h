@@ -17,7 +17,7 @@ struct GraphFormat {
   std::string description;
   // True if this format reads the file; `head` holds its first 4 KiB.
   std::function<bool(const std::string& path, const std::string& head)> sniff;
-  std::function<Graph(const std::string& path)> read;  // may be empty
+  std::function<Graph(const std::string& path)> read;      // may be empty
   std::function<void(std::ostream&, const Graph&)> write;  // may be empty
 };
 
@@ -25,7 +25,8 @@ bool RegisterGraphFormat(GraphFormat format);
 std::vector<const GraphFormat*> AllGraphFormats();
 
 // A file path (format chosen by its content) or a generator spec. Throws
-// InputError naming the file or spec.
+// InputError naming the file or spec, also for a graph with no nodes or
+// no target (which the builder accepts: nothing to compute).
 Graph LoadGraph(const std::string& spec);
 
 // Writes `graph` in the named format; throws InputError for an unknown one.

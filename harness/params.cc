@@ -207,22 +207,38 @@ int64_t ParseBytes(const std::string& text, const std::string& what) {
                                 {"GB", 1e9},
                                 {"TB", 1e12},
                                 {"B", 1.0}};
-  std::string number = text;
+  // Spaces around the number and before the unit are allowed alike
+  // (" 20", "10 GB"), so a budget reads the same however it was quoted.
+  auto trim = [](std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) {
+      s.remove_prefix(1);
+    }
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) {
+      s.remove_suffix(1);
+    }
+    return s;
+  };
+  const std::string_view trimmed = trim(text);
+  auto fail = [&]() -> int64_t {
+    if (trimmed.empty()) {
+      throw InputError(fmt::format(
+          "{}: empty; expected a byte count (examples: 1000, 512MiB, 8GB)",
+          what));
+    }
+    throw InputError(fmt::format(
+        "{}: '{}' is not a byte count (examples: 1000, 512MiB, 1.5GiB, 8GB)",
+        what, Printable(text, 60)));
+  };
+  std::string number(trimmed);
   double factor = 1.0;
   for (const Unit& unit : kUnits) {
     std::string_view suffix = unit.suffix;
-    if (text.size() > suffix.size() && text.ends_with(suffix)) {
-      number = text.substr(0, text.size() - suffix.size());
+    if (trimmed.size() > suffix.size() && trimmed.ends_with(suffix)) {
+      number = trim(trimmed.substr(0, trimmed.size() - suffix.size()));
       factor = unit.factor;
       break;
     }
   }
-  while (!number.empty() && number.back() == ' ') number.pop_back();
-  auto fail = [&]() -> int64_t {
-    throw InputError(fmt::format(
-        "{}: '{}' is not a byte count (examples: 1000, 512MiB, 1.5GiB, 8GB)",
-        what, text));
-  };
   int64_t whole;
   if (factor == 1.0 && ParseInt(number, whole)) {
     if (whole < 0) fail();
@@ -232,7 +248,8 @@ int64_t ParseBytes(const std::string& text, const std::string& what) {
   if (!ParseDouble(number, value) || value < 0) return fail();
   double bytes = std::ceil(value * factor);
   if (bytes >= 9.2e18) {
-    throw InputError(fmt::format("{}: '{}' overflows int64", what, text));
+    throw InputError(
+        fmt::format("{}: '{}' overflows int64", what, Printable(text, 60)));
   }
   return static_cast<int64_t>(bytes);
 }

@@ -2,12 +2,18 @@
 
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <fstream>
 #include <istream>
+#include <limits>
 #include <ostream>
 
 #include "harness/errors.h"
+#include "harness/file_io.h"
+#include "harness/limits.h"
+#include "harness/params.h"
 
 namespace remat {
 
@@ -24,7 +30,8 @@ std::string_view Trim(std::string_view s) {
 }  // namespace
 
 Schedule ParseScheduleText(std::istream& in, const std::string& source,
-                           int32_t num_nodes) {
+                           int32_t num_nodes,
+                           std::vector<int64_t>* event_lines) {
   Schedule schedule;
   std::string line;
   int64_t line_number = 0;
@@ -33,8 +40,8 @@ Schedule ParseScheduleText(std::istream& in, const std::string& source,
     std::string_view text = Trim(line);
     if (text.empty() || text.front() == '#') continue;
     auto fail = [&](const std::string& what) {
-      throw InputError(fmt::format("{}:{}: {}: '{}'", source, line_number,
-                                   what, text));
+      throw InputError(fmt::format("{}:{}: {}: '{}'", source, line_number, what,
+                                   Printable(text, 80)));
     };
     if (text.size() < 3 || (text[0] != 'c' && text[0] != 'f') ||
         (text[1] != ' ' && text[1] != '\t')) {
@@ -53,15 +60,31 @@ Schedule ParseScheduleText(std::istream& in, const std::string& source,
     }
     schedule.push_back(text[0] == 'c' ? Event::Compute(static_cast<NodeId>(id))
                                       : Event::Free(static_cast<NodeId>(id)));
+    if (event_lines != nullptr) event_lines->push_back(line_number);
   }
   if (in.bad()) throw InputError(fmt::format("{}: read error", source));
   return schedule;
 }
 
-Schedule ReadScheduleFile(const std::string& path, int32_t num_nodes) {
+Schedule ReadScheduleFile(const std::string& path, int32_t num_nodes,
+                          std::vector<int64_t>* event_lines) {
+  RequireRegularFile(path);
   std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot open file", path));
-  return ParseScheduleText(in, path, num_nodes);
+  if (!in) {
+    throw InputError(
+        fmt::format("{}: cannot open file ({})", path, std::strerror(errno)));
+  }
+  // Each event takes at least 4 bytes of text ("c 1\n") and 8 in memory,
+  // 16 with its line number.
+  in.seekg(0, std::ios::end);
+  const int64_t size = in.tellg();
+  in.seekg(0);
+  if (size > std::numeric_limits<int64_t>::max() / 4) {
+    CheckMemory(std::numeric_limits<int64_t>::max(), path);
+  }
+  CheckMemory(size * 4,
+              fmt::format("{} ({} of schedule text)", path, FormatBytes(size)));
+  return ParseScheduleText(in, path, num_nodes, event_lines);
 }
 
 void WriteScheduleText(std::ostream& out, const Schedule& schedule) {

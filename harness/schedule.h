@@ -25,10 +25,15 @@ struct Event {
 using Schedule = std::vector<Event>;
 
 // Parses schedule text. `source` names the input in error messages. Node ids
-// must be in 0..num_nodes-1. Throws InputError naming the line.
+// must be in 0..num_nodes-1. Throws InputError naming the line. If
+// `event_lines` is given, it receives the 1-based line of every event.
 Schedule ParseScheduleText(std::istream& in, const std::string& source,
-                           int32_t num_nodes);
-Schedule ReadScheduleFile(const std::string& path, int32_t num_nodes);
+                           int32_t num_nodes,
+                           std::vector<int64_t>* event_lines = nullptr);
+// The same for a regular file (a directory, FIFO or device is refused, and
+// so is a file whose schedule would not fit in memory).
+Schedule ReadScheduleFile(const std::string& path, int32_t num_nodes,
+                          std::vector<int64_t>* event_lines = nullptr);
 
 void WriteScheduleText(std::ostream& out, const Schedule& schedule);
 

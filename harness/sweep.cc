@@ -53,7 +53,8 @@ std::vector<std::string> ReadCorpus(const std::string& path) {
   } catch (const nlohmann::json::exception& e) {
     throw InputError(fmt::format("{}: not valid JSON: {}", path, e.what()));
   }
-  if (!doc.is_object() || doc.value("format", "") != "rematbench-corpus" ||
+  if (!doc.is_object() || !doc.contains("format") ||
+      doc["format"] != "rematbench-corpus" ||
       !doc.contains("graphs") || !doc["graphs"].is_array()) {
     throw InputError(fmt::format(
         "{}: not a corpus manifest (needs \"format\": \"rematbench-corpus\" "
@@ -68,7 +69,8 @@ std::vector<std::string> ReadCorpus(const std::string& path) {
       specs.push_back(entry["spec"].get<std::string>());
     } else if (entry.contains("path") && entry["path"].is_string()) {
       std::string file = (base / entry["path"].get<std::string>()).string();
-      if (!std::filesystem::exists(file) && entry.value("optional", false)) {
+      if (!std::filesystem::exists(file) && entry.is_object() &&
+          entry.value("optional", nlohmann::json(false)) == true) {
         std::cerr << fmt::format("{}: skipping missing optional graph {}\n",
                                  path, file);
         continue;

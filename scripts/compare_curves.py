@@ -16,18 +16,31 @@ tolerance allows in B (usable in CI against regressions), 2 on bad input.
 import argparse
 import json
 import math
+import os
 import signal
 import sys
 
 
+def bad_input(message):
+    """One line on stderr and exit 2: bad input, never a "regression"."""
+    print(f"compare_curves: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def load(path):
+    if not os.path.isfile(path):
+        bad_input(f"{path}: " + ("not a regular file" if os.path.exists(path)
+                                 else "no such file"))
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             results = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        raise SystemExit(f"compare_curves: {path}: {e}")
-    if results.get("format") != "rematbench-results":
-        raise SystemExit(f"compare_curves: {path}: not a rematbench results file")
+    except (OSError, ValueError, RecursionError) as e:
+        # ValueError: JSON syntax and UnicodeDecodeError (a binary file).
+        bad_input(f"{path}: cannot read results: {str(e)[:200]!r}")
+    if not isinstance(results, dict) or \
+            results.get("format") != "rematbench-results" or \
+            not isinstance(results.get("runs"), list):
+        bad_input(f"{path}: not a rematbench results file")
     return results
 
 
@@ -111,16 +124,24 @@ def main():
     parser.add_argument("--json", action="store_true", help="print JSON")
     args = parser.parse_args()
 
-    runs_a = {run_key(r): r for r in load(args.a)["runs"]}
-    runs_b = {run_key(r): r for r in load(args.b)["runs"]}
-    rows = []
-    for key in sorted(set(runs_a) & set(runs_b)):
-        row = {"graph": key[0], "algorithm": key[1]}
-        row.update(compare_run(runs_a[key]["points"], runs_b[key]["points"]))
-        checked = "all" in args.check or \
-            runs_a[key]["algorithm"] in args.check or key[1] in args.check
-        row["regression"] = worse(row, args.tolerance) if checked else None
-        rows.append(row)
+    results_a, results_b = load(args.a), load(args.b)
+    try:
+        runs_a = {run_key(r): r for r in results_a["runs"]}
+        runs_b = {run_key(r): r for r in results_b["runs"]}
+        rows = []
+        for key in sorted(set(runs_a) & set(runs_b)):
+            row = {"graph": key[0], "algorithm": key[1]}
+            row.update(compare_run(runs_a[key]["points"],
+                                   runs_b[key]["points"]))
+            checked = "all" in args.check or \
+                runs_a[key]["algorithm"] in args.check or key[1] in args.check
+            row["regression"] = worse(row, args.tolerance) if checked else None
+            rows.append(row)
+    except (KeyError, TypeError, AttributeError, ValueError,
+            ZeroDivisionError) as e:
+        # A run or point without the fields of results/SCHEMA.md.
+        bad_input(f"{args.a} or {args.b}: malformed run or point "
+                  f"({type(e).__name__}: {str(e)[:120]})")
 
     if args.json:
         print(json.dumps({"a": args.a, "b": args.b, "rows": rows}, indent=2))

@@ -24,6 +24,7 @@ solve-time column varies between runs.
 """
 import argparse
 import os
+import sys
 import re
 
 import rematbench_client as rc
@@ -100,6 +101,12 @@ def cell(answer):
             str(d.get("dp_least_extra_time", "–"))]
 
 
+def bad_usage(message):
+    """Exit 2 (bad usage) with one line, as remat does; 1 means failure."""
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--remat", default=os.path.join(ROOT, "build", "remat"))
@@ -112,12 +119,12 @@ def main():
     ap.add_argument("--jobs", type=int, default=2, help="solves run at once")
     args = ap.parse_args()
     if not os.access(args.remat, os.X_OK):
-        raise SystemExit(f"kusumoto_dp_grid: {args.remat} is not an executable "
+        bad_usage(f"kusumoto_dp_grid: {args.remat} is not an executable "
                          "(build it or pass --remat)")
     args.remat = os.path.abspath(args.remat)
     folder = os.path.join(args.shared, "peer-graphs", "kusumoto2019")
     if not os.path.isdir(folder):
-        raise SystemExit(f"kusumoto_dp_grid: {folder} is missing")
+        bad_usage(f"kusumoto_dp_grid: {folder} is missing")
     nets = GRAPHS
     n = args.budgets
     if args.quick:

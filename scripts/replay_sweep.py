@@ -198,7 +198,8 @@ def main(argv):
                 results = json.load(f)
         except (OSError, ValueError) as e:
             raise RT.BadInput(f"{args.results}: cannot read results: {e}")
-        if results.get("format") != "rematbench-results":
+        if not isinstance(results, dict) or \
+                results.get("format") != "rematbench-results":
             raise RT.BadInput(f"{args.results}: not a rematbench results "
                               "file")
         results_dir = os.path.dirname(os.path.abspath(args.results))

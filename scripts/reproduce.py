@@ -19,10 +19,17 @@ parts that need them are skipped with a note in the Markdown.
 """
 import argparse
 import os
+import sys
 import time
 
 import rematbench_client as rc
 from reproduce import PAPERS  # the package scripts/reproduce/, not this file
+
+
+def bad_usage(message):
+    """Exit 2 (bad usage) with one line, as remat does; 1 means failure."""
+    print(message, file=sys.stderr)
+    sys.exit(2)
 
 
 def main():
@@ -38,7 +45,7 @@ def main():
                          "time limit per solve (default 0: not run)")
     args = ap.parse_args()
     if not os.access(args.remat, os.X_OK):
-        raise SystemExit(f"reproduce: {args.remat} is not an executable "
+        bad_usage(f"reproduce: {args.remat} is not an executable "
                          "(build it with scripts/build.sh or pass --remat)")
     args.remat = os.path.abspath(args.remat)
     papers = list(PAPERS) if args.paper == "all" else [args.paper]

@@ -14,18 +14,24 @@ Exit status: 0 same figures, 1 a difference, 2 unreadable input.
 """
 
 import json
+import os
 import sys
 
 RUN_FIELDS = ("solve_seconds", "schedule_file")
 
 
 def load(path):
+    if not os.path.isfile(path):  # a FIFO would block, a folder is no file
+        sys.exit(print(f"{path}: not a regular file", file=sys.stderr) or 2)
     try:
         with open(path, encoding="utf-8") as f:
             doc = json.load(f)
-    except (OSError, ValueError) as e:
-        sys.exit(print(f"{path}: cannot read results: {e}", file=sys.stderr) or 2)
-    if not isinstance(doc, dict) or doc.get("format") != "rematbench-results":
+    except (OSError, ValueError, RecursionError) as e:
+        sys.exit(print(f"{path}: cannot read results: {str(e)[:200]!r}",
+                       file=sys.stderr) or 2)
+    if not isinstance(doc, dict) or doc.get("format") != "rematbench-results" \
+            or not isinstance(doc.get("runs"), list) \
+            or not isinstance(doc.get("graphs"), list):
         sys.exit(print(f"{path}: not a rematbench results file",
                        file=sys.stderr) or 2)
     return doc
@@ -44,6 +50,16 @@ def main(argv):
     if len(argv) != 3:
         sys.exit(print(__doc__, file=sys.stderr) or 2)
     old, new = load(argv[1]), load(argv[2])
+    try:
+        return compare(old, new)
+    except (KeyError, TypeError, AttributeError) as e:
+        # A graph, run or point without the fields of results/SCHEMA.md.
+        sys.exit(print(f"{argv[1]} or {argv[2]}: malformed results "
+                       f"({type(e).__name__}: {str(e)[:120]})",
+                       file=sys.stderr) or 2)
+
+
+def compare(old, new):
     differences, added = [], set()
     graphs_new = {g["name"]: g for g in new["graphs"]}
     for g in old["graphs"]:

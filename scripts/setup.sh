@@ -11,6 +11,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   python3 python3-matplotlib python3-numpy
   python3-dev python3-pybind11 pybind11-dev  # the Python module (python/)
+  clang libclang-rt-dev  # scripts/fuzz.sh: libFuzzer and sanitizers
 )
 # Extra packages for a caller that needs more (scripts/export_torch.py sets
 # REMAT_EXTRA_PACKAGES="python3-torch python3-torchvision").

@@ -18,9 +18,11 @@ Graph GenerateChain(const Params& params, const std::string& spec) {
   const int64_t mem = params.Int("mem");
   const int64_t cost = params.Int("cost");
   if (n > 100'000'000) {
-    throw InputError(fmt::format("{}: n={} is too large (at most 10^8)", spec, n));
+    throw InputError(
+        fmt::format("{}: n={} is too large (at most 10^8)", spec, n));
   }
   GraphBuilder b(spec);
+  b.Expect(2 * n + 1, 3 * n);
   b.set_name(spec).set_units("bytes", "abstract");
   b.set_provenance({{"generator", spec}});
   std::vector<NodeId> f(n + 1);  // 1-based
@@ -50,19 +52,18 @@ Graph GenerateChain(const Params& params, const std::string& spec) {
 const bool kRegistered = RegisterGenerator({
     .name = "chain",
     .description = "training graph of a chain: f1..fn, loss, g1..gn",
-    .params =
-        {{.name = "n",
-          .type = ParamSpec::Type::kInt,
-          .description = "number of forward nodes",
-          .min_int = 1},
-         {.name = "mem",
-          .type = ParamSpec::Type::kBytes,
-          .default_value = "1",
-          .description = "bytes of every value"},
-         {.name = "cost",
-          .type = ParamSpec::Type::kInt,
-          .default_value = "1",
-          .description = "cost of every node"}},
+    .params = {{.name = "n",
+                .type = ParamSpec::Type::kInt,
+                .description = "number of forward nodes",
+                .min_int = 1},
+               {.name = "mem",
+                .type = ParamSpec::Type::kBytes,
+                .default_value = "1",
+                .description = "bytes of every value"},
+               {.name = "cost",
+                .type = ParamSpec::Type::kInt,
+                .default_value = "1",
+                .description = "cost of every node"}},
     .generate = GenerateChain,
 });
 

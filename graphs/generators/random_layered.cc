@@ -28,6 +28,7 @@
 
 #include "graphs/generators/training_graph.h"
 #include "harness/errors.h"
+#include "harness/limits.h"
 #include "harness/registry.h"
 
 namespace remat::gen {
@@ -106,6 +107,12 @@ Graph GenerateRandomLayered(const Params& params, const std::string& spec) {
         "{}: would have about {:.0f} edges; at most {} are supported", spec,
         density * mean_width * static_cast<double>(n), kMaxEdges));
   }
+  // Refused before the edges are drawn, which takes seconds at n = 10^6.
+  const auto edges = static_cast<int64_t>((1 + skip) * density * mean_width *
+                                          static_cast<double>(n));
+  CheckMemory(GraphBytes(n, edges),
+              fmt::format("{}: a graph of {} nodes and about {} edges", spec, n,
+                          edges));
   std::vector<std::vector<NodeId>> inputs(n);
   std::vector<uint8_t> has_output(n, 0);
   auto add_edge = [&](NodeId u, NodeId v) {

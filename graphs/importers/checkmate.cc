@@ -114,6 +114,14 @@ Graph ReadCheckmate(const std::string& path) {
     throw InputError(fmt::format(
         "{}:{}: not valid JSON: {}", path,
         1 + std::count(text.begin(), text.begin() + byte, '\n'), what));
+  } catch (const json::exception& e) {
+    // Not a syntax error: a number beyond double's range (out_of_range.406).
+    std::string what = e.what();
+    if (auto pos = what.find("] "); pos != std::string::npos) {
+      what = what.substr(pos + 2);
+    }
+    throw InputError(
+        fmt::format("{}: not valid JSON: {}", path, Printable(what, 100)));
   }
   auto nodes = doc.find("nodes");
   auto links = doc.find("links");

@@ -4,6 +4,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/output.h"
+#include "harness/cli/usage.h"
 #include "harness/errors.h"
 #include "harness/file_io.h"
 #include "harness/graph_source.h"
@@ -18,15 +19,20 @@ namespace {
 struct SolveOptions {
   std::string algorithm, graph, budget, schedule_out;
   std::vector<std::string> params;
-  double timeout = 0;
+  double timeout = 0;  // 0: no time limit
+  bool budget_given = false;
 };
+
+// An empty -b '' is an error, not "unbounded": only a missing -b is that.
+int64_t BudgetOf(const std::string& text, bool given) {
+  return given ? ParseBytes(text, "--budget") : kUnboundedBudget;
+}
 
 int RunSolve(const SolveOptions& o, bool as_json) {
   const AlgorithmInfo& info = FindAlgorithm(o.algorithm);
   Params params = Params::Parse(o.params, info.params, o.algorithm);
   Graph graph = LoadGraph(o.graph);
-  const int64_t budget =
-      o.budget.empty() ? kUnboundedBudget : ParseBytes(o.budget, "--budget");
+  const int64_t budget = BudgetOf(o.budget, o.budget_given);
   Attempt attempt = RunAlgorithm(graph, info, params, budget, o.timeout);
   SolveResult r = Judge(attempt, budget);
   if (!o.schedule_out.empty() && attempt.output.schedule) {
@@ -59,21 +65,30 @@ int RunSolve(const SolveOptions& o, bool as_json) {
   return r.status == Status::kFeasible ? kExitOk : kExitNegative;
 }
 
+// The 1-based line of event `index`; the line after the last event when
+// the schedule ended too early (index == its length).
+Json LineOf(const std::vector<int64_t>& lines, int64_t index) {
+  if (index < 0) return nullptr;
+  if (index < static_cast<int64_t>(lines.size())) return lines[index];
+  return lines.empty() ? 1 : lines.back() + 1;
+}
+
 int RunValidate(const std::string& graph_spec, const std::string& path,
-                const std::string& budget_text, bool as_json) {
+                const std::string& budget_text, bool budget_given,
+                bool as_json) {
+  const int64_t budget = BudgetOf(budget_text, budget_given);
   Graph graph = LoadGraph(graph_spec);
-  Schedule schedule = ReadScheduleFile(path, graph.num_nodes());
+  std::vector<int64_t> lines;
+  Schedule schedule = ReadScheduleFile(path, graph.num_nodes(), &lines);
   SimulationResult sim = Simulate(graph, schedule);
-  const int64_t budget = budget_text.empty()
-                             ? kUnboundedBudget
-                             : ParseBytes(budget_text, "--budget");
   const bool fits = sim.valid && sim.peak_bytes <= budget;
   Json result = {
       {"graph", graph.name()},
       {"schedule", path},
       {"valid", sim.valid},
       {"error", sim.valid ? Json(nullptr)
-                          : Json({{"event", sim.error_index},
+                          : Json({{"line", LineOf(lines, sim.error_index)},
+                                  {"event", sim.error_index},
                                   {"reason", sim.error}})},
       {"budget_bytes",
        budget == kUnboundedBudget ? Json(nullptr) : Json(budget)},
@@ -99,17 +114,20 @@ void AddSolveCommand(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_option("-g,--graph", o->graph, "graph file or generator spec")
       ->required();
-  cmd->add_option("-b,--budget", o->budget,
-                  "activation memory budget (bytes, or 512MiB, 8GB; default: "
-                  "unbounded)");
+  auto* budget = cmd->add_option(
+      "-b,--budget", o->budget,
+      "activation memory budget (bytes, or 512MiB, 8GB; default: "
+      "unbounded)");
   cmd->add_option("-p,--param", o->params,
                   "algorithm parameter key=value (repeatable)");
   cmd->add_option("--timeout", o->timeout,
-                  "time limit in seconds (default: none)");
+                  "time limit in seconds, > 0 (default: none)")
+      ->check(TimeLimit());
   cmd->add_option("--schedule-out", o->schedule_out,
                   "write the schedule in text format (c <id> / f <id>)");
   auto as_json = AddJsonFlag(cmd);
-  cmd->callback([o, as_json, &exit_code] {
+  cmd->callback([o, as_json, budget, &exit_code] {
+    o->budget_given = budget->count() > 0;
     exit_code = RunSolve(*o, *as_json);
   });
 }
@@ -125,10 +143,12 @@ void AddValidateCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("-g,--graph", *graph, "graph file or generator spec")
       ->required();
   cmd->add_option("-s,--schedule", *schedule, "schedule file")->required();
-  cmd->add_option("-b,--budget", *budget, "activation memory budget");
+  auto* budget_option =
+      cmd->add_option("-b,--budget", *budget, "activation memory budget");
   auto as_json = AddJsonFlag(cmd);
   cmd->callback([=, &exit_code] {
-    exit_code = RunValidate(*graph, *schedule, *budget, *as_json);
+    exit_code = RunValidate(*graph, *schedule, *budget,
+                            budget_option->count() > 0, *as_json);
   });
 }
 

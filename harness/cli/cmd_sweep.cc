@@ -10,6 +10,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/output.h"
+#include "harness/cli/usage.h"
 #include "harness/errors.h"
 #include "harness/file_io.h"
 #include "harness/params.h"
@@ -150,7 +151,7 @@ void AddSweepCommand(CLI::App& app, int& exit_code) {
                   "0: rank 0 only hands out tasks)")
       ->check(CLI::Range(0, 1024));
   cmd->add_option("--timeout", o->timeout, "time limit per task in seconds")
-      ->check(CLI::PositiveNumber)
+      ->check(TimeLimit())
       ->capture_default_str();
   cmd->add_option("-o,--out", o->out,
                   "results file (written atomically; default: stdout)");

@@ -3,8 +3,11 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/output.h"
+#include "harness/cli/usage.h"
 #include "harness/errors.h"
 #include "harness/isolation.h"
+#include "harness/limits.h"
+#include "harness/params.h"
 
 int main(int argc, char** argv) {
   remat::InitIsolation(argc, argv);
@@ -22,6 +25,15 @@ int main(int argc, char** argv) {
   }
   app.require_subcommand(1);
   app.fallthrough();
+  app.add_option_function<std::string>(
+         "--max-memory",
+         [](const std::string& bytes) {
+           remat::SetMemoryLimit(
+               std::max<int64_t>(1, remat::ParseBytes(bytes, "--max-memory")));
+         },
+         "refuse graphs and files whose estimated memory exceeds this "
+         "(default: MemAvailable of /proc/meminfo)")
+      ->type_name("BYTES");
   int exit_code = kExitOk;
   AddListCommand(app, exit_code);
   AddGraphCommand(app, exit_code);
@@ -29,6 +41,11 @@ int main(int argc, char** argv) {
   AddValidateCommand(app, exit_code);
   AddSweepCommand(app, exit_code);
   AddMergeCommand(app, exit_code);
+  if (std::string unknown = UnknownSubcommand(app, argc, argv);
+      !unknown.empty()) {
+    std::cerr << unknown << "\n";
+    return kExitBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -36,10 +53,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForAllHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return kExitBadInput;
+    return ReportParseError(app, e);
   } catch (const remat::InputError& e) {
-    std::cerr << "remat: " << e.what() << "\n";
+    // Messages quote the user's input, which may hold any bytes.
+    std::cerr << "remat: " << remat::Printable(e.what(), 2000) << "\n";
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "remat: out of memory (--max-memory refuses large inputs "
+                 "before they are read)\n";
     return kExitBadInput;
   }
   return exit_code;

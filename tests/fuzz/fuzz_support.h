@@ -1,0 +1,51 @@
+// Shared by the fuzz targets (one per reader; README.md, "Robustness"): every
+// input must be read or refused with an InputError; any other exception,
+// crash, hang or sanitizer report is a bug.
+#pragma once
+
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <string_view>
+
+#include "harness/errors.h"
+#include "harness/limits.h"
+
+namespace remat::fuzz {
+
+// A small memory limit keeps every input fast: a spec or file that asks
+// for millions of nodes is refused by the estimate (harness/limits.h)
+// instead of being built.
+inline void Init() { SetMemoryLimit(64 << 20); }
+
+inline std::string_view Text(const uint8_t* data, size_t size) {
+  return {reinterpret_cast<const char*>(data), size};
+}
+
+// The file readers take a path: the input is written to one temporary file
+// per process (in /dev/shm when it exists, memory-backed), named with the
+// extension the reader may look at.
+inline std::string WriteInput(std::string_view text, const char* extension) {
+  static const std::string path =
+      std::string(access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp") +
+      "/remat_fuzz_" + std::to_string(getpid()) + extension;
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (f == nullptr) __builtin_trap();
+  std::fwrite(text.data(), 1, text.size(), f);
+  std::fclose(f);
+  return path;
+}
+
+// Runs `read`, accepting an InputError (bad input refused) as success.
+template <typename Read>
+int Accept(Read read) {
+  try {
+    read();
+  } catch (const InputError&) {
+  }
+  return 0;
+}
+
+}  // namespace remat::fuzz

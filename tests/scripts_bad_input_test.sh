@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The results-reading scripts on bad input: exit 2 and one line on stderr,
+# never a traceback, and never exit 1 (which compare_curves.py and
+# same_figures.py keep for a real regression or difference).
+set -euo pipefail
+remat=$1
+source_dir=$2
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$remat" sweep --graphs chain:n=4 --algorithms noremat --budgets 2 \
+  --out "$work/good.json" >/dev/null
+printf '{"format": "rematbench-results", "runs": [' > "$work/truncated.json"
+head -c 3000 /dev/urandom > "$work/binary.json"
+printf '\x89PNG\r\n\x1a\n\xff\xfe' >> "$work/binary.json"
+echo '[1, 2, 3]' > "$work/list.json"
+echo '{"format": "rematbench-results", "runs": [{"graph": 1}], "graphs": []}' \
+  > "$work/malformed.json"
+mkfifo "$work/fifo"
+failed=0
+for script in compare_curves.py same_figures.py; do
+  for bad in missing.json truncated.json binary.json list.json malformed.json \
+             fifo .; do
+    for order in first second; do
+      if [[ $order == first ]]; then args=("$work/$bad" "$work/good.json")
+      else args=("$work/good.json" "$work/$bad"); fi
+      status=0
+      timeout 20 /usr/bin/python3 "$source_dir/scripts/$script" "${args[@]}" \
+        >/dev/null 2>"$work/err" || status=$?
+      lines=$(wc -l < "$work/err")
+      if [[ $status -ne 2 || $lines -ne 1 ]] || grep -q Traceback "$work/err"
+      then
+        echo "FAIL: $script ${args[*]}: exit $status, $lines lines:" >&2
+        cat "$work/err" >&2
+        failed=1
+      fi
+    done
+  done
+done
+# Good input still compares equal (exit 0).
+/usr/bin/python3 "$source_dir/scripts/compare_curves.py" "$work/good.json" \
+  "$work/good.json" --check all >/dev/null
+/usr/bin/python3 "$source_dir/scripts/same_figures.py" "$work/good.json" \
+  "$work/good.json" >/dev/null
+exit $failed
