@@ -172,7 +172,7 @@ TEST_F(Cli, OptionErrorsAreOneLineNamingTheSubcommand) {
                 "remat solve: --algorithm is required", "missing option");
   ExpectRefused(Remat("frobnicate"),
                 "remat: unknown subcommand 'frobnicate' (known: list, graph, "
-                "solve, validate, sweep)",
+                "solve, validate, sweep, merge)",
                 "unknown subcommand");
   ExpectRefused(Remat("graph frob x"),
                 "remat graph: unknown subcommand 'frob' (known: info, convert)",
