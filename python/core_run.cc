@@ -4,6 +4,7 @@
 #include "harness/graph_source.h"
 #include "harness/params.h"
 #include "harness/registry.h"
+#include "harness/registry_json.h"
 #include "harness/runner.h"
 #include "harness/simulator.h"
 #include "harness/sweep.h"
@@ -149,48 +150,8 @@ const char* ParamTypeName(ParamSpec::Type type) {
   return "?";
 }
 
-// The parameters as `remat list --json` writes them.
-Json ParamsJson(const std::vector<ParamSpec>& specs) {
-  Json params = Json::array();
-  for (const ParamSpec& p : specs) {
-    Json param = {
-        {"name", p.name},
-        {"default", NullOr(!p.default_value.empty(), p.default_value)},
-        {"description", p.description}};
-    if (!p.choices.empty()) param["choices"] = p.choices;
-    params.push_back(param);
-  }
-  return params;
-}
-
 // `remat list --json`.
-py::object ListJson() {
-  Json algorithms = Json::array();
-  for (const AlgorithmInfo* a : AllAlgorithms()) {
-    algorithms.push_back({{"name", a->name},
-                          {"description", a->description},
-                          {"citation", a->citation},
-                          {"exact", a->exact},
-                          {"uses_budget", a->uses_budget},
-                          {"params", ParamsJson(a->params)}});
-  }
-  Json generators = Json::array();
-  for (const GeneratorInfo* g : AllGenerators()) {
-    generators.push_back({{"name", g->name},
-                          {"description", g->description},
-                          {"params", ParamsJson(g->params)}});
-  }
-  Json formats = Json::array();
-  for (const GraphFormat* f : AllGraphFormats()) {
-    formats.push_back({{"name", f->name},
-                       {"description", f->description},
-                       {"read", static_cast<bool>(f->read)},
-                       {"write", static_cast<bool>(f->write)}});
-  }
-  return ToPython(Json{{"algorithms", algorithms},
-                       {"generators", generators},
-                       {"formats", formats}});
-}
+py::object ListJson() { return ToPython(RegistryJson()); }
 
 }  // namespace
 

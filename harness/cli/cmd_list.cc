@@ -7,24 +7,11 @@
 #include "harness/cli/output.h"
 #include "harness/graph_source.h"
 #include "harness/registry.h"
+#include "harness/registry_json.h"
 
 namespace remat::cli {
 
 namespace {
-
-Json ParamsJson(const std::vector<ParamSpec>& specs) {
-  Json params = Json::array();
-  for (const ParamSpec& p : specs) {
-    Json param = {{"name", p.name},
-                  {"default", p.default_value.empty()
-                                  ? Json(nullptr)
-                                  : Json(p.default_value)},
-                  {"description", p.description}};
-    if (!p.choices.empty()) param["choices"] = p.choices;
-    params.push_back(param);
-  }
-  return params;
-}
 
 void PrintParams(const std::vector<ParamSpec>& specs) {
   for (const ParamSpec& p : specs) {
@@ -36,33 +23,8 @@ void PrintParams(const std::vector<ParamSpec>& specs) {
 }
 
 void RunList(bool as_json) {
-  Json algorithms = Json::array();
-  for (const AlgorithmInfo* a : AllAlgorithms()) {
-    algorithms.push_back({{"name", a->name},
-                          {"description", a->description},
-                          {"citation", a->citation},
-                          {"exact", a->exact},
-                          {"uses_budget", a->uses_budget},
-                          {"params", ParamsJson(a->params)}});
-  }
-  Json generators = Json::array();
-  for (const GeneratorInfo* g : AllGenerators()) {
-    generators.push_back({{"name", g->name},
-                          {"description", g->description},
-                          {"params", ParamsJson(g->params)}});
-  }
-  Json formats = Json::array();
-  for (const GraphFormat* f : AllGraphFormats()) {
-    formats.push_back({{"name", f->name},
-                       {"description", f->description},
-                       {"read", static_cast<bool>(f->read)},
-                       {"write", static_cast<bool>(f->write)}});
-  }
   if (as_json) {
-    Print({{"algorithms", algorithms},
-           {"generators", generators},
-           {"formats", formats}},
-          true);
+    Print(RegistryJson(), true);
     return;
   }
   std::cout << "Algorithms:\n";
