@@ -7,10 +7,12 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
 #include "harness/errors.h"
+#include "harness/graph_source.h"
 #include "harness/limits.h"
 
 namespace remat::fuzz {
@@ -46,6 +48,19 @@ int Accept(Read read) {
   } catch (const InputError&) {
   }
   return 0;
+}
+
+// One input through the registered file reader `format` (kusumoto,
+// checkmate, remat2): written to a file named with `extension`, then read.
+inline int ReadAsFormat(std::string_view format, const uint8_t* data,
+                        size_t size, const char* extension) {
+  const GraphFormat* reader = nullptr;
+  for (const GraphFormat* f : AllGraphFormats()) {
+    if (f->name == format) reader = f;
+  }
+  if (reader == nullptr) throw std::logic_error("no such reader registered");
+  const std::string path = WriteInput(Text(data, size), extension);
+  return Accept([&] { reader->read(path); });
 }
 
 }  // namespace remat::fuzz
