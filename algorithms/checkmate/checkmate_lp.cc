@@ -121,10 +121,8 @@ class CheckmateLp : public Algorithm {
         const auto s = model.RoundS(x, threshold);
         consider(model.Extract(model.RebuildR(s), s));
       }
-      if (model.PointOf(
-              model.Extract(model.RoundR(x, 0.5), model.RoundS(x, 0.5)))) {
-        consider(model.Extract(model.RoundR(x, 0.5), model.RoundS(x, 0.5)));
-      }
+      Schedule own = model.Extract(model.RoundR(x, 0.5), model.RoundS(x, 0.5));
+      if (model.PointOf(own)) consider(std::move(own));
     }
     // Randomized rounding of the solution at the reduced budget, with a
     // fixed seed so that results repeat.
