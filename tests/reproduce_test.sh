@@ -11,7 +11,7 @@ trap 'rm -rf "$out"' EXIT
 py=/usr/bin/python3
 
 check() {  # check <out dir>
-  for p in kusumoto2019 kumar2019 checkmate2020 chen2016; do
+  for p in kusumoto2019 kumar2019 checkmate2020 chen2016 dtr2021 rotor2019; do
     test -s "$1/$p.md" || { echo "FAIL: $p.md missing"; exit 1; }
     test -s "$1/$p/solves.json" || { echo "FAIL: $p/solves.json missing"; exit 1; }
     grep -q '^| ' "$1/$p.md" || grep -q 'Skipped' "$1/$p.md" ||
@@ -20,6 +20,7 @@ check() {  # check <out dir>
   done
   grep -q '| `noremat` |' "$1/checkmate2020.md" || { echo "FAIL: checkmate table"; exit 1; }
   grep -q 'twremat\|TwRemat' "$1/kumar2019.md" || { echo "FAIL: kumar table"; exit 1; }
+  grep -q '^| 0.5 |' "$1/dtr2021.md" || { echo "FAIL: dtr2021 table"; exit 1; }
 }
 
 # Without peer graphs: the Kusumoto part is skipped with a note.
@@ -34,6 +35,9 @@ if [ -d "$shared/peer-graphs/kusumoto2019" ]; then
   "$py" "$src/scripts/reproduce.py" kusumoto2019 --quick --remat "$remat" \
     --out "$out/peer" > /dev/null
   grep -q '| VGG19 |' "$out/peer/kusumoto2019.md" || { echo "FAIL: kusumoto table"; exit 1; }
+  "$py" "$src/scripts/reproduce.py" rotor2019 --quick --remat "$remat" \
+    --out "$out/peer" > /dev/null
+  grep -q '^| VGG19 | 4 |' "$out/peer/rotor2019.md" || { echo "FAIL: rotor2019 table"; exit 1; }
   # Regenerating gives the same Markdown, timing columns aside.
   "$py" "$src/scripts/reproduce.py" kusumoto2019 --quick --remat "$remat" \
     --out "$out/peer2" > /dev/null
