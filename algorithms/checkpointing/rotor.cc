@@ -55,12 +55,15 @@
 // is conservative (a held input or saved value counts until the DP releases
 // it, where the liveness pass frees it at its last use), so the table is filled
 // up to twice the budget's units and the largest DP memory whose schedule the
-// simulator finds within the budget is searched by bisection (the simulated
-// peak grows with it); the cheapest schedule that fits is returned. Where the
-// DP has no schedule even at twice the budget: status infeasible with the
-// reason; where none of its schedules fits once simulated, the one of smallest
-// peak (judged infeasible). Optimal only within this model: persistent
-// schedules on the chain of segments, with discretized sizes.
+// simulator finds within the budget is searched by bisection (assuming the
+// simulated peak grows with it); then, since it need not, each cost level
+// of the DP (the range of memories with one optimum) is simulated at both
+// ends, cheapest first, until one fits. The cheapest schedule that fits is
+// returned. Where the DP has no schedule even at twice the budget: status
+// infeasible with the reason; where none of its schedules fits once
+// simulated, the one of smallest peak (judged infeasible). Optimal only
+// within this model: persistent schedules on the chain of segments, with
+// discretized sizes.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -597,6 +600,31 @@ class Rotor : public Algorithm {
     while (hi - lo > 1 && !stop) {
       const int64_t mid = lo + (hi - lo) / 2;
       (fits_at(mid) ? lo : hi) = mid;
+    }
+    // The simulated peak need not grow with m, though: the DP overstates
+    // it by different amounts for different schedules, and equal-cost
+    // choices differ. So the cost levels of Opt(1, L, m) (each a range of
+    // m) are tried too, cheapest first, each at both ends of its range,
+    // until one fits; the cheapest simulated schedule that fits is kept,
+    // and when none does, the one of smallest simulated peak.
+    std::vector<std::pair<int64_t, int64_t>> levels;  // [first m, last m]
+    for (int64_t m = 0; m <= top; ++m) {
+      const int64_t cost = table.Cost(1, L, m, 0);
+      if (cost >= kInf) continue;
+      if (!levels.empty() && cost == table.Cost(1, L, levels.back().first, 0)) {
+        levels.back().second = m;
+      } else {
+        levels.push_back({m, m});
+      }
+    }
+    for (auto it = levels.rbegin(); it != levels.rend() && !stop; ++it) {
+      if (request.deadline.Expired()) {
+        stop = Status::kTimeout;
+        break;
+      }
+      const bool low_fits = fits_at(it->first);
+      const bool high_fits = it->second != it->first && fits_at(it->second);
+      if (low_fits || high_fits) break;
     }
     if (best.empty()) {
       return AlgorithmOutput::NoSchedule(
