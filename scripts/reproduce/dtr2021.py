@@ -3,9 +3,12 @@ DTR's overhead against the memory budget on a ResNet, for its heuristics,
 beside the best offline method in rematbench at the same budget."""
 from .common import gb, header, table
 
-# Budget ratios: fractions of the NoRemat activation peak, as the paper's
-# simulated evaluation sweeps fractions of the peak without rematerialization.
-RATIOS = (0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
+# The ratios of the authors' simulated evaluation (run_pareto_paper in
+# simrd/simrd_experiments/eval/pareto/run.py of uwsampl/dtr-prototype):
+# budget = ratio x the peak of the run without rematerialization.
+RATIOS = (1.0, 0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.1)
+SOURCE = ("https://github.com/uwsampl/dtr-prototype/blob/"
+          "7f50d996b7432980dbe969281f215b08a5baf913/simrd/simrd_experiments/eval/pareto/")
 HEURISTICS = [  # label, params
     ("h_DTR (exact e*)", ("heuristic=h_dtr",)),
     ("h_DTR^eq (equivalence classes)", ("heuristic=h_dtr", "equivalence_classes=true")),
@@ -17,7 +20,8 @@ HEURISTICS = [  # label, params
 # checkmate_milp refuse graphs over 150 nodes by default (too_large).
 OFFLINE = ("chen_greedy", "chen_sqrtn", "revolve", "rotor", "twremat", "dp_exact",
            "dp_approx")
-# Slowdown from which the summary calls a run thrashing (our threshold).
+# The same script's overhead_limit: a run stops once its recomputation
+# exceeds (limit - 1) x the baseline compute; slower counts as thrashing.
 THRASH = 2.0
 
 
@@ -67,7 +71,18 @@ def reproduce(remat, args):
         "claim the retrieved text makes (the paper's summary of contributions, "
         "quoted by https://liner.com/review/dynamic-tensor-rematerialization) is "
         "that h_DTR \"automatically provides favorable checkpointing performance "
-        "across diverse models and memory budgets\".", ""]
+        "across diverse models and memory budgets\".",
+        f"- The setting of that figure, from the authors' simulator ([`run.py`]"
+        f"({SOURCE}run.py), [`definitions.py`]({SOURCE}definitions.py) in "
+        "uwsampl/dtr-prototype, commit 7f50d99): budget ratios 0.1, 0.2, ..., 1.0 "
+        "of the memory peak of the run without rematerialization; slowdown = "
+        "simulated clock / baseline compute (the definition of our overhead); a "
+        "run stops once its recomputation exceeds 1x the baseline compute "
+        "(`overhead_limit = 2.0`); heuristics h_DTR, h_DTR^eq, h_DTR^local, "
+        "MSPS, LRU, largest-first and random. The models' logs (operator times "
+        "and sizes) are in an archive the corpus does not hold, so the figure's "
+        "values cannot be recomputed from it either. h_DTR^local and random are "
+        "not in `dtr`.", ""]
     lines += [
         "## Setting", "",
         f"Graph: `{g}` ({'a small ResNet for the quick test' if args.quick else 'a CIFAR ResNet-32 (6n+2 layers), batch 32, 32x32 images, fp32'}); "
@@ -86,7 +101,7 @@ def reproduce(remat, args):
         "resident value pinned by the recomputation in progress (out of "
         "memory); \"< LB\": one operation with its inputs needs more than "
         f"the budget. Slowdowns of {THRASH:.0f}x and more count as thrashing in "
-        "the summary (our threshold, not a figure from the paper). Offline: "
+        "the summary (the authors' `overhead_limit`). Offline: "
         "the cheapest schedule within the budget among "
         + ", ".join(f"`{a}`" for a in OFFLINE) + " (checkmate's LP and MILP refuse "
         "graphs over 150 nodes by default).", ""]
