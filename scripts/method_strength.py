@@ -19,26 +19,14 @@ Exit status: 0 (a report, not a gate), 2 on bad input.
 """
 import argparse
 import collections
-import json
 import signal
 import sys
+
+import results_file
 
 PAPER_METHODS = ("dp_exact", "dp_approx", "checkmate_milp", "checkmate_lp",
                  "twremat", "revolve", "rotor")
 BASELINES = ("chen_greedy", "checkpoint_last")
-
-
-def load(path):
-    try:
-        with open(path, "rb") as f:
-            results = json.loads(f.read().decode("utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise SystemExit(f"method_strength: {path}: {e}")
-    if not isinstance(results, dict) or \
-            results.get("format") != "rematbench-results":
-        raise SystemExit(f"method_strength: {path}: not a rematbench results "
-                         "file")
-    return results
 
 
 def fits(point):
@@ -132,8 +120,9 @@ def main():
     parser.add_argument("--out", help="also write the report here")
     args = parser.parse_args()
     try:
-        text = report(load(args.results))
-    except (KeyError, TypeError, ZeroDivisionError) as e:
+        text = report(results_file.load("method_strength", args.results))
+    except (KeyError, TypeError, ValueError, AttributeError,
+            ZeroDivisionError) as e:
         raise SystemExit(f"method_strength: {args.results}: malformed results "
                          f"({e!r})")
     if args.out:

@@ -30,6 +30,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
+import results_file  # noqa: E402
+
 UNITS = [("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30),
          ("TiB", 1 << 40)]
 # Hues that stay apart from each other and from the grey reference lines and
@@ -267,16 +269,15 @@ def main():
                         help="comma-separated output formats (default png,pdf)")
     args = parser.parse_args()
 
+    results = results_file.load("plot_tradeoff", args.results)
     try:
-        with open(args.results) as f:
-            results = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        print(f"plot_tradeoff: {args.results}: {e}", file=sys.stderr)
-        return 2
-    if results.get("format") != "rematbench-results":
-        print(f"plot_tradeoff: {args.results}: not a rematbench results file",
-              file=sys.stderr)
-        return 2
+        return plot_all(results, args)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        results_file.bad_input("plot_tradeoff", f"{args.results}: malformed "
+                               f"results ({str(e)[:200]!r})")
+
+
+def plot_all(results, args):
     graphs = results["graphs"]
     if args.graph:
         known = {g["name"] for g in graphs}

@@ -41,6 +41,7 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import replay_torch as RT  # noqa: E402
+import results_file  # noqa: E402
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -193,22 +194,14 @@ def main(argv):
     try:
         if args.sweep:
             run_sweep(args)
-        try:
-            with open(args.results) as f:
-                results = json.load(f)
-        except (OSError, ValueError) as e:
-            raise RT.BadInput(f"{args.results}: cannot read results: {e}")
-        if not isinstance(results, dict) or \
-                results.get("format") != "rematbench-results":
-            raise RT.BadInput(f"{args.results}: not a rematbench results "
-                              "file")
+        results = results_file.load("replay_sweep.py", args.results)
         results_dir = os.path.dirname(os.path.abspath(args.results))
         out_dir = args.out_dir or os.path.dirname(args.results) or "."
-        os.makedirs(out_dir, exist_ok=True)
         doc = replay_all(results, results_dir, out_dir, args)
     except RT.BadInput as e:
         print(f"replay_sweep.py: {e}", file=sys.stderr)
         return 2
+    os.makedirs(out_dir, exist_ok=True)  # after the input proved good
     write_atomic(os.path.join(out_dir, "replay.json"),
                  json.dumps(doc, indent=1) + "\n")
     plot(doc, out_dir)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The results-reading scripts on bad input: exit 2 and one line on stderr,
-# never a traceback, and never exit 1 (which compare_curves.py and
+# never a traceback, no output file, and never exit 1 (which compare_curves.py and
 # same_figures.py keep for a real regression or difference).
 set -euo pipefail
 remat=$1
@@ -34,6 +34,27 @@ for script in compare_curves.py same_figures.py; do
         failed=1
       fi
     done
+  done
+done
+# The scripts that read one results file: the same bad inputs.
+for script in plot_tradeoff.py method_strength.py replay_sweep.py; do
+  for bad in missing.json truncated.json binary.json list.json malformed.json \
+             fifo .; do
+    status=0
+    timeout 60 /usr/bin/python3 "$source_dir/scripts/$script" "$work/$bad" \
+      --out "$work/out" >/dev/null 2>"$work/err" || status=$?
+    lines=$(wc -l < "$work/err")
+    if [[ $status -ne 2 || $lines -ne 1 ]] || grep -q Traceback "$work/err"
+    then
+      echo "FAIL: $script $work/$bad: exit $status, $lines lines:" >&2
+      cat "$work/err" >&2
+      failed=1
+    fi
+    if [[ -e $work/out ]]; then
+      echo "FAIL: $script $work/$bad: wrote $work/out" >&2
+      rm -rf "$work/out"
+      failed=1
+    fi
   done
 done
 # Good input still compares equal (exit 0).

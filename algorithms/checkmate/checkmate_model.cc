@@ -240,10 +240,13 @@ std::optional<Schedule> CheckmateModel::Staged(
   // whole stage in the model. Backwards, since keeping on is decided later.
   const int n = static_cast<int>(node_.size());
   for (int t = n - 1; t >= 0; --t) {
+    // A named reference: C++20 lets lambdas capture structured bindings
+    // but clang 14 does not, and the TSan build is clang's.
+    const auto& computed = r[t];
     for (int i = 0; i < t; ++i) {
       if (!s[t][i] || (t + 1 < n && s[t + 1][i])) continue;
       s[t][i] = std::any_of(consumers_[i].begin(), consumers_[i].end(),
-                            [&](int j) { return j <= t && r[t][j]; });
+                            [&](int j) { return j <= t && computed[j]; });
     }
   }
   return Extract(RebuildR(s), s);
