@@ -17,22 +17,28 @@ echo '{"format": "rematbench-results", "runs": [{"graph": 1}], "graphs": []}' \
   > "$work/malformed.json"
 mkfifo "$work/fifo"
 failed=0
+# Runs a script with a time limit; fails the test unless it exits 2 with one
+# line on stderr and no traceback.
+expect_refusal() {
+  local limit=$1 script=$2
+  shift 2
+  local status=0 lines
+  timeout "$limit" /usr/bin/python3 "$source_dir/scripts/$script" "$@" \
+    >/dev/null 2>"$work/err" || status=$?
+  lines=$(wc -l < "$work/err")
+  if [[ $status -ne 2 || $lines -ne 1 ]] || grep -q Traceback "$work/err"; then
+    echo "FAIL: $script $*: exit $status, $lines lines:" >&2
+    cat "$work/err" >&2
+    failed=1
+  fi
+}
 for script in compare_curves.py same_figures.py; do
   for bad in missing.json truncated.json binary.json list.json malformed.json \
              fifo .; do
     for order in first second; do
       if [[ $order == first ]]; then args=("$work/$bad" "$work/good.json")
       else args=("$work/good.json" "$work/$bad"); fi
-      status=0
-      timeout 20 /usr/bin/python3 "$source_dir/scripts/$script" "${args[@]}" \
-        >/dev/null 2>"$work/err" || status=$?
-      lines=$(wc -l < "$work/err")
-      if [[ $status -ne 2 || $lines -ne 1 ]] || grep -q Traceback "$work/err"
-      then
-        echo "FAIL: $script ${args[*]}: exit $status, $lines lines:" >&2
-        cat "$work/err" >&2
-        failed=1
-      fi
+      expect_refusal 20 "$script" "${args[@]}"
     done
   done
 done
@@ -40,16 +46,7 @@ done
 for script in plot_tradeoff.py method_strength.py replay_sweep.py; do
   for bad in missing.json truncated.json binary.json list.json malformed.json \
              fifo .; do
-    status=0
-    timeout 60 /usr/bin/python3 "$source_dir/scripts/$script" "$work/$bad" \
-      --out "$work/out" >/dev/null 2>"$work/err" || status=$?
-    lines=$(wc -l < "$work/err")
-    if [[ $status -ne 2 || $lines -ne 1 ]] || grep -q Traceback "$work/err"
-    then
-      echo "FAIL: $script $work/$bad: exit $status, $lines lines:" >&2
-      cat "$work/err" >&2
-      failed=1
-    fi
+    expect_refusal 60 "$script" "$work/$bad" --out "$work/out"
     if [[ -e $work/out ]]; then
       echo "FAIL: $script $work/$bad: wrote $work/out" >&2
       rm -rf "$work/out"

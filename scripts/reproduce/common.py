@@ -1,10 +1,13 @@
-"""What the four reproductions share: the bisection of a budget, number
-formatting and the Markdown report's header. Running `remat` is
-scripts/rematbench_client.py; this file knows nothing of any one paper."""
+"""What the reproductions share: the bisection of a budget, number
+formatting, the Markdown report's header and where the peer graphs live.
+Running `remat` is scripts/rematbench_client.py; this file knows nothing of
+any one paper."""
+import os
+
 from rematbench_client import GB, ROOT, table
 
 __all__ = ["GB", "ROOT", "table", "fits", "min_budget", "gb", "pct", "secs",
-           "header"]
+           "header", "kusumoto_folder"]
 
 
 def fits(answer, budget):
@@ -73,3 +76,15 @@ def header(title, paper, args, extra=""):
     if extra:
         lines += [extra, ""]
     return lines
+
+
+def kusumoto_folder(args, lines, what):
+    """The folder of Kusumoto et al.'s graphs, or None after adding the
+    'skipped' line to `lines` when it is missing (`what` names the graphs)."""
+    folder = os.path.join(args.shared, "peer-graphs", "kusumoto2019")
+    if os.path.isdir(folder):
+        return folder
+    lines.append(f"**Skipped**: {what} are not present ({folder} is missing; "
+                 "they live in `../shared/peer-graphs/kusumoto2019`). "
+                 "Nothing was run.")
+    return None

@@ -5,7 +5,7 @@ overheads at those budgets and the DP solve times."""
 import math
 import os
 
-from .common import GB, ROOT, fits, gb, header, min_budget, pct, secs, table
+from .common import kusumoto_folder, GB, ROOT, fits, gb, header, min_budget, pct, secs, table
 
 
 KUSUMOTO = [  # network, file, batch, approx, exact, chen, vanilla (GB, Chainer on GPU)
@@ -29,13 +29,10 @@ def naive_bytes(path):
 
 
 def reproduce(remat, args):
-    folder = os.path.join(args.shared, "peer-graphs", "kusumoto2019")
     lines = header("Kusumoto et al. 2019 — peak memory of the DP recomputation "
                    "strategies", "kusumoto2019", args)
-    if not os.path.isdir(folder):
-        lines += [f"**Skipped**: the authors' graphs are not present ({folder} is "
-                  "missing; they live in `../shared/peer-graphs/kusumoto2019`). "
-                  "Nothing was run."]
+    folder = kusumoto_folder(args, lines, "the authors' graphs")
+    if folder is None:
         return lines
     nets = KUSUMOTO
     if args.quick:

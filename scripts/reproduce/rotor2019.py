@@ -6,7 +6,7 @@ or chen_greedy at any budget of a 16-point grid."""
 import os
 import statistics
 
-from .common import ROOT, gb, header, table
+from .common import kusumoto_folder, ROOT, gb, header, table
 from .kusumoto2019 import KUSUMOTO
 
 ALGORITHMS = ("rotor", "revolve", "chen_greedy")
@@ -36,13 +36,10 @@ def worse(r, other):
 
 
 def reproduce(remat, args):
-    folder = os.path.join(args.shared, "peer-graphs", "kusumoto2019")
     lines = header("Beaumont et al. 2019 — rotor (optimal checkpointing for "
                    "heterogeneous chains) against revolve", "rotor2019", args)
-    if not os.path.isdir(folder):
-        lines += [f"**Skipped**: the Kusumoto graphs are not present ({folder} is "
-                  "missing; they live in `../shared/peer-graphs/kusumoto2019`). "
-                  "Nothing was run."]
+    folder = kusumoto_folder(args, lines, "the Kusumoto graphs")
+    if folder is None:
         return lines
     nets = [(n[0], n[1]) for n in KUSUMOTO]
     nbudgets = 16
