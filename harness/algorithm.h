@@ -19,6 +19,7 @@
 #include "harness/graph.h"
 #include "harness/params.h"
 #include "harness/schedule.h"
+#include "harness/timing.h"
 
 namespace remat {
 
@@ -66,6 +67,10 @@ struct SolveRequest {
   // Where to leave the best answer so far when the algorithm calls a
   // library that may overrun the deadline; null: nobody is watching.
   StandbyAnswer* standby = nullptr;
+  // The link and compute rate the schedule will be simulated with, for
+  // algorithms that move values to host memory (an isolated algorithm
+  // sees the defaults).
+  TimingModel timing;
 };
 
 // What an algorithm says. With a schedule, `status` matters only as

@@ -55,6 +55,7 @@ GraphSummary Summarize(const Graph& graph, const std::string& spec) {
   s.nodes = graph.num_nodes();
   s.edges = graph.num_edges();
   s.base_cost = BaseCost(graph);
+  s.longest_path_cost = LongestPathCost(graph);
   s.static_bytes = graph.static_bytes();
   s.lower_bound_bytes = MemoryLowerBound(graph);
   s.noremat_peak_bytes = NoRematPeak(graph);
@@ -68,6 +69,7 @@ nlohmann::json ToJson(const GraphSummary& s) {
           {"nodes", s.nodes},
           {"edges", s.edges},
           {"base_cost", s.base_cost},
+          {"longest_path_cost", s.longest_path_cost},
           {"static_bytes", s.static_bytes},
           {"lower_bound_bytes", s.lower_bound_bytes},
           {"noremat_peak_bytes", s.noremat_peak_bytes},
@@ -90,12 +92,20 @@ nlohmann::json ToJson(const SolveResult& r, int64_t budget_bytes) {
     point["overhead"] = nullptr;
     point["length"] = nullptr;
   }
+  point.update(TimelineOrNull(r));
   point["solve_seconds"] = r.solve_seconds;
   point["message"] = r.message;
   if (r.lower_bound_cost) point["lower_bound_cost"] = *r.lower_bound_cost;
   if (r.optimal) point["optimal"] = true;
   if (!r.extra.empty()) point["details"] = r.extra;
   return point;
+}
+
+nlohmann::json TimelineOrNull(const SolveResult& r) {
+  if (r.has_schedule) return r.timeline;
+  return {{"makespan", nullptr},
+          {"critical_path", nullptr},
+          {"parallelism", nullptr}};
 }
 
 std::string CodeVersion() { return REMAT_GIT_COMMIT; }

@@ -18,6 +18,7 @@ struct GraphSummary {
   int32_t nodes = 0;
   int64_t edges = 0;
   int64_t base_cost = 0;
+  int64_t longest_path_cost = 0;  // LongestPathCost: NoRemat's critical path
   int64_t static_bytes = 0;
   int64_t lower_bound_bytes = 0;
   int64_t noremat_peak_bytes = 0;
@@ -29,6 +30,10 @@ nlohmann::json ToJson(const GraphSummary& summary);
 
 // One point of a run; figures are null when there is no schedule.
 nlohmann::json ToJson(const SolveResult& result, int64_t budget_bytes);
+
+// The result's timeline figures (TimelineFigures), or makespan,
+// critical_path and parallelism null when it has no schedule.
+nlohmann::json TimelineOrNull(const SolveResult& result);
 
 // Date, host, commit, build type, compiler, CPU model and count, load
 // average, library versions (CBC, Boost, ...), threads, command line.

@@ -13,10 +13,11 @@ namespace remat {
 Attempt RunAlgorithm(const Graph& graph, const AlgorithmInfo& algorithm,
                      const Params& params, int64_t budget_bytes,
                      double timeout_seconds, PreparationSlot* preparation,
-                     StandbyAnswer* standby) {
+                     StandbyAnswer* standby, const TimingModel* timing) {
   Attempt attempt;
   SolveRequest request{budget_bytes, params, Deadline::In(timeout_seconds)};
   request.standby = standby;
+  if (timing) request.timing = *timing;
   const auto start = std::chrono::steady_clock::now();
   try {
     if (algorithm.isolate && IsolationEnabled()) {
@@ -40,7 +41,8 @@ Attempt RunAlgorithm(const Graph& graph, const AlgorithmInfo& algorithm,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   if (attempt.output.schedule) {
-    attempt.simulation = Simulate(graph, *attempt.output.schedule);
+    attempt.simulation =
+        Simulate(graph, *attempt.output.schedule, {.timing = timing});
   }
   return attempt;
 }
@@ -66,6 +68,7 @@ SolveResult Judge(const Attempt& attempt, int64_t budget_bytes) {
   result.cost = sim.cost;
   result.overhead = sim.overhead;
   result.length = sim.length;
+  result.timeline = TimelineFigures(sim);
   if (!sim.valid) {
     result.status = Status::kError;
     result.message = fmt::format("invalid schedule: event {}: {}",

@@ -31,6 +31,7 @@ struct SolveResult {
   int64_t cost = 0;
   double overhead = 0;
   int64_t length = 0;
+  nlohmann::json timeline;  // TimelineFigures of the schedule
   double solve_seconds = 0;
   std::optional<int64_t> lower_bound_cost;
   bool optimal = false;
@@ -45,12 +46,14 @@ struct SolveResult {
 // it (made there by the first solve that needs it; its time counts in
 // that solve's solve_seconds); without one, the solve prepares for itself.
 // `standby` receives the algorithm's best answer so far where it offers
-// one (SolveRequest::standby).
+// one (SolveRequest::standby). `timing` (null: the defaults) is handed to
+// the algorithm and to the simulation.
 Attempt RunAlgorithm(const Graph& graph, const AlgorithmInfo& algorithm,
                      const Params& params, int64_t budget_bytes,
                      double timeout_seconds,
                      PreparationSlot* preparation = nullptr,
-                     StandbyAnswer* standby = nullptr);
+                     StandbyAnswer* standby = nullptr,
+                     const TimingModel* timing = nullptr);
 
 // Decides the status from the simulation: an invalid schedule is an error;
 // a valid one is feasible iff its peak fits `budget_bytes` (a timeout stays

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <istream>
 #include <limits>
+#include <optional>
 #include <ostream>
 
 #include "harness/errors.h"
@@ -18,6 +19,8 @@
 namespace remat {
 
 namespace {
+
+constexpr char kLetters[] = {'c', 'f', 'o', 'p'};  // in Event::Op's order
 
 std::string_view Trim(std::string_view s) {
   const char* spaces = " \t\r";
@@ -43,9 +46,9 @@ Schedule ParseScheduleText(std::istream& in, const std::string& source,
       throw InputError(fmt::format("{}:{}: {}: '{}'", source, line_number, what,
                                    Printable(text, 80)));
     };
-    if (text.size() < 3 || (text[0] != 'c' && text[0] != 'f') ||
-        (text[1] != ' ' && text[1] != '\t')) {
-      fail("expected 'c <id>' or 'f <id>'");
+    const std::optional<Event::Op> op = OpFromLetter(text[0]);
+    if (text.size() < 3 || !op || (text[1] != ' ' && text[1] != '\t')) {
+      fail("expected 'c <id>', 'f <id>', 'o <id>' or 'p <id>'");
     }
     std::string_view number = Trim(text.substr(2));
     int64_t id = -1;
@@ -58,8 +61,7 @@ Schedule ParseScheduleText(std::istream& in, const std::string& source,
       fail(fmt::format("node {} is not in the graph (ids 0..{})", id,
                        num_nodes - 1));
     }
-    schedule.push_back(text[0] == 'c' ? Event::Compute(static_cast<NodeId>(id))
-                                      : Event::Free(static_cast<NodeId>(id)));
+    schedule.push_back({*op, static_cast<NodeId>(id)});
     if (event_lines != nullptr) event_lines->push_back(line_number);
   }
   if (in.bad()) throw InputError(fmt::format("{}: read error", source));
@@ -91,11 +93,22 @@ void WriteScheduleText(std::ostream& out, const Schedule& schedule) {
   std::string buffer;
   buffer.reserve(schedule.size() * 8);
   for (const Event& e : schedule) {
-    buffer += e.op == Event::Op::kCompute ? "c " : "f ";
+    buffer += OpLetter(e.op);
+    buffer += ' ';
     buffer += std::to_string(e.node);
     buffer += '\n';
   }
   out << buffer;
 }
+
+char OpLetter(Event::Op op) { return kLetters[static_cast<size_t>(op)]; }
+
+std::optional<Event::Op> OpFromLetter(char letter) {
+  for (size_t i = 0; i < sizeof(kLetters); ++i) {
+    if (kLetters[i] == letter) return static_cast<Event::Op>(i);
+  }
+  return std::nullopt;
+}
+
 
 }  // namespace remat

@@ -1,10 +1,13 @@
 // A schedule: a sequence of compute and free events (DESIGN.md section 1),
 // and its text format (`c <id>` / `f <id>`, one per line; blank lines and
-// lines starting with '#' are ignored).
+// lines starting with '#' are ignored). The format's extension for moving
+// values to host memory and back (README, "Time and offloading") adds
+// `o <id>` (offload) and `p <id>` (prefetch).
 #pragma once
 
 #include <cstdint>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,12 +16,17 @@
 namespace remat {
 
 struct Event {
-  enum class Op : uint8_t { kCompute, kFree };
+  enum class Op : uint8_t { kCompute, kFree, kOffload, kPrefetch };
   Op op;
   NodeId node;
 
   static Event Compute(NodeId v) { return {Op::kCompute, v}; }
   static Event Free(NodeId v) { return {Op::kFree, v}; }
+  static Event Offload(NodeId v) { return {Op::kOffload, v}; }
+  static Event Prefetch(NodeId v) { return {Op::kPrefetch, v}; }
+  bool is_transfer() const {
+    return op == Op::kOffload || op == Op::kPrefetch;
+  }
   bool operator==(const Event&) const = default;
 };
 
@@ -36,5 +44,10 @@ Schedule ReadScheduleFile(const std::string& path, int32_t num_nodes,
                           std::vector<int64_t>* event_lines = nullptr);
 
 void WriteScheduleText(std::ostream& out, const Schedule& schedule);
+
+// The letter of an event in the text format: 'c', 'f', 'o' or 'p'.
+char OpLetter(Event::Op op);
+// Its inverse; nothing for any other letter.
+std::optional<Event::Op> OpFromLetter(char letter);
 
 }  // namespace remat

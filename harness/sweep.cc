@@ -292,6 +292,7 @@ SweepPlan PlanSweep(const SweepConfig& config) {
   plan.configuration = {{"code_version", CodeVersion()},
                         {"timeout_seconds", config.timeout_seconds},
                         {"budgets_per_graph", config.budgets_per_graph},
+                        {"timing", config.timing.ToJson()},
                         {"graphs", std::move(graphs)},
                         {"algorithms", std::move(algorithms)}};
   return plan;
@@ -326,8 +327,9 @@ nlohmann::json SolveTask(const SweepPlan& plan, size_t task,
   namespace fs = std::filesystem;
   const SweepTask& t = plan.tasks[task];
   const SweepAlgorithm& run = plan.algorithms[t.algorithm];
-  Attempt attempt = RunAlgorithm(*plan.graphs[t.graph], *run.info, run.params,
-                                 t.budget, config.timeout_seconds, preparation);
+  Attempt attempt =
+      RunAlgorithm(*plan.graphs[t.graph], *run.info, run.params, t.budget,
+                   config.timeout_seconds, preparation, nullptr, &config.timing);
   std::string schedule_file;
   if (!config.schedules_dir.empty() && attempt.output.schedule) {
     const fs::path file =
@@ -504,6 +506,7 @@ nlohmann::json RunSweep(const SweepConfig& config) {
   nlohmann::json context = RunContext(threads, config.command_line);
   context["timeout_seconds"] = config.timeout_seconds;
   context["budgets_per_graph"] = config.budgets_per_graph;
+  context["timing"] = config.timing.ToJson();
   context["configuration"] = plan.configuration;
   context["shard"] =
       fmt::format("{}/{}", config.shard_index, config.shard_count);

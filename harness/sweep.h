@@ -19,6 +19,7 @@
 #include "harness/params.h"
 #include "harness/registry.h"
 #include "harness/results.h"
+#include "harness/timing.h"
 
 namespace remat {
 
@@ -47,6 +48,8 @@ struct SweepConfig {
   // the dispatch order.
   int shard_index = 0;
   int shard_count = 1;
+  // The link and compute rate every schedule is simulated with (--link).
+  TimingModel timing;
 };
 
 // Budgets from the memory lower bound to the NoRemat peak, both included,

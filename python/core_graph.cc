@@ -47,22 +47,23 @@ Schedule AsSchedule(const py::object& schedule, const Graph& graph) {
 namespace {
 
 py::tuple EventTuple(const Event& e) {
-  return py::make_tuple(e.op == Event::Op::kCompute ? "c" : "f", e.node);
+  return py::make_tuple(std::string(1, OpLetter(e.op)), e.node);
 }
 
 Schedule ScheduleFromEvents(const py::iterable& events) {
   Schedule schedule;
   for (const auto& item : events) {
     const auto pair = item.cast<std::pair<std::string, NodeId>>();
-    if (pair.first != "c" && pair.first != "f") {
+    const std::optional<Event::Op> op =
+        pair.first.size() == 1 ? OpFromLetter(pair.first[0]) : std::nullopt;
+    if (!op) {
       throw InputError(
-          "schedule: an event is ('c', node) or ('f', node), "
-          "not ('" +
+          "schedule: an event is ('c', node), ('f', node), ('o', node) or "
+          "('p', node), not ('" +
           pair.first + "', ...)");
     }
     if (pair.second < 0) throw InputError("schedule: negative node id");
-    schedule.push_back(pair.first == "c" ? Event::Compute(pair.second)
-                                         : Event::Free(pair.second));
+    schedule.push_back({*op, pair.second});
   }
   return schedule;
 }
@@ -98,7 +99,7 @@ py::dict Validate(const py::object& graph_arg, const py::object& schedule_arg,
     sim = Simulate(*g.graph, schedule);
   }
   const bool fits = sim.valid && sim.peak_bytes <= budget;
-  const Json doc = {
+  Json doc = {
       {"graph", g.graph->name()},
       {"schedule", py::isinstance<py::str>(schedule_arg)
                        ? Json(schedule_arg.cast<std::string>())
@@ -114,6 +115,7 @@ py::dict Validate(const py::object& graph_arg, const py::object& schedule_arg,
       {"base_cost", sim.base_cost},
       {"overhead", sim.overhead},
       {"length", sim.length}};
+  doc.update(Json(TimelineFigures(sim)));
   return ToPython(doc);
 }
 
@@ -306,6 +308,12 @@ void BindSchedule(py::module_& m) {
       .def_readonly("length", &SimulationResult::length)
       .def_readonly("base_cost", &SimulationResult::base_cost)
       .def_readonly("overhead", &SimulationResult::overhead)
+      .def_readonly("makespan", &SimulationResult::makespan)
+      .def_readonly("critical_path", &SimulationResult::critical_path)
+      .def_readonly("parallelism", &SimulationResult::parallelism)
+      .def_readonly("transfer_bytes", &SimulationResult::transfer_bytes)
+      .def_readonly("host_peak_bytes", &SimulationResult::host_peak_bytes)
+      .def_readonly("stall", &SimulationResult::stall)
       .def_readonly("memory_at_event", &SimulationResult::memory_at_event);
   m.def(
       "simulate",

@@ -86,9 +86,10 @@ Solution Solve(const py::object& graph_arg, const std::string& algorithm,
       {"cost", NullOr(has, r.cost)},
       {"base_cost", BaseCost(graph)},
       {"overhead", NullOr(has, r.overhead)},
-      {"length", NullOr(has, r.length)},
-      {"solve_seconds", r.solve_seconds},
-      {"message", r.message}};
+      {"length", NullOr(has, r.length)}};
+  doc.update(Json(TimelineOrNull(r)));
+  doc["solve_seconds"] = r.solve_seconds;
+  doc["message"] = r.message;
   if (r.lower_bound_cost) doc["lower_bound_cost"] = *r.lower_bound_cost;
   if (r.optimal) doc["optimal"] = true;
   if (!r.extra.empty()) doc["details"] = Json::parse(r.extra.dump());

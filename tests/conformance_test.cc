@@ -39,6 +39,16 @@ TEST_P(Conformance, EveryAnswerAgreesWithTheSimulator) {
       EXPECT_GE(sim.peak_bytes, lower_bound);
       EXPECT_EQ(result.peak_bytes, sim.peak_bytes);
       EXPECT_EQ(result.cost, sim.cost);
+      // The timeline: the compute stream runs every compute, and on
+      // unlimited lanes a schedule takes at least the graph's longest path
+      // and at most its makespan; without transfers time is cost.
+      EXPECT_GE(sim.makespan, static_cast<double>(sim.cost));
+      if (sim.transfer_bytes == 0) {
+        EXPECT_EQ(sim.makespan, static_cast<double>(sim.cost));
+      }
+      EXPECT_GE(sim.critical_path,
+                static_cast<double>(LongestPathCost(graph)));
+      EXPECT_LE(sim.critical_path, sim.makespan);
       if (result.status == Status::kFeasible) {
         EXPECT_LE(sim.peak_bytes, budget);
       }

@@ -22,6 +22,7 @@ Json GraphInfo(const Graph& graph, const std::string& spec) {
                {"edges", s.edges},
                {"targets", graph.targets().size()},
                {"base_cost", s.base_cost},
+               {"longest_path_cost", s.longest_path_cost},
                {"static_bytes", s.static_bytes},
                {"lower_bound_bytes", s.lower_bound_bytes},
                {"noremat_peak_bytes", s.noremat_peak_bytes},

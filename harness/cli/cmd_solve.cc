@@ -4,11 +4,13 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/output.h"
+#include "harness/cli/timing_options.h"
 #include "harness/cli/usage.h"
 #include "harness/errors.h"
 #include "harness/file_io.h"
 #include "harness/graph_source.h"
 #include "harness/registry.h"
+#include "harness/results.h"
 #include "harness/runner.h"
 #include "harness/simulator.h"
 
@@ -21,6 +23,7 @@ struct SolveOptions {
   std::vector<std::string> params;
   double timeout = 0;  // 0: no time limit
   bool budget_given = false;
+  std::shared_ptr<TimingOptions> timing;
 };
 
 // An empty -b '' is an error, not "unbounded": only a missing -b is that.
@@ -33,7 +36,9 @@ int RunSolve(const SolveOptions& o, bool as_json) {
   Params params = Params::Parse(o.params, info.params, o.algorithm);
   Graph graph = LoadGraph(o.graph);
   const int64_t budget = BudgetOf(o.budget, o.budget_given);
-  Attempt attempt = RunAlgorithm(graph, info, params, budget, o.timeout);
+  const TimingModel timing = o.timing->Model();
+  Attempt attempt = RunAlgorithm(graph, info, params, budget, o.timeout,
+                                 nullptr, nullptr, &timing);
   SolveResult r = Judge(attempt, budget);
   if (!o.schedule_out.empty() && attempt.output.schedule) {
     WriteFileAtomically(o.schedule_out, [&](std::ostream& out) {
@@ -55,9 +60,10 @@ int RunSolve(const SolveOptions& o, bool as_json) {
       {"cost", r.has_schedule ? Json(r.cost) : Json(nullptr)},
       {"base_cost", BaseCost(graph)},
       {"overhead", r.has_schedule ? Json(r.overhead) : Json(nullptr)},
-      {"length", r.has_schedule ? Json(r.length) : Json(nullptr)},
-      {"solve_seconds", r.solve_seconds},
-      {"message", r.message}};
+      {"length", r.has_schedule ? Json(r.length) : Json(nullptr)}};
+  result.update(Json(TimelineOrNull(r)));
+  result["solve_seconds"] = r.solve_seconds;
+  result["message"] = r.message;
   if (r.lower_bound_cost) result["lower_bound_cost"] = *r.lower_bound_cost;
   if (r.optimal) result["optimal"] = true;
   if (!r.extra.empty()) result["details"] = Json::parse(r.extra.dump());
@@ -75,12 +81,13 @@ Json LineOf(const std::vector<int64_t>& lines, int64_t index) {
 
 int RunValidate(const std::string& graph_spec, const std::string& path,
                 const std::string& budget_text, bool budget_given,
-                bool as_json) {
+                const TimingOptions& timing_options, bool as_json) {
   const int64_t budget = BudgetOf(budget_text, budget_given);
+  const TimingModel timing = timing_options.Model();
   Graph graph = LoadGraph(graph_spec);
   std::vector<int64_t> lines;
   Schedule schedule = ReadScheduleFile(path, graph.num_nodes(), &lines);
-  SimulationResult sim = Simulate(graph, schedule);
+  SimulationResult sim = Simulate(graph, schedule, {.timing = &timing});
   const bool fits = sim.valid && sim.peak_bytes <= budget;
   Json result = {
       {"graph", graph.name()},
@@ -98,6 +105,7 @@ int RunValidate(const std::string& graph_spec, const std::string& path,
       {"base_cost", sim.base_cost},
       {"overhead", sim.overhead},
       {"length", sim.length}};
+  result.update(Json(TimelineFigures(sim)));
   Print(result, as_json);
   return fits ? kExitOk : kExitNegative;
 }
@@ -124,7 +132,9 @@ void AddSolveCommand(CLI::App& app, int& exit_code) {
                   "time limit in seconds, > 0 (default: none)")
       ->check(TimeLimit());
   cmd->add_option("--schedule-out", o->schedule_out,
-                  "write the schedule in text format (c <id> / f <id>)");
+                  "write the schedule in text format (c <id> / f <id>, "
+                  "o <id> / p <id> for transfers)");
+  o->timing = AddTimingOptions(cmd);
   auto as_json = AddJsonFlag(cmd);
   cmd->callback([o, as_json, budget, &exit_code] {
     o->budget_given = budget->count() > 0;
@@ -135,7 +145,8 @@ void AddSolveCommand(CLI::App& app, int& exit_code) {
 void AddValidateCommand(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand(
       "validate",
-      "Simulate an external schedule (text format c <id> / f <id>) on a "
+      "Simulate an external schedule (text format c <id> / f <id>, and "
+      "o <id> / p <id> to offload to host memory and prefetch back) on a "
       "graph (exit 0 valid and within budget, 1 otherwise)");
   auto graph = std::make_shared<std::string>();
   auto schedule = std::make_shared<std::string>();
@@ -145,10 +156,11 @@ void AddValidateCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("-s,--schedule", *schedule, "schedule file")->required();
   auto* budget_option =
       cmd->add_option("-b,--budget", *budget, "activation memory budget");
+  auto timing = AddTimingOptions(cmd);
   auto as_json = AddJsonFlag(cmd);
   cmd->callback([=, &exit_code] {
     exit_code = RunValidate(*graph, *schedule, *budget,
-                            budget_option->count() > 0, *as_json);
+                            budget_option->count() > 0, *timing, *as_json);
   });
 }
 

@@ -10,6 +10,7 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/output.h"
+#include "harness/cli/timing_options.h"
 #include "harness/cli/usage.h"
 #include "harness/errors.h"
 #include "harness/file_io.h"
@@ -33,6 +34,7 @@ struct SweepOptions {
   int threads = 0;
   int lead_threads = -1;
   double timeout = 60;
+  std::shared_ptr<TimingOptions> timing;
 };
 
 std::vector<std::string> SplitAll(const std::vector<std::string>& lists) {
@@ -65,6 +67,7 @@ int RunSweepCommand(const SweepOptions& o, const std::string& command_line,
   config.threads = o.threads;
   config.lead_threads = o.lead_threads;
   config.timeout_seconds = o.timeout;
+  config.timing = o.timing->Model();
   config.progress = true;
   config.progress_terminal = isatty(STDERR_FILENO);
   config.command_line = command_line;
@@ -170,6 +173,7 @@ void AddSweepCommand(CLI::App& app, int& exit_code) {
                   "run only shard i of N (i/N, 0 <= i < N): every N-th task "
                   "of the dispatch order, for job arrays; `remat merge` "
                   "joins the shards' files");
+  o->timing = AddTimingOptions(cmd);
   auto as_json = AddJsonFlag(cmd);
   cmd->callback([o, as_json, &exit_code] {
     exit_code = RunSweepCommand(*o, CommandLine(), *as_json);

@@ -30,20 +30,24 @@ std::string CommandPath(const CLI::App& app) {
 
 }  // namespace
 
-CLI::Validator TimeLimit() {
+CLI::Validator PositiveNumber(const std::string& what) {
   return CLI::Validator(
-      [](std::string& text) -> std::string {
-        double seconds = 0;
+      [what](std::string& text) -> std::string {
+        double value = 0;
         const char* end = text.data() + text.size();
-        auto [ptr, ec] = std::from_chars(text.data(), end, seconds);
-        if (ec != std::errc() || ptr != end || !std::isfinite(seconds) ||
-            seconds <= 0) {
-          return fmt::format("must be a number of seconds > 0 (got '{}')",
+        auto [ptr, ec] = std::from_chars(text.data(), end, value);
+        if (ec != std::errc() || ptr != end || !std::isfinite(value) ||
+            value <= 0) {
+          return fmt::format("must be a number of {} > 0 (got '{}')", what,
                              Printable(text, 40));
         }
         return {};
       },
-      "SECONDS>0");
+      "NUMBER>0");
+}
+
+CLI::Validator TimeLimit() {
+  return PositiveNumber("seconds").description("SECONDS>0");
 }
 
 std::string UnknownSubcommand(const CLI::App& app, int argc, char** argv) {

@@ -12,6 +12,9 @@ namespace remat::cli {
 // negative values are refused with one line).
 CLI::Validator TimeLimit();
 
+// Accepts a finite number > 0; the message names what it counts.
+CLI::Validator PositiveNumber(const std::string& what);
+
 // The first word of `argv` that names no subcommand where one is expected
 // ("remat frobnicate", "remat graph frob"), as a one-line error; empty if
 // every such word names one.

@@ -1,0 +1,295 @@
+// The simulator's timeline (README, "Time and offloading"): makespans,
+// critical paths and transfers against answers worked out by hand.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "harness/errors.h"
+#include "harness/graph_source.h"
+#include "harness/liveness.h"
+#include "harness/registry.h"
+#include "harness/runner.h"
+#include "harness/simulator.h"
+#include "harness/sweep.h"
+#include "tests/test_support.h"
+
+namespace remat {
+namespace {
+
+using testing::GraphFromNodes;
+using E = Event;
+
+// a -> {b, c} -> d with costs 10, 5, 5, 1: the longest path is 16.
+Graph Diamond() {
+  return GraphFromNodes(R"([
+    {"id": 0, "mem": 4, "cost": 10, "inputs": []},
+    {"id": 1, "mem": 2, "cost": 5, "inputs": [0]},
+    {"id": 2, "mem": 2, "cost": 5, "inputs": [0]},
+    {"id": 3, "mem": 1, "cost": 1, "inputs": [1, 2]}])");
+}
+
+// A chain a -> b -> c of 4-byte values costing 2 each, and d reading
+// `d_inputs`.
+Graph Chain4(const char* d_inputs) {
+  return GraphFromNodes(fmt::format(R"([
+    {{"id": 0, "mem": 4, "cost": 2, "inputs": []}},
+    {{"id": 1, "mem": 4, "cost": 2, "inputs": [0]}},
+    {{"id": 2, "mem": 4, "cost": 2, "inputs": [1]}},
+    {{"id": 3, "mem": 4, "cost": 2, "inputs": [{}]}}])",
+                                    d_inputs));
+}
+
+// d reads a, as a backward step reads a forward value: a is worth
+// offloading while b and c are computed.
+Graph Skip4() { return Chain4("0, 2"); }
+
+// One byte per second and one cost unit per second: copying a 4-byte value
+// takes 4 time units, twice a compute of Chain4.
+TimingModel SlowLink() {
+  TimingModel timing;
+  timing.link = ParseLink("1:0");
+  timing.compute_rate = 1;
+  return timing;
+}
+
+TEST(Timeline, WithoutTransfersTimeIsCostAndLanesFollowTheLongestPath) {
+  Graph g = Diamond();
+  SimulationResult r = Simulate(
+      g, Schedule{E::Compute(0), E::Compute(1), E::Compute(2), E::Free(0),
+                  E::Compute(3)});
+  ASSERT_TRUE(r.valid) << r.error;
+  EXPECT_EQ(r.makespan, 21);
+  // b and c run side by side after a: 10 + 5 + 1.
+  EXPECT_EQ(r.critical_path, 16);
+  EXPECT_EQ(LongestPathCost(g), 16);
+  EXPECT_DOUBLE_EQ(r.parallelism, 21.0 / 16.0);
+  EXPECT_EQ(r.transfer_bytes, 0);
+  EXPECT_EQ(r.stall, 0);
+}
+
+TEST(Timeline, ACheckpointChainHasNoParallelism) {
+  // d reads b and c. Free b and recompute it from a: the recompute waits
+  // for the memory the free released, so even on unlimited lanes nothing
+  // overlaps.
+  Graph g = Chain4("1, 2");
+  SimulationResult r = Simulate(
+      g, Schedule{E::Compute(0), E::Compute(1), E::Compute(2), E::Free(1),
+                  E::Compute(1), E::Compute(3)});
+  ASSERT_TRUE(r.valid) << r.error;
+  EXPECT_EQ(r.cost, 10);
+  EXPECT_EQ(r.critical_path, 10);
+  EXPECT_EQ(r.parallelism, 1);
+}
+
+TEST(Timeline, AFreeGatesLaterComputesOnUnlimitedLanes) {
+  // a -> b1 -> b2 and a -> c1 -> c2 -> d: c1 comes after b1's free in the
+  // schedule, so it waits for b2 (b1's last reader) though no value links
+  // them: the critical path (1 + 4 x 2 + 1 = 10) exceeds the longest path
+  // (1 + 2 x 2 + 1 = 6). The schedule's memory reuse serializes the
+  // branches.
+  Graph g = GraphFromNodes(R"([
+    {"id": 0, "mem": 1, "cost": 1, "inputs": []},
+    {"id": 1, "mem": 1, "cost": 2, "inputs": [0]},
+    {"id": 2, "mem": 1, "cost": 2, "inputs": [1]},
+    {"id": 3, "mem": 1, "cost": 2, "inputs": [0]},
+    {"id": 4, "mem": 1, "cost": 2, "inputs": [3]},
+    {"id": 5, "mem": 1, "cost": 1, "inputs": [2, 4]}])");
+  SimulationResult r = Simulate(
+      g, Schedule{E::Compute(0), E::Compute(1), E::Compute(2), E::Free(1),
+                  E::Compute(3), E::Compute(4), E::Compute(5)});
+  ASSERT_TRUE(r.valid) << r.error;
+  EXPECT_EQ(LongestPathCost(g), 6);
+  EXPECT_EQ(r.critical_path, 10);
+  // Without the free the branches overlap.
+  r = Simulate(g, Schedule{E::Compute(0), E::Compute(1), E::Compute(2),
+                           E::Compute(3), E::Compute(4), E::Compute(5)});
+  EXPECT_EQ(r.critical_path, 6);
+}
+
+TEST(Timeline, NoRematFollowsTheLongestPathOnChainsAndDiamonds) {
+  for (const char* spec : {"chain:n=12", "chain:n=5,mem=3,cost=7"}) {
+    Graph g = LoadGraph(spec);
+    SimulationResult r = Simulate(g, InsertFrees(g, NoRematOrder(g)));
+    EXPECT_EQ(r.critical_path, LongestPathCost(g)) << spec;
+    // A chain's training graph is one path: no parallelism either.
+    EXPECT_EQ(r.critical_path, r.cost) << spec;
+  }
+  Graph g = Diamond();
+  EXPECT_EQ(Simulate(g, InsertFrees(g, NoRematOrder(g))).critical_path,
+            LongestPathCost(g));
+}
+
+TEST(Timeline, RevolveOnAChainTakesItsCostOnUnlimitedLanes) {
+  Graph g = LoadGraph("chain:n=20");
+  const AlgorithmInfo& revolve = FindAlgorithm("revolve");
+  const Params params = Params::Parse({}, revolve.params, revolve.name);
+  for (int64_t budget :
+       BudgetGrid(MemoryLowerBound(g), NoRematPeak(g), /*count=*/5)) {
+    Attempt attempt = RunAlgorithm(g, revolve, params, budget, 20);
+    ASSERT_TRUE(attempt.simulation && attempt.simulation->valid);
+    const SimulationResult& r = *attempt.simulation;
+    EXPECT_EQ(r.critical_path, r.cost) << "budget " << budget;
+    EXPECT_EQ(r.makespan, r.cost) << "budget " << budget;
+  }
+}
+
+// Offload a after b reads it, prefetch it back before d; c is computed
+// from b meanwhile. With SlowLink: a ends at 2, its copy runs 2..6; b runs
+// 2..4, c 4..6.
+Schedule OffloadA(bool prefetch_early) {
+  Schedule s = {E::Compute(0), E::Compute(1), E::Offload(0)};
+  if (prefetch_early) s.push_back(E::Prefetch(0));
+  s.push_back(E::Compute(2));
+  if (!prefetch_early) s.push_back(E::Prefetch(0));
+  s.push_back(E::Compute(3));
+  return s;
+}
+
+TEST(Timeline, APrefetchHiddenUnderComputeCostsNoTime) {
+  // Issued before c, the prefetch could start when b ends (4), but a's
+  // copy to the host ends at 6: prefetch 6..10, d waits from 6 to 10.
+  const TimingModel slow = SlowLink();
+  Graph g = Skip4();
+  SimulationResult r = Simulate(g, OffloadA(true), {.timing = &slow});
+  ASSERT_TRUE(r.valid) << r.error;
+  EXPECT_EQ(r.makespan, 12);
+  EXPECT_EQ(r.stall, 4);
+  // With a link ten times faster (a copy takes 0.4) the prefetch (from
+  // 4 to 4.4) hides under c (4..6): time is cost again.
+  TimingModel fast = slow;
+  fast.link = ParseLink("10:0");
+  r = Simulate(g, OffloadA(true), {.timing = &fast});
+  ASSERT_TRUE(r.valid) << r.error;
+  EXPECT_DOUBLE_EQ(r.makespan, 8);
+  EXPECT_DOUBLE_EQ(r.stall, 0);
+  EXPECT_EQ(r.transfer_bytes, 8);
+  EXPECT_EQ(r.host_peak_bytes, 4);
+}
+
+TEST(Timeline, APrefetchIssuedLateStallsCompute) {
+  // Issued after c, the prefetch starts when c ends (6); over the link
+  // ten times faster it takes 0.4, and d waits that long.
+  TimingModel fast = SlowLink();
+  fast.link = ParseLink("10:0");
+  SimulationResult r = Simulate(Skip4(), OffloadA(false), {.timing = &fast});
+  ASSERT_TRUE(r.valid) << r.error;
+  EXPECT_NEAR(r.stall, 0.4, 1e-12);
+  EXPECT_DOUBLE_EQ(r.makespan, 8.4);
+  // Latency adds to every copy: 0.4 + 1 for the prefetch.
+  fast.link = ParseLink("10:1");
+  r = Simulate(Skip4(), OffloadA(false), {.timing = &fast});
+  EXPECT_DOUBLE_EQ(r.makespan, 9.4);
+}
+
+TEST(Timeline, AnOffloadHoldsItsMemoryUntilItsCopyEnds) {
+  // With SlowLink a's copy ends at 6, so while c runs (4..6) a, b and c
+  // are all on the device: 12 bytes, as without the offload; a prefetch
+  // takes a's bytes again from its start.
+  const TimingModel slow = SlowLink();
+  Graph g = Skip4();
+  Schedule s = {E::Compute(0), E::Compute(1), E::Offload(0), E::Compute(2),
+                E::Prefetch(0), E::Compute(3)};
+  SimulationResult r = Simulate(g, s, {.timing = &slow});
+  ASSERT_TRUE(r.valid) << r.error;
+  EXPECT_EQ(r.peak_bytes, 16);  // d's compute: a (prefetched), b, c, d
+  s = {E::Compute(0), E::Compute(1), E::Offload(0), E::Compute(2)};
+  Graph three = GraphFromNodes(R"([
+    {"id": 0, "mem": 4, "cost": 2, "inputs": []},
+    {"id": 1, "mem": 4, "cost": 2, "inputs": [0]},
+    {"id": 2, "mem": 4, "cost": 2, "inputs": [1]}])");
+  r = Simulate(three, s, {.timing = &slow});
+  ASSERT_TRUE(r.valid) << r.error;
+  EXPECT_EQ(r.peak_bytes, 12);
+  EXPECT_EQ(r.makespan, 6);  // the copy (2..6) ends with c
+  TimingModel fast = slow;
+  // The copy (2..3) ends before c starts; the memory is released when
+  // the compute stream reaches the offload (4), before c takes its own.
+  fast.link = ParseLink("4:0");
+  r = Simulate(three, s, {.timing = &fast});
+  EXPECT_EQ(r.peak_bytes, 8);
+}
+
+TEST(Timeline, MisusedTransfersAreIllegalWithTheirEvent) {
+  const TimingModel slow = SlowLink();
+  Graph g = Skip4();
+  struct Case {
+    Schedule schedule;
+    int64_t index;
+    const char* reason;
+  };
+  const Case cases[] = {
+      {{E::Compute(0), E::Offload(0), E::Compute(1)},
+       2,
+       "input 0 ('n0') is offloaded and not prefetched"},
+      {{E::Offload(0)}, 0, "offload 0: 'n0' is not live on the device"},
+      {{E::Compute(0), E::Prefetch(0)}, 1, "prefetch 0: 'n0' is already live"},
+      {{E::Prefetch(1)}, 0, "prefetch 1: 'n1' is not on the host"},
+      {{E::Compute(0), E::Offload(0), E::Compute(0), E::Offload(0)},
+       3,
+       "already has a copy on the host"},
+      // The copy to the host (2..6) is still running.
+      {{E::Compute(0), E::Offload(0), E::Free(0)},
+       2,
+       "is mid-copy (its offload ends at 6"},
+      {{E::Compute(0), E::Offload(0), E::Compute(0), E::Compute(1),
+        E::Compute(2), E::Free(0), E::Prefetch(0), E::Free(0)},
+       7,
+       "is mid-copy (its prefetch ends at"},
+  };
+  for (const Case& c : cases) {
+    SimulationResult r = Simulate(g, c.schedule, {.timing = &slow});
+    EXPECT_FALSE(r.valid);
+    EXPECT_EQ(r.error_index, c.index) << r.error;
+    EXPECT_NE(r.error.find(c.reason), std::string::npos) << r.error;
+  }
+}
+
+TEST(Timeline, AHostBudgetBoundsOffloadedBytes) {
+  TimingModel timing = SlowLink();
+  timing.host_budget_bytes = 7;
+  // a then b offloaded while both copies are on the host: 8 bytes.
+  Schedule s = {E::Compute(0), E::Compute(1), E::Offload(0),
+                E::Compute(2), E::Offload(1), E::Prefetch(1),
+                E::Prefetch(0), E::Compute(3)};
+  SimulationResult r = Simulate(Skip4(), s, {.timing = &timing});
+  EXPECT_FALSE(r.valid);
+  EXPECT_EQ(r.error_index, 4);
+  EXPECT_NE(r.error.find("over the host budget of 7"), std::string::npos)
+      << r.error;
+  timing.host_budget_bytes = 8;
+  r = Simulate(Skip4(), s, {.timing = &timing});
+  EXPECT_TRUE(r.valid) << r.error;
+  EXPECT_EQ(r.host_peak_bytes, 8);
+}
+
+TEST(Timeline, AFreeDropsTheHostCopyOfAValueNotOnTheDevice) {
+  TimingModel fast = SlowLink();
+  fast.link = ParseLink("100:0");
+  SimulationResult r = Simulate(
+      Skip4(),
+      Schedule{E::Compute(0), E::Offload(0), E::Compute(0), E::Compute(1),
+               E::Compute(2), E::Compute(3), E::Free(0), E::Free(0)},
+      {.timing = &fast});
+  ASSERT_TRUE(r.valid) << r.error;
+  EXPECT_EQ(r.host_peak_bytes, 4);
+}
+
+TEST(Links, NamedAndNumeric) {
+  EXPECT_EQ(ParseLink("pcie4").bytes_per_second, 25e9);
+  EXPECT_EQ(ParseLink("pcie3").bytes_per_second, 12e9);
+  EXPECT_EQ(ParseLink("nvlink-c2c").bytes_per_second, 450e9);
+  EXPECT_EQ(DefaultLink().name, "pcie4");
+  const Link custom = ParseLink("20e9:5e-6");
+  EXPECT_EQ(custom.bytes_per_second, 20e9);
+  EXPECT_EQ(custom.latency_seconds, 5e-6);
+  for (const char* bad : {"", "pcie5", "0", "-1", "nan", "inf", "1e9:",
+                          "1e9:-1", "1e9:x", " 1e9"}) {
+    EXPECT_THROW(ParseLink(bad), InputError) << bad;
+  }
+  // 4 MB over 25 GB/s plus 10 us, in microseconds (an abstract unit).
+  TimingModel timing;
+  Graph g = LoadGraph("chain:n=2");
+  EXPECT_DOUBLE_EQ(timing.TransferTime(g, 4'000'000), 170);
+}
+
+}  // namespace
+}  // namespace remat
