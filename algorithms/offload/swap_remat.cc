@@ -1,0 +1,190 @@
+// swap_remat — recomputation and offloading together: each value that must
+// leave the device is offloaded where its copies hide under compute and
+// recomputed where that is cheaper, within the budget.
+//
+// After Peng et al., "Capuchin: Tensor-based GPU Memory Management for
+// Deep Learning", ASPLOS 2020, which chooses per tensor between swapping
+// and recomputation by comparing the swap's stall with the recomputation's
+// cost. Here the choice is a search over how the saving is split: a
+// remat-only schedule planned for an internal budget B' between the budget
+// B and the NoRemat peak (so recomputation saves all but B' - B of what is
+// needed) has its values' longest unread stretches offloaded, those whose
+// copies hide under the compute of the stretch first and then the largest,
+// as few as bring the simulated peak within B (found by bisection on that
+// order). B' = B is recomputation alone, B' = the NoRemat peak offloading
+// alone; vDNN's schedules (policies conv and all) are candidates too.
+// Every candidate is simulated with the harness's timing model and the one
+// with the least makespan within B wins, so swap_remat is never slower than
+// vdnn or than its remat algorithms at B.
+// Unlike Capuchin it plans offline from the graph's costs, not from a
+// profiled first iteration, and it recomputes whole schedules of a remat
+// algorithm rather than single tensors.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "algorithms/offload/idle_spans.h"
+#include "harness/liveness.h"
+#include "harness/registry.h"
+#include "harness/runner.h"
+#include "harness/simulator.h"
+#include "harness/sweep.h"
+
+namespace remat {
+namespace {
+
+struct Candidate {
+  Schedule schedule;
+  SimulationResult sim;
+  std::string label;
+};
+
+class SwapRemat : public Algorithm {
+ private:
+  AlgorithmOutput Run(const Graph& graph,
+                      const SolveRequest& request) override {
+    graph_ = &graph;
+    request_ = &request;
+    best_.reset();
+    lowest_.reset();
+    const int64_t budget = request.budget_bytes;
+    const int64_t top = NoRematPeak(graph);
+    const Schedule plain = InsertFrees(graph, NoRematOrder(graph));
+    WithOffloadsWithin(plain, "noremat");
+    for (const char* policy : {"conv", "all"}) {
+      RunBase("vdnn", fmt::format("policy={}", policy), kUnboundedBudget,
+              /*add_offloads=*/false);
+    }
+    if (budget < top) {
+      const std::vector<int64_t> internal = BudgetGrid(
+          budget, top, static_cast<int>(request.params.Int("levels")));
+      for (int64_t inner : internal) {
+        if (inner >= top) continue;  // NoRemat, done above
+        for (const std::string& name : request.params.List("remat")) {
+          RunBase(name, "", inner, /*add_offloads=*/true);
+        }
+      }
+    }
+    std::optional<Candidate>& answer = best_ ? best_ : lowest_;
+    AlgorithmOutput out = AlgorithmOutput::Found(
+        std::move(answer->schedule), std::move(answer->label));
+    if (request.deadline.Expired()) out.status = Status::kTimeout;
+    return out;
+  }
+
+  // Runs algorithm `name` (with `param`, if any) at `inner` bytes and
+  // considers its schedule, with offloads added when `add_offloads`.
+  void RunBase(const std::string& name, const std::string& param,
+               int64_t inner, bool add_offloads) {
+    const double seconds = request_->deadline.SecondsLeft();
+    if (seconds < 1e-3) return;
+    const AlgorithmInfo& info = FindAlgorithm(name);
+    std::vector<std::string> items;
+    if (!param.empty()) items.push_back(param);
+    const Attempt attempt =
+        RunAlgorithm(*graph_, info, Params::Parse(items, info.params, name),
+                     inner, std::min(seconds, 1e9), nullptr, nullptr,
+                     &request_->timing);
+    if (!attempt.simulation || !attempt.simulation->valid) return;
+    const std::string label =
+        inner == kUnboundedBudget
+            ? fmt::format("{}:{}", name, param)
+            : fmt::format("{} at {} bytes", name, inner);
+    if (add_offloads) {
+      WithOffloadsWithin(*attempt.output.schedule, label);
+    } else {
+      Consider(*attempt.output.schedule, label);
+    }
+  }
+
+  // Considers `base` and `base` with the fewest of its idle spans
+  // offloaded (in the order of the file comment) that fit the budget.
+  void WithOffloadsWithin(const Schedule& base, const std::string& label) {
+    const SimulationResult sim = Consider(base, label);
+    if (!sim.valid || sim.peak_bytes <= request_->budget_bytes) return;
+    std::vector<IdleSpan> spans =
+        LongestIdleSpans(*graph_, base, [](NodeId) { return true; });
+    const TimingModel& timing = request_->timing;
+    auto hidden = [&](const IdleSpan& s) {
+      return 2 * timing.TransferTime(*graph_, graph_->mem(s.value)) <=
+             static_cast<double>(s.idle_cost);
+    };
+    std::stable_sort(spans.begin(), spans.end(),
+                     [&](const IdleSpan& a, const IdleSpan& b) {
+                       if (hidden(a) != hidden(b)) return hidden(a);
+                       return graph_->mem(a.value) > graph_->mem(b.value);
+                     });
+    auto peak_with = [&](size_t k) {
+      const Schedule s = WithOffloads(
+          base, std::span<const IdleSpan>(spans.data(), k), Lookahead());
+      return Simulate(*graph_, s, {.timing = &timing}).peak_bytes;
+    };
+    if (peak_with(spans.size()) > request_->budget_bytes) return;
+    size_t lo = 0, hi = spans.size();  // peak_with(hi) fits, lo does not
+    while (hi - lo > 1) {
+      const size_t mid = lo + (hi - lo) / 2;
+      (peak_with(mid) <= request_->budget_bytes ? hi : lo) = mid;
+    }
+    Consider(WithOffloads(base, std::span<const IdleSpan>(spans.data(), hi),
+                          Lookahead()),
+             fmt::format("{} with {} values offloaded", label, hi));
+  }
+
+  SimulationResult Consider(const Schedule& schedule,
+                            const std::string& label) {
+    SimulationResult sim =
+        Simulate(*graph_, schedule, {.timing = &request_->timing});
+    if (!sim.valid) return sim;
+    if (!lowest_ || sim.peak_bytes < lowest_->sim.peak_bytes) {
+      lowest_ = Candidate{schedule, sim, label};
+    }
+    if (sim.peak_bytes <= request_->budget_bytes &&
+        (!best_ || sim.makespan < best_->sim.makespan)) {
+      best_ = Candidate{schedule, sim, label};
+    }
+    return sim;
+  }
+
+  int64_t Lookahead() const { return request_->params.Int("lookahead"); }
+
+  const Graph* graph_ = nullptr;
+  const SolveRequest* request_ = nullptr;
+  std::optional<Candidate> best_;    // least makespan within the budget
+  std::optional<Candidate> lowest_;  // least peak, for when nothing fits
+};
+
+const bool kRegistered = RegisterAlgorithm({
+    .name = "swap_remat",
+    .description = "Recomputation and offloading together: the split of the "
+                   "saving between them searched for the least makespan",
+    .citation = "after Peng et al., Capuchin: Tensor-based GPU Memory "
+                "Management for Deep Learning, ASPLOS 2020",
+    .exact = false,
+    .uses_budget = true,
+    .params = {{.name = "remat",
+                .type = ParamSpec::Type::kList,
+                .default_value = "chen_greedy+dp_approx+twremat",
+                .description = "remat-only algorithms planned at the "
+                               "internal budgets, '+'-separated",
+                .check_item = [](const std::string& name) -> std::string {
+                  for (const AlgorithmInfo* info : AllAlgorithms()) {
+                    if (info->name == name) {
+                      return name == "swap_remat" ? "cannot use itself"
+                                                  : std::string();
+                    }
+                  }
+                  return "not a registered algorithm (remat list)";
+                }},
+               {.name = "levels",
+                .type = ParamSpec::Type::kInt,
+                .default_value = "6",
+                .description = "internal budgets from the budget to the "
+                               "NoRemat peak",
+                .min_int = 1},
+               LookaheadParam()},
+    .create = [] { return std::make_unique<SwapRemat>(); },
+});
+
+}  // namespace
+}  // namespace remat
