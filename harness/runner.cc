@@ -42,7 +42,8 @@ Attempt RunAlgorithm(const Graph& graph, const AlgorithmInfo& algorithm,
           .count();
   if (attempt.output.schedule) {
     attempt.simulation =
-        Simulate(graph, *attempt.output.schedule, {.timing = timing});
+        Simulate(graph, *attempt.output.schedule,
+                 {.timing = timing, .critical_path = true});
   }
   return attempt;
 }

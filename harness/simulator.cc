@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 #include <optional>
+#include <type_traits>
 #include <utility>
 
 #include "harness/liveness.h"
@@ -20,12 +21,22 @@ bool AddChecked(int64_t& sum, int64_t value) {
   return !__builtin_add_overflow(sum, value, &sum);
 }
 
-// The times of one value's current instance: on the streams, when it is
-// usable on the device, when its last reader so far ends, and when its
-// host copy is complete; and the same on unlimited lanes.
-struct ValueTimes {
-  double ready = 0, last_use = 0, host_ready = 0;
-  double lane_ready = 0, lane_last_use = 0, lane_host_ready = 0;
+// A value instance's times on unlimited lanes: when it is usable, and
+// when its last reader so far ends. Whole cost units without transfers:
+// integer arithmetic keeps the common case fast. They also say what the
+// simulator knows of the value, so that a read touches one array: a
+// negative `ready` means not live on the device, a negative `last_use`
+// never computed.
+template <typename Time>
+struct LaneTimes {
+  Time ready = -1, last_use = -1;
+  bool live() const { return ready >= 0; }
+};
+
+// With transfers also on the streams (when it is usable and when its last
+// reader so far ends) and when its host copy is complete.
+struct StreamTimes {
+  double ready = 0, last_use = 0, host_ready = 0, lane_host_ready = 0;
 };
 
 // A change of memory at a moment of the timeline. Ties keep schedule
@@ -57,6 +68,32 @@ PeakOverTime SweepChanges(std::vector<MemoryChange>& changes, int64_t limit) {
   return result;
 }
 
+// Why computing v is illegal (or its cost overflowed). Cold and outside
+// the Timeline, so that the hot loop keeps its state in registers.
+template <typename Time>
+[[gnu::cold, gnu::noinline]] std::string ComputeError(
+    const Graph& graph, std::span<const LaneTimes<Time>> lanes,
+    std::span<const uint8_t> on_host, NodeId v) {
+  if (lanes[v].live()) {
+    return fmt::format("compute {}: '{}' is already live", v,
+                       graph.node_name(v));
+  }
+  for (NodeId u : graph.inputs(v)) {
+    if (!lanes[u].live()) {
+      return fmt::format(
+          "compute {}: input {} ('{}') is {}", v, u, graph.node_name(u),
+          !on_host.empty() && on_host[u] ? "offloaded and not prefetched"
+                                         : "not live");
+    }
+  }
+  return "total cost overflows int64";
+}
+
+[[gnu::cold, gnu::noinline]] std::string FreeError(const Graph& graph,
+                                                   NodeId v) {
+  return fmt::format("free {}: '{}' is not live", v, graph.node_name(v));
+}
+
 // One simulation: the memory model in schedule order, and the timeline.
 // Computes run on one stream in schedule order; offloads and prefetches
 // each on their own copy stream, in schedule order. A free happens when
@@ -67,22 +104,32 @@ PeakOverTime SweepChanges(std::vector<MemoryChange>& changes, int64_t limit) {
 // offload. A prefetch starts once its stream is free, the host copy is
 // complete and the compute stream reaches it; it takes the memory when it
 // starts and the value is usable when it ends.
+//
+// Without transfers (kTransfers false, the common case kept as fast as the
+// simulator was before the timeline) every value is ready when the compute
+// stream reaches its reader, so time is cost; the lanes are tracked only
+// when the critical path is asked for (kLanes).
+template <bool kTransfers, bool kLanes>
 class Timeline {
+  using Time = std::conditional_t<kTransfers, double, int64_t>;
+
  public:
   Timeline(const Graph& graph, const SimulationOptions& options,
-           bool has_transfers, SimulationResult& result)
+           SimulationResult& result)
       : graph_(graph),
         timing_(options.timing ? *options.timing : default_timing_),
         record_(options.record_timeline),
-        has_transfers_(has_transfers),
         result_(result),
-        live_(graph.num_nodes(), 0),
-        on_host_(graph.num_nodes(), 0),
-        computed_(graph.num_nodes(), 0),
-        times_(graph.num_nodes()) {}
+        lanes_(graph.num_nodes()) {
+    if constexpr (kTransfers) {
+      on_host_.assign(graph.num_nodes(), 0);
+      streams_.resize(graph.num_nodes());
+    }
+  }
 
-  // Applies event `i`; returns why it is illegal, or nothing.
-  std::string Apply(int64_t i, Event e) {
+  // Applies event `i`; false when it is illegal (the result's error says
+  // why).
+  bool Apply(int64_t i, Event e) {
     switch (e.op) {
       case Event::Op::kCompute:
         return Compute(i, e.node);
@@ -93,20 +140,27 @@ class Timeline {
       case Event::Op::kPrefetch:
         return Prefetch(i, e.node);
     }
-    return "unknown event";
+    return Fail("unknown event");
   }
 
-  bool computed(NodeId v) const { return computed_[v]; }
+  bool computed(NodeId v) const { return lanes_[v].last_use >= 0; }
 
   // The figures of the events applied so far that need all of them; for
   // a host budget exceeded, the index of the offload that exceeded it and
   // why.
   std::optional<std::pair<int64_t, std::string>> Finish() {
-    result_.makespan = std::max({compute_end_, d2h_end_, h2d_end_});
-    result_.parallelism = result_.critical_path > 0
-                              ? result_.cost / result_.critical_path
-                              : 1.0;
-    if (!has_transfers_) return std::nullopt;
+    result_.peak_bytes = peak_;
+    result_.cost = cost_;
+    result_.length = length_;
+    result_.critical_path = static_cast<double>(critical_path_);
+    result_.makespan =
+        kTransfers ? std::max({compute_end_, d2h_end_, h2d_end_})
+                   : static_cast<double>(cost_);
+    result_.parallelism =
+        critical_path_ > 0
+            ? static_cast<double>(cost_) / result_.critical_path
+            : static_cast<double>(kLanes);
+    if constexpr (!kTransfers) return std::nullopt;
     result_.peak_bytes = std::max(
         result_.peak_bytes,
         SweepChanges(device_changes_, std::numeric_limits<int64_t>::max())
@@ -122,174 +176,200 @@ class Timeline {
   }
 
  private:
-  std::string Name(NodeId v) const { return graph_.node_name(v); }
+  const std::string& Name(NodeId v) const { return graph_.node_name(v); }
+
+  // The error goes straight to the result: a member string would let the
+  // Timeline's address escape and keep its state out of registers.
+  bool Fail(std::string why) {
+    result_.error = std::move(why);
+    return false;
+  }
 
   void Record(int64_t bytes) {
     if (record_) result_.memory_at_event.push_back(bytes);
   }
 
-  std::string Compute(int64_t i, NodeId v) {
-    if (live_[v]) {
-      return fmt::format("compute {}: '{}' is already live", v, Name(v));
-    }
+  bool OnHost(NodeId v) const {
+    if constexpr (kTransfers) return on_host_[v];
+    return false;
+  }
+
+  bool Compute(int64_t i, NodeId v) {
+    bool legal = !lanes_[v].live();
     double start = compute_end_;
-    double lane_start = lane_gate_;
+    Time lane_start = lane_gate_;
     for (NodeId u : graph_.inputs(v)) {
-      if (!live_[u]) {
-        return fmt::format("compute {}: input {} ('{}') is {}", v, u,
-                           Name(u),
-                           on_host_[u] ? "offloaded and not prefetched"
-                                       : "not live");
-      }
-      start = std::max(start, times_[u].ready);
-      lane_start = std::max(lane_start, times_[u].lane_ready);
+      const Time ready = lanes_[u].ready;
+      legal &= ready >= 0;
+      if constexpr (kTransfers) start = std::max(start, streams_[u].ready);
+      if constexpr (kLanes) lane_start = std::max(lane_start, ready);
+    }
+    const int64_t cost = graph_.cost(v);
+    if (!legal || !AddChecked(cost_, cost)) [[unlikely]] {
+      return Fail(ComputeError<Time>(graph_, lanes_, on_host_, v));
     }
     const int64_t now = memory_model::MemoryAtCompute(graph_, memory_, v);
-    result_.peak_bytes = std::max(result_.peak_bytes, now);
+    peak_ = std::max(peak_, now);
     Record(now);
     const int64_t resident = memory_model::ResidentBytes(graph_, v);
     memory_ += resident;
-    live_[v] = 1;
-    computed_[v] = 1;
-    ++result_.length;
-    if (!AddChecked(result_.cost, graph_.cost(v))) {
-      return "total cost overflows int64";
+    ++length_;
+    if constexpr (kLanes) {
+      const Time lane_end = lane_start + static_cast<Time>(cost);
+      for (NodeId u : graph_.inputs(v)) {
+        lanes_[u].last_use = std::max(lanes_[u].last_use, lane_end);
+      }
+      lanes_[v] = {lane_end, lane_end};
+      critical_path_ = std::max(critical_path_, lane_end);
+    } else {
+      lanes_[v] = {0, 0};  // live, computed
     }
-    const double end = start + static_cast<double>(graph_.cost(v));
-    const double lane_end = lane_start + static_cast<double>(graph_.cost(v));
-    result_.stall += start - compute_end_;
-    compute_end_ = end;
-    for (NodeId u : graph_.inputs(v)) {
-      ValueTimes& t = times_[u];
-      t.last_use = std::max(t.last_use, end);
-      t.lane_last_use = std::max(t.lane_last_use, lane_end);
-    }
-    ValueTimes& t = times_[v];
-    t.ready = t.last_use = end;
-    t.lane_ready = t.lane_last_use = lane_end;
-    result_.critical_path = std::max(result_.critical_path, lane_end);
-    if (has_transfers_) {
+    if constexpr (kTransfers) {
+      const double end = start + static_cast<double>(cost);
+      result_.stall += start - compute_end_;
+      for (NodeId u : graph_.inputs(v)) {
+        streams_[u].last_use = std::max(streams_[u].last_use, end);
+      }
+      streams_[v].ready = streams_[v].last_use = end;
       const int64_t transient = memory_model::TransientBytes(graph_, v);
       device_changes_.push_back({start, 2 * i, resident + transient});
       device_changes_.push_back({end, 2 * i + 1, -transient});
+      compute_end_ = end;
     }
-    return {};
+    return true;
   }
 
-  std::string Free(int64_t i, NodeId v) {
+  bool Free(int64_t i, NodeId v) {
     const int64_t bytes = memory_model::ResidentBytes(graph_, v);
-    if (live_[v]) {
-      if (times_[v].ready > compute_end_) {
-        return fmt::format(
-            "free {}: '{}' is mid-copy (its prefetch ends at {}, the free "
-            "comes at {})",
-            v, Name(v), times_[v].ready, compute_end_);
+    if (lanes_[v].live()) {
+      if constexpr (kTransfers) {
+        if (streams_[v].ready > compute_end_) {
+          return Fail(fmt::format(
+              "free {}: '{}' is mid-copy (its prefetch ends at {}, the free "
+              "comes at {})",
+              v, Name(v), streams_[v].ready, compute_end_));
+        }
+        device_changes_.push_back({compute_end_, 2 * i, -bytes});
       }
-      live_[v] = 0;
       memory_ -= bytes;
-      lane_gate_ = std::max(lane_gate_, times_[v].lane_last_use);
-      if (has_transfers_) device_changes_.push_back({compute_end_, 2 * i, -bytes});
-    } else if (on_host_[v]) {
+      if constexpr (kLanes) {
+        lane_gate_ = std::max(lane_gate_, lanes_[v].last_use);
+      }
+      lanes_[v].ready = -1;
+    } else if (OnHost(v)) {
       // Without a device copy, a free drops the host copy.
-      if (times_[v].host_ready > compute_end_) {
-        return fmt::format(
+      if (streams_[v].host_ready > compute_end_) {
+        return Fail(fmt::format(
             "free {}: '{}' is mid-copy (its offload ends at {}, the free "
             "comes at {})",
-            v, Name(v), times_[v].host_ready, compute_end_);
+            v, Name(v), streams_[v].host_ready, compute_end_));
       }
       on_host_[v] = 0;
       host_changes_.push_back({compute_end_, 2 * i, -bytes});
     } else {
-      return fmt::format("free {}: '{}' is not live", v, Name(v));
+      return Fail(FreeError(graph_, v));
     }
     Record(memory_);
-    return {};
+    return true;
   }
 
-  std::string Offload(int64_t i, NodeId v) {
-    if (!live_[v]) {
-      return fmt::format("offload {}: '{}' is not live on the device", v,
-                         Name(v));
+  bool Offload(int64_t i, NodeId v) {
+    if constexpr (!kTransfers) {
+      return Fail("offload without transfers");
+    } else {
+      if (!lanes_[v].live()) {
+        return Fail(fmt::format("offload {}: '{}' is not live on the device",
+                                v, Name(v)));
+      }
+      if (on_host_[v]) {
+        return Fail(fmt::format(
+            "offload {}: '{}' already has a copy on the host", v, Name(v)));
+      }
+      const int64_t bytes = memory_model::ResidentBytes(graph_, v);
+      const double duration = timing_.TransferTime(graph_, bytes);
+      StreamTimes& t = streams_[v];
+      const double start = std::max(d2h_end_, t.ready);
+      d2h_end_ = start + duration;
+      t.host_ready = d2h_end_;
+      if constexpr (kLanes) {
+        t.lane_host_ready = lanes_[v].ready + duration;
+        // Like a free, an offload hands its memory to later computes only
+        // once its readers have ended; nothing waits for the copy itself.
+        lane_gate_ = std::max(lane_gate_, lanes_[v].last_use);
+        critical_path_ = std::max(critical_path_, t.lane_host_ready);
+      }
+      lanes_[v].ready = -1;
+      on_host_[v] = 1;
+      memory_ -= bytes;
+      Record(memory_);
+      device_changes_.push_back(
+          {std::max(d2h_end_, compute_end_), 2 * i, -bytes});
+      host_changes_.push_back({start, 2 * i, bytes});
+      return AddChecked(result_.transfer_bytes, bytes) ||
+             Fail("transferred bytes overflow int64");
     }
-    if (on_host_[v]) {
-      return fmt::format("offload {}: '{}' already has a copy on the host", v,
-                         Name(v));
-    }
-    const int64_t bytes = memory_model::ResidentBytes(graph_, v);
-    const double duration = timing_.TransferTime(graph_, bytes);
-    ValueTimes& t = times_[v];
-    const double start = std::max(d2h_end_, t.ready);
-    d2h_end_ = start + duration;
-    t.host_ready = d2h_end_;
-    t.lane_host_ready = t.lane_ready + duration;
-    // Like a free, an offload hands its memory to later computes only once
-    // its readers have ended; nothing waits for the copy itself.
-    lane_gate_ = std::max(lane_gate_, t.lane_last_use);
-    result_.critical_path = std::max(result_.critical_path, t.lane_host_ready);
-    live_[v] = 0;
-    on_host_[v] = 1;
-    memory_ -= bytes;
-    Record(memory_);
-    device_changes_.push_back(
-        {std::max(d2h_end_, compute_end_), 2 * i, -bytes});
-    host_changes_.push_back({start, 2 * i, bytes});
-    return AddChecked(result_.transfer_bytes, bytes)
-               ? std::string()
-               : "transferred bytes overflow int64";
   }
 
-  std::string Prefetch(int64_t i, NodeId v) {
-    if (live_[v]) {
-      return fmt::format("prefetch {}: '{}' is already live", v, Name(v));
+  bool Prefetch(int64_t i, NodeId v) {
+    if constexpr (!kTransfers) {
+      return Fail("prefetch without transfers");
+    } else {
+      if (lanes_[v].live()) {
+        return Fail(
+            fmt::format("prefetch {}: '{}' is already live", v, Name(v)));
+      }
+      if (!on_host_[v]) {
+        return Fail(
+            fmt::format("prefetch {}: '{}' is not on the host", v, Name(v)));
+      }
+      const int64_t bytes = memory_model::ResidentBytes(graph_, v);
+      const double duration = timing_.TransferTime(graph_, bytes);
+      StreamTimes& t = streams_[v];
+      const double start = std::max({h2d_end_, compute_end_, t.host_ready});
+      h2d_end_ = start + duration;
+      t.ready = t.last_use = h2d_end_;
+      if constexpr (kLanes) {
+        const double lane_ready =
+            std::max(lane_gate_, t.lane_host_ready) + duration;
+        lanes_[v] = {lane_ready, lane_ready};
+        critical_path_ = std::max(critical_path_, lane_ready);
+      } else {
+        lanes_[v] = {0, 0};
+      }
+      on_host_[v] = 0;
+      memory_ += bytes;
+      Record(memory_);
+      device_changes_.push_back({start, 2 * i, bytes});
+      host_changes_.push_back({h2d_end_, 2 * i, -bytes});
+      return AddChecked(result_.transfer_bytes, bytes) ||
+             Fail("transferred bytes overflow int64");
     }
-    if (!on_host_[v]) {
-      return fmt::format("prefetch {}: '{}' is not on the host", v, Name(v));
-    }
-    const int64_t bytes = memory_model::ResidentBytes(graph_, v);
-    const double duration = timing_.TransferTime(graph_, bytes);
-    ValueTimes& t = times_[v];
-    const double start = std::max({h2d_end_, compute_end_, t.host_ready});
-    h2d_end_ = start + duration;
-    t.ready = t.last_use = h2d_end_;
-    t.lane_ready = t.lane_last_use =
-        std::max(lane_gate_, t.lane_host_ready) + duration;
-    result_.critical_path = std::max(result_.critical_path, t.lane_ready);
-    live_[v] = 1;
-    on_host_[v] = 0;
-    memory_ += bytes;
-    Record(memory_);
-    device_changes_.push_back({start, 2 * i, bytes});
-    host_changes_.push_back({h2d_end_, 2 * i, -bytes});
-    return AddChecked(result_.transfer_bytes, bytes)
-               ? std::string()
-               : "transferred bytes overflow int64";
   }
 
   static inline const TimingModel default_timing_{};
   const Graph& graph_;
   const TimingModel& timing_;
   const bool record_;
-  const bool has_transfers_;
   SimulationResult& result_;
-  std::vector<uint8_t> live_, on_host_, computed_;
-  std::vector<ValueTimes> times_;
+  std::vector<uint8_t> on_host_;  // with transfers only
+  std::vector<LaneTimes<Time>> lanes_;
+  std::vector<StreamTimes> streams_;  // with transfers only
   int64_t memory_ = 0;  // device memory in schedule order
+  int64_t peak_ = 0, cost_ = 0, length_ = 0;
+  Time critical_path_ = 0;
   double compute_end_ = 0, d2h_end_ = 0, h2d_end_ = 0;
-  double lane_gate_ = 0;  // when the memory freed so far is free on lanes
+  Time lane_gate_ = 0;  // when the memory freed so far is free on lanes
   std::vector<MemoryChange> device_changes_, host_changes_;  // transfers only
 };
 
-}  // namespace
-
-SimulationResult Simulate(const Graph& graph, std::span<const Event> schedule,
-                          SimulationOptions options) {
+// Runs `schedule` through a Timeline; see Simulate.
+template <bool kTransfers, bool kLanes>
+SimulationResult Run(const Graph& graph, std::span<const Event> schedule,
+                     const SimulationOptions& options) {
   SimulationResult result;
   const int32_t n = graph.num_nodes();
   if (options.record_timeline) result.memory_at_event.reserve(schedule.size());
-  const bool has_transfers =
-      std::any_of(schedule.begin(), schedule.end(),
-                  [](const Event& e) { return e.is_transfer(); });
-  Timeline timeline(graph, options, has_transfers, result);
+  Timeline<kTransfers, kLanes> timeline(graph, options, result);
 
   auto fail = [&](int64_t index, std::string why) {
     result.error_index = index;
@@ -299,21 +379,31 @@ SimulationResult Simulate(const Graph& graph, std::span<const Event> schedule,
 
   for (size_t i = 0; i < schedule.size(); ++i) {
     const NodeId v = schedule[i].node;
-    std::string why = v < 0 || v >= n
-                          ? fmt::format("node {} is not in the graph", v)
-                          : timeline.Apply(i, schedule[i]);
-    if (!why.empty()) {
+    if (v < 0 || v >= n) {
       timeline.Finish();  // the legal prefix's figures
-      return fail(i, std::move(why));
+      return fail(i, fmt::format("node {} is not in the graph", v));
+    }
+    if (!timeline.Apply(i, schedule[i])) {
+      // The first transfer: simulate again with the streams (no prefix
+      // scan, so that schedules without transfers pay nothing for them).
+      if constexpr (!kTransfers) {
+        if (schedule[i].is_transfer()) {
+          return Run<true, kLanes>(graph, schedule, options);
+        }
+      }
+      timeline.Finish();
+      result.error_index = i;
+      return result;
     }
   }
 
+  auto over_host_budget = timeline.Finish();
   result.base_cost = BaseCost(graph);
   result.overhead = result.base_cost == 0
                         ? 1.0
                         : static_cast<double>(result.cost) / result.base_cost;
-  if (auto over = timeline.Finish()) {
-    return fail(over->first, std::move(over->second));
+  if (over_host_budget) {
+    return fail(over_host_budget->first, std::move(over_host_budget->second));
   }
   for (NodeId t : graph.targets()) {
     if (!timeline.computed(t)) {
@@ -324,6 +414,14 @@ SimulationResult Simulate(const Graph& graph, std::span<const Event> schedule,
   }
   result.valid = true;
   return result;
+}
+
+}  // namespace
+
+SimulationResult Simulate(const Graph& graph, std::span<const Event> schedule,
+                          SimulationOptions options) {
+  return options.critical_path ? Run<false, true>(graph, schedule, options)
+                                : Run<false, false>(graph, schedule, options);
 }
 
 nlohmann::json TimelineFigures(const SimulationResult& sim) {

@@ -34,12 +34,13 @@ struct SimulationResult {
   // unit. makespan: when the last event ends; equal to cost when the
   // schedule has no transfers.
   double makespan = 0;
-  // The end time on unlimited parallel lanes: each compute waits for the
-  // values it reads and for the memory the schedule freed before it (every
-  // earlier free or offload, which completes when that value's readers and
-  // copy have ended).
+  // With SimulationOptions::critical_path, the end time on unlimited
+  // parallel lanes: each event waits for the values it reads and for the
+  // memory the schedule freed before it (every earlier free or offload,
+  // which completes when that value's readers have ended); and
+  // cost / critical_path (1 when that is 0). Both 0 when not asked for.
   double critical_path = 0;
-  double parallelism = 1;  // cost / critical_path (1 when that is 0)
+  double parallelism = 0;
   int64_t transfer_bytes = 0;   // bytes offloaded plus bytes prefetched
   int64_t host_peak_bytes = 0;  // max over time of host memory held
   double stall = 0;  // compute stream idle, waiting for prefetches
@@ -55,6 +56,10 @@ struct SimulationOptions {
   // Link, compute rate and host budget for transfers; null: TimingModel's
   // defaults. Schedules without transfers do not depend on it.
   const TimingModel* timing = nullptr;
+  // Also the critical path: every reported schedule has it; the many
+  // simulations inside algorithms do without (it costs a second pass over
+  // each compute's inputs).
+  bool critical_path = false;
 };
 
 // Simulates `schedule` on `graph`. Simulation stops at the first illegal

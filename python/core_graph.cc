@@ -96,7 +96,7 @@ py::dict Validate(const py::object& graph_arg, const py::object& schedule_arg,
   SimulationResult sim;
   {
     py::gil_scoped_release release;
-    sim = Simulate(*g.graph, schedule);
+    sim = Simulate(*g.graph, schedule, {.critical_path = true});
   }
   const bool fits = sim.valid && sim.peak_bytes <= budget;
   Json doc = {
@@ -321,7 +321,8 @@ void BindSchedule(py::module_& m) {
         const PyGraph g = AsGraph(graph);
         const Schedule s = AsSchedule(schedule, *g.graph);
         py::gil_scoped_release release;
-        return Simulate(*g.graph, s, {.record_timeline = timeline});
+        return Simulate(*g.graph, s,
+                        {.record_timeline = timeline, .critical_path = true});
       },
       py::arg("graph"), py::arg("schedule"), py::arg("timeline") = false,
       "Simulates a schedule (a Schedule or a file path); with timeline, "

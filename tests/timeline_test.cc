@@ -42,6 +42,13 @@ Graph Chain4(const char* d_inputs) {
 // offloading while b and c are computed.
 Graph Skip4() { return Chain4("0, 2"); }
 
+// The simulation with the critical path, which every report asks for.
+SimulationResult Timed(const Graph& graph, const Schedule& schedule,
+                       SimulationOptions options = {}) {
+  options.critical_path = true;
+  return Simulate(graph, schedule, options);
+}
+
 // One byte per second and one cost unit per second: copying a 4-byte value
 // takes 4 time units, twice a compute of Chain4.
 TimingModel SlowLink() {
@@ -53,7 +60,7 @@ TimingModel SlowLink() {
 
 TEST(Timeline, WithoutTransfersTimeIsCostAndLanesFollowTheLongestPath) {
   Graph g = Diamond();
-  SimulationResult r = Simulate(
+  SimulationResult r = Timed(
       g, Schedule{E::Compute(0), E::Compute(1), E::Compute(2), E::Free(0),
                   E::Compute(3)});
   ASSERT_TRUE(r.valid) << r.error;
@@ -71,7 +78,7 @@ TEST(Timeline, ACheckpointChainHasNoParallelism) {
   // for the memory the free released, so even on unlimited lanes nothing
   // overlaps.
   Graph g = Chain4("1, 2");
-  SimulationResult r = Simulate(
+  SimulationResult r = Timed(
       g, Schedule{E::Compute(0), E::Compute(1), E::Compute(2), E::Free(1),
                   E::Compute(1), E::Compute(3)});
   ASSERT_TRUE(r.valid) << r.error;
@@ -93,14 +100,14 @@ TEST(Timeline, AFreeGatesLaterComputesOnUnlimitedLanes) {
     {"id": 3, "mem": 1, "cost": 2, "inputs": [0]},
     {"id": 4, "mem": 1, "cost": 2, "inputs": [3]},
     {"id": 5, "mem": 1, "cost": 1, "inputs": [2, 4]}])");
-  SimulationResult r = Simulate(
+  SimulationResult r = Timed(
       g, Schedule{E::Compute(0), E::Compute(1), E::Compute(2), E::Free(1),
                   E::Compute(3), E::Compute(4), E::Compute(5)});
   ASSERT_TRUE(r.valid) << r.error;
   EXPECT_EQ(LongestPathCost(g), 6);
   EXPECT_EQ(r.critical_path, 10);
   // Without the free the branches overlap.
-  r = Simulate(g, Schedule{E::Compute(0), E::Compute(1), E::Compute(2),
+  r = Timed(g, Schedule{E::Compute(0), E::Compute(1), E::Compute(2),
                            E::Compute(3), E::Compute(4), E::Compute(5)});
   EXPECT_EQ(r.critical_path, 6);
 }
@@ -108,13 +115,13 @@ TEST(Timeline, AFreeGatesLaterComputesOnUnlimitedLanes) {
 TEST(Timeline, NoRematFollowsTheLongestPathOnChainsAndDiamonds) {
   for (const char* spec : {"chain:n=12", "chain:n=5,mem=3,cost=7"}) {
     Graph g = LoadGraph(spec);
-    SimulationResult r = Simulate(g, InsertFrees(g, NoRematOrder(g)));
+    SimulationResult r = Timed(g, InsertFrees(g, NoRematOrder(g)));
     EXPECT_EQ(r.critical_path, LongestPathCost(g)) << spec;
     // A chain's training graph is one path: no parallelism either.
     EXPECT_EQ(r.critical_path, r.cost) << spec;
   }
   Graph g = Diamond();
-  EXPECT_EQ(Simulate(g, InsertFrees(g, NoRematOrder(g))).critical_path,
+  EXPECT_EQ(Timed(g, InsertFrees(g, NoRematOrder(g))).critical_path,
             LongestPathCost(g));
 }
 
@@ -149,7 +156,7 @@ TEST(Timeline, APrefetchHiddenUnderComputeCostsNoTime) {
   // copy to the host ends at 6: prefetch 6..10, d waits from 6 to 10.
   const TimingModel slow = SlowLink();
   Graph g = Skip4();
-  SimulationResult r = Simulate(g, OffloadA(true), {.timing = &slow});
+  SimulationResult r = Timed(g, OffloadA(true), {.timing = &slow});
   ASSERT_TRUE(r.valid) << r.error;
   EXPECT_EQ(r.makespan, 12);
   EXPECT_EQ(r.stall, 4);
@@ -157,7 +164,7 @@ TEST(Timeline, APrefetchHiddenUnderComputeCostsNoTime) {
   // 4 to 4.4) hides under c (4..6): time is cost again.
   TimingModel fast = slow;
   fast.link = ParseLink("10:0");
-  r = Simulate(g, OffloadA(true), {.timing = &fast});
+  r = Timed(g, OffloadA(true), {.timing = &fast});
   ASSERT_TRUE(r.valid) << r.error;
   EXPECT_DOUBLE_EQ(r.makespan, 8);
   EXPECT_DOUBLE_EQ(r.stall, 0);
@@ -170,13 +177,13 @@ TEST(Timeline, APrefetchIssuedLateStallsCompute) {
   // ten times faster it takes 0.4, and d waits that long.
   TimingModel fast = SlowLink();
   fast.link = ParseLink("10:0");
-  SimulationResult r = Simulate(Skip4(), OffloadA(false), {.timing = &fast});
+  SimulationResult r = Timed(Skip4(), OffloadA(false), {.timing = &fast});
   ASSERT_TRUE(r.valid) << r.error;
   EXPECT_NEAR(r.stall, 0.4, 1e-12);
   EXPECT_DOUBLE_EQ(r.makespan, 8.4);
   // Latency adds to every copy: 0.4 + 1 for the prefetch.
   fast.link = ParseLink("10:1");
-  r = Simulate(Skip4(), OffloadA(false), {.timing = &fast});
+  r = Timed(Skip4(), OffloadA(false), {.timing = &fast});
   EXPECT_DOUBLE_EQ(r.makespan, 9.4);
 }
 
@@ -188,7 +195,7 @@ TEST(Timeline, AnOffloadHoldsItsMemoryUntilItsCopyEnds) {
   Graph g = Skip4();
   Schedule s = {E::Compute(0), E::Compute(1), E::Offload(0), E::Compute(2),
                 E::Prefetch(0), E::Compute(3)};
-  SimulationResult r = Simulate(g, s, {.timing = &slow});
+  SimulationResult r = Timed(g, s, {.timing = &slow});
   ASSERT_TRUE(r.valid) << r.error;
   EXPECT_EQ(r.peak_bytes, 16);  // d's compute: a (prefetched), b, c, d
   s = {E::Compute(0), E::Compute(1), E::Offload(0), E::Compute(2)};
@@ -196,7 +203,7 @@ TEST(Timeline, AnOffloadHoldsItsMemoryUntilItsCopyEnds) {
     {"id": 0, "mem": 4, "cost": 2, "inputs": []},
     {"id": 1, "mem": 4, "cost": 2, "inputs": [0]},
     {"id": 2, "mem": 4, "cost": 2, "inputs": [1]}])");
-  r = Simulate(three, s, {.timing = &slow});
+  r = Timed(three, s, {.timing = &slow});
   ASSERT_TRUE(r.valid) << r.error;
   EXPECT_EQ(r.peak_bytes, 12);
   EXPECT_EQ(r.makespan, 6);  // the copy (2..6) ends with c
@@ -204,7 +211,7 @@ TEST(Timeline, AnOffloadHoldsItsMemoryUntilItsCopyEnds) {
   // The copy (2..3) ends before c starts; the memory is released when
   // the compute stream reaches the offload (4), before c takes its own.
   fast.link = ParseLink("4:0");
-  r = Simulate(three, s, {.timing = &fast});
+  r = Timed(three, s, {.timing = &fast});
   EXPECT_EQ(r.peak_bytes, 8);
 }
 
@@ -236,7 +243,7 @@ TEST(Timeline, MisusedTransfersAreIllegalWithTheirEvent) {
        "is mid-copy (its prefetch ends at"},
   };
   for (const Case& c : cases) {
-    SimulationResult r = Simulate(g, c.schedule, {.timing = &slow});
+    SimulationResult r = Timed(g, c.schedule, {.timing = &slow});
     EXPECT_FALSE(r.valid);
     EXPECT_EQ(r.error_index, c.index) << r.error;
     EXPECT_NE(r.error.find(c.reason), std::string::npos) << r.error;
@@ -250,13 +257,13 @@ TEST(Timeline, AHostBudgetBoundsOffloadedBytes) {
   Schedule s = {E::Compute(0), E::Compute(1), E::Offload(0),
                 E::Compute(2), E::Offload(1), E::Prefetch(1),
                 E::Prefetch(0), E::Compute(3)};
-  SimulationResult r = Simulate(Skip4(), s, {.timing = &timing});
+  SimulationResult r = Timed(Skip4(), s, {.timing = &timing});
   EXPECT_FALSE(r.valid);
   EXPECT_EQ(r.error_index, 4);
   EXPECT_NE(r.error.find("over the host budget of 7"), std::string::npos)
       << r.error;
   timing.host_budget_bytes = 8;
-  r = Simulate(Skip4(), s, {.timing = &timing});
+  r = Timed(Skip4(), s, {.timing = &timing});
   EXPECT_TRUE(r.valid) << r.error;
   EXPECT_EQ(r.host_peak_bytes, 8);
 }
@@ -264,7 +271,7 @@ TEST(Timeline, AHostBudgetBoundsOffloadedBytes) {
 TEST(Timeline, AFreeDropsTheHostCopyOfAValueNotOnTheDevice) {
   TimingModel fast = SlowLink();
   fast.link = ParseLink("100:0");
-  SimulationResult r = Simulate(
+  SimulationResult r = Timed(
       Skip4(),
       Schedule{E::Compute(0), E::Offload(0), E::Compute(0), E::Compute(1),
                E::Compute(2), E::Compute(3), E::Free(0), E::Free(0)},

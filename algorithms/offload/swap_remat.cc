@@ -164,7 +164,9 @@ const bool kRegistered = RegisterAlgorithm({
     .uses_budget = true,
     .params = {{.name = "remat",
                 .type = ParamSpec::Type::kList,
-                .default_value = "chen_greedy+dp_approx+twremat",
+                .default_value =
+                    "checkpoint_last+chen_greedy+chen_sqrtn+dp_approx+dtr+"
+                    "revolve+rotor+twremat",
                 .description = "remat-only algorithms planned at the "
                                "internal budgets, '+'-separated",
                 .check_item = [](const std::string& name) -> std::string {

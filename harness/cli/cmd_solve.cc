@@ -87,7 +87,8 @@ int RunValidate(const std::string& graph_spec, const std::string& path,
   Graph graph = LoadGraph(graph_spec);
   std::vector<int64_t> lines;
   Schedule schedule = ReadScheduleFile(path, graph.num_nodes(), &lines);
-  SimulationResult sim = Simulate(graph, schedule, {.timing = &timing});
+  SimulationResult sim =
+      Simulate(graph, schedule, {.timing = &timing, .critical_path = true});
   const bool fits = sim.valid && sim.peak_bytes <= budget;
   Json result = {
       {"graph", graph.name()},
