@@ -20,7 +20,7 @@ namespace remat {
 
 namespace {
 
-constexpr char kLetters[] = {'c', 'f', 'o', 'p'};  // in Event::Op's order
+constexpr char kLetters[] = {'c', 'f', 'o', 'p', 'w'};  // Event::Op's order
 
 std::string_view Trim(std::string_view s) {
   const char* spaces = " \t\r";
@@ -48,7 +48,7 @@ Schedule ParseScheduleText(std::istream& in, const std::string& source,
     };
     const std::optional<Event::Op> op = OpFromLetter(text[0]);
     if (text.size() < 3 || !op || (text[1] != ' ' && text[1] != '\t')) {
-      fail("expected 'c <id>', 'f <id>', 'o <id>' or 'p <id>'");
+      fail("expected 'c <id>', 'f <id>', 'o <id>', 'p <id>' or 'w <id>'");
     }
     std::string_view number = Trim(text.substr(2));
     int64_t id = -1;

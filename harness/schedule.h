@@ -2,7 +2,8 @@
 // and its text format (`c <id>` / `f <id>`, one per line; blank lines and
 // lines starting with '#' are ignored). The format's extension for moving
 // values to host memory and back (README, "Time and offloading") adds
-// `o <id>` (offload) and `p <id>` (prefetch).
+// `o <id>` (offload), `w <id>` (the compute stream waits for that offload
+// to end) and `p <id>` (prefetch).
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,7 @@
 namespace remat {
 
 struct Event {
-  enum class Op : uint8_t { kCompute, kFree, kOffload, kPrefetch };
+  enum class Op : uint8_t { kCompute, kFree, kOffload, kPrefetch, kWait };
   Op op;
   NodeId node;
 
@@ -24,9 +25,9 @@ struct Event {
   static Event Free(NodeId v) { return {Op::kFree, v}; }
   static Event Offload(NodeId v) { return {Op::kOffload, v}; }
   static Event Prefetch(NodeId v) { return {Op::kPrefetch, v}; }
-  bool is_transfer() const {
-    return op == Op::kOffload || op == Op::kPrefetch;
-  }
+  static Event Wait(NodeId v) { return {Op::kWait, v}; }
+  // Offloads, prefetches and waits: the events of the extension.
+  bool is_transfer() const { return op >= Op::kOffload; }
   bool operator==(const Event&) const = default;
 };
 
@@ -45,7 +46,7 @@ Schedule ReadScheduleFile(const std::string& path, int32_t num_nodes,
 
 void WriteScheduleText(std::ostream& out, const Schedule& schedule);
 
-// The letter of an event in the text format: 'c', 'f', 'o' or 'p'.
+// The letter of an event in the text format: 'c', 'f', 'o', 'p' or 'w'.
 char OpLetter(Event::Op op);
 // Its inverse; nothing for any other letter.
 std::optional<Event::Op> OpFromLetter(char letter);

@@ -103,7 +103,9 @@ template <typename Time>
 // when the copy ends, but not before the compute stream reaches the
 // offload. A prefetch starts once its stream is free, the host copy is
 // complete and the compute stream reaches it; it takes the memory when it
-// starts and the value is usable when it ends.
+// starts and the value is usable when it ends. A wait holds the compute
+// stream until an offload has ended, so that its memory is free for the
+// computes after it.
 //
 // Without transfers (kTransfers false, the common case kept as fast as the
 // simulator was before the timeline) every value is ready when the compute
@@ -139,6 +141,8 @@ class Timeline {
         return Offload(i, e.node);
       case Event::Op::kPrefetch:
         return Prefetch(i, e.node);
+      case Event::Op::kWait:
+        return Wait(e.node);
     }
     return Fail("unknown event");
   }
@@ -343,6 +347,27 @@ class Timeline {
       host_changes_.push_back({h2d_end_, 2 * i, -bytes});
       return AddChecked(result_.transfer_bytes, bytes) ||
              Fail("transferred bytes overflow int64");
+    }
+  }
+
+  // The compute stream waits for v's offload to end (vDNN's
+  // synchronization: the offload's memory is free for the next compute).
+  bool Wait(NodeId v) {
+    if constexpr (!kTransfers) {
+      return Fail("wait without transfers");
+    } else {
+      if (!on_host_[v]) {
+        return Fail(fmt::format("wait {}: '{}' has no offload to wait for", v,
+                                Name(v)));
+      }
+      const StreamTimes& t = streams_[v];
+      if (t.host_ready > compute_end_) {
+        result_.stall += t.host_ready - compute_end_;
+        compute_end_ = t.host_ready;
+      }
+      if constexpr (kLanes) lane_gate_ = std::max(lane_gate_, t.lane_host_ready);
+      Record(memory_);
+      return true;
     }
   }
 

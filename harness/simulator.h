@@ -43,7 +43,7 @@ struct SimulationResult {
   double parallelism = 0;
   int64_t transfer_bytes = 0;   // bytes offloaded plus bytes prefetched
   int64_t host_peak_bytes = 0;  // max over time of host memory held
-  double stall = 0;  // compute stream idle, waiting for prefetches
+  double stall = 0;  // compute stream idle, waiting for prefetches, waits
 
   // When requested, the memory at each event in schedule order: for a
   // compute the momentary memory (live values, the new value and its

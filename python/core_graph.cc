@@ -58,8 +58,8 @@ Schedule ScheduleFromEvents(const py::iterable& events) {
         pair.first.size() == 1 ? OpFromLetter(pair.first[0]) : std::nullopt;
     if (!op) {
       throw InputError(
-          "schedule: an event is ('c', node), ('f', node), ('o', node) or "
-          "('p', node), not ('" +
+          "schedule: an event is ('c', node), ('f', node), ('o', node), "
+          "('p', node) or ('w', node), not ('" +
           pair.first + "', ...)");
     }
     if (pair.second < 0) throw InputError("schedule: negative node id");

@@ -41,9 +41,10 @@ UNITS = [("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30),
 # the black optimum; beyond them colours repeat with another line style.
 COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
           "#e377c2", "#17becf", "#bcbd22", "#000075", "#469990", "#800000",
-          "#f032e6", "#e6ab02", "#7cb518"]
+          "#f032e6", "#e6ab02", "#7cb518", "#9a6324", "#808000", "#42d4f4",
+          "#a9a9a9"]
 MARKERS = ["o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "p", "h", "d",
-           "H", "8"]
+           "H", "8", "x", "+", "1", "|"]
 LINESTYLES = ["-", "--", "-.", ":"]
 DEFAULT_REMAT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                              "build", "remat")

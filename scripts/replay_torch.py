@@ -124,8 +124,8 @@ def read_schedule(path, n):
         if not s or s.startswith("#"):
             continue
         parts = s.split()
-        if len(parts) == 2 and parts[0] in ("o", "p"):
-            raise BadInput(f"{path}:{no}: offload and prefetch events "
+        if len(parts) == 2 and parts[0] in ("o", "p", "w"):
+            raise BadInput(f"{path}:{no}: offload, prefetch and wait events "
                            f"('{s}') are not replayed; replay a schedule "
                            f"of computes and frees")
         if len(parts) != 2 or parts[0] not in ("c", "f") or \

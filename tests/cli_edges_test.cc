@@ -198,7 +198,7 @@ TEST_F(Cli, MessagesNameTheFileOnceAndEscapeBinaryBytes) {
       Write("garbage.txt", std::string("c 0\n\x1b[2J\xff\xfe\x01", 11));
   run = Remat("validate -g chain:n=4 -s " + garbage);
   ExpectRefused(run,
-                "garbage.txt:2: expected 'c <id>', 'f <id>', 'o <id>' or 'p <id>': "
+                "garbage.txt:2: expected 'c <id>', 'f <id>', 'o <id>', 'p <id>' or 'w <id>': "
                 "'\\x1b[2J\\xff\\xfe\\x01'",
                 "garbage");
 }

@@ -79,7 +79,7 @@ TEST_F(Cli, BadInputIsOneLineAndExitStatus2) {
            {"solve -a noremat -g chain:n=4 -p order=up", "expected one of"},
            {"solve -a noremat -g chain:n=4 -b lots", "not a byte count"},
            {"validate -g chain:n=4 -s " + bad_schedule,
-            "bad_schedule.txt:2: expected 'c <id>', 'f <id>', 'o <id>' or 'p <id>'"},
+            "bad_schedule.txt:2: expected 'c <id>', 'f <id>', 'o <id>', 'p <id>' or 'w <id>'"},
            {"frobnicate", "unknown subcommand 'frobnicate'"},
        }) {
     Outcome run = Remat(c.args);

@@ -30,17 +30,17 @@ TEST(ScheduleText, ReadsEventsSkippingCommentsAndBlankLines) {
 }
 
 TEST(ScheduleText, WritesWhatItReads) {
-  Schedule s = {Event::Compute(1), Event::Offload(1), Event::Compute(0),
-                Event::Prefetch(1), Event::Free(1)};
+  Schedule s = {Event::Compute(1), Event::Offload(1), Event::Wait(1),
+                Event::Compute(0), Event::Prefetch(1), Event::Free(1)};
   std::ostringstream out;
   WriteScheduleText(out, s);
-  EXPECT_EQ(out.str(), "c 1\no 1\nc 0\np 1\nf 1\n");
+  EXPECT_EQ(out.str(), "c 1\no 1\nw 1\nc 0\np 1\nf 1\n");
   EXPECT_EQ(Parse(out.str()), s);
 }
 
 TEST(ScheduleText, RefusesBadLinesNamingTheLine) {
   EXPECT_NE(ErrorOf("c 1\nx 2\n").find(
-                "s.txt:2: expected 'c <id>', 'f <id>', 'o <id>' or 'p <id>'"),
+                "s.txt:2: expected 'c <id>', 'f <id>', 'o <id>', 'p <id>' or 'w <id>'"),
             std::string::npos);
   EXPECT_NE(ErrorOf("c 1\nc two\n").find("s.txt:2: node id is not an integer"),
             std::string::npos);

@@ -215,6 +215,29 @@ TEST(Timeline, AnOffloadHoldsItsMemoryUntilItsCopyEnds) {
   EXPECT_EQ(r.peak_bytes, 8);
 }
 
+TEST(Timeline, AWaitFreesAnOffloadsMemoryForTheNextCompute) {
+  // d reads only a. a's copy runs 2..6 while b runs 2..4; waiting for it
+  // stalls the stream 2 units, and c then runs without a on the device.
+  const TimingModel slow = SlowLink();
+  Graph g = Chain4("0");
+  Schedule s = {E::Compute(0), E::Compute(1), E::Offload(0), E::Wait(0),
+                E::Compute(2), E::Free(1),    E::Free(2),    E::Prefetch(0),
+                E::Compute(3)};
+  SimulationResult r = Timed(g, s, {.timing = &slow});
+  ASSERT_TRUE(r.valid) << r.error;
+  EXPECT_EQ(r.peak_bytes, 8);
+  // c 6..8; the prefetch 8..12 then stalls d by 4 more.
+  EXPECT_EQ(r.stall, 6);
+  EXPECT_EQ(r.makespan, 14);
+  // Without the wait c runs 4..6 while a's copy still holds its memory.
+  s.erase(s.begin() + 3);
+  r = Timed(g, s, {.timing = &slow});
+  ASSERT_TRUE(r.valid) << r.error;
+  EXPECT_EQ(r.peak_bytes, 12);
+  EXPECT_EQ(r.stall, 4);
+  EXPECT_EQ(r.makespan, 12);
+}
+
 TEST(Timeline, MisusedTransfersAreIllegalWithTheirEvent) {
   const TimingModel slow = SlowLink();
   Graph g = Skip4();
@@ -237,6 +260,9 @@ TEST(Timeline, MisusedTransfersAreIllegalWithTheirEvent) {
       {{E::Compute(0), E::Offload(0), E::Free(0)},
        2,
        "is mid-copy (its offload ends at 6"},
+      {{E::Compute(0), E::Wait(0)},
+       1,
+       "wait 0: 'n0' has no offload to wait for"},
       {{E::Compute(0), E::Offload(0), E::Compute(0), E::Compute(1),
         E::Compute(2), E::Free(0), E::Prefetch(0), E::Free(0)},
        7,

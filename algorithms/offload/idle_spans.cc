@@ -50,7 +50,8 @@ std::vector<IdleSpan> LongestIdleSpans(
 }
 
 Schedule WithOffloads(std::span<const Event> schedule,
-                      std::span<const IdleSpan> spans, int64_t lookahead) {
+                      std::span<const IdleSpan> spans, int64_t lookahead,
+                      bool wait) {
   const auto size = static_cast<int64_t>(schedule.size());
   // The computes' event indices, and each event's compute ordinal.
   std::vector<int64_t> compute_event, ordinal(size, 0);
@@ -66,11 +67,13 @@ Schedule WithOffloads(std::span<const Event> schedule,
     prefetch_before[compute_event[k]].push_back(s.value);
   }
   Schedule out;
-  out.reserve(schedule.size() + 2 * spans.size());
+  out.reserve(schedule.size() + 3 * spans.size());
   for (int64_t i = 0; i < size; ++i) {
     for (NodeId v : prefetch_before[i]) out.push_back(Event::Prefetch(v));
     out.push_back(schedule[i]);
     for (NodeId v : offload_after[i]) out.push_back(Event::Offload(v));
+    if (!wait) continue;
+    for (NodeId v : offload_after[i]) out.push_back(Event::Wait(v));
   }
   return out;
 }

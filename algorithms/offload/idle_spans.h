@@ -34,9 +34,13 @@ std::vector<IdleSpan> LongestIdleSpans(
 // `schedule` with each span's value offloaded right after its `after`
 // event and prefetched just before the compute `lookahead` computes ahead
 // of `before` (never before the offload): the copy back overlaps those
-// computes.
+// computes. With `wait`, the compute stream waits for each offload right
+// after issuing it, so that its memory is free for the next compute
+// (vDNN's synchronization); without, compute runs on while the copy holds
+// the memory.
 Schedule WithOffloads(std::span<const Event> schedule,
-                      std::span<const IdleSpan> spans, int64_t lookahead);
+                      std::span<const IdleSpan> spans, int64_t lookahead,
+                      bool wait);
 
 // The `lookahead` parameter of the algorithms that call WithOffloads.
 ParamSpec LookaheadParam();

@@ -11,8 +11,11 @@
 // needed) has its values' longest unread stretches offloaded, those whose
 // copies hide under the compute of the stretch first and then the largest,
 // as few as bring the simulated peak within B (found by bisection on that
-// order). B' = B is recomputation alone, B' = the NoRemat peak offloading
-// alone; vDNN's schedules (policies conv and all) are candidates too.
+// order), once with compute running on during the copies and once waiting
+// for each (vDNN's synchronization, which frees the memory sooner at the
+// price of stalls). B' = B is recomputation alone, B' = the NoRemat peak
+// offloading alone; vDNN's schedules (policies conv and all, waiting or
+// not) are candidates too.
 // Every candidate is simulated with the harness's timing model and the one
 // with the least makespan within B wins, so swap_remat is never slower than
 // vdnn or than its remat algorithms at B.
@@ -20,6 +23,7 @@
 // profiled first iteration, and it recomputes whole schedules of a remat
 // algorithm rather than single tensors.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <optional>
@@ -52,9 +56,11 @@ class SwapRemat : public Algorithm {
     const int64_t top = NoRematPeak(graph);
     const Schedule plain = InsertFrees(graph, NoRematOrder(graph));
     WithOffloadsWithin(plain, "noremat");
-    for (const char* policy : {"conv", "all"}) {
-      RunBase("vdnn", fmt::format("policy={}", policy), kUnboundedBudget,
-              /*add_offloads=*/false);
+    for (const char* policy : {"policy=conv", "policy=all"}) {
+      for (const char* wait : {"wait=true", "wait=false"}) {
+        RunBase("vdnn", {policy, wait}, kUnboundedBudget,
+                /*add_offloads=*/false);
+      }
     }
     if (budget < top) {
       const std::vector<int64_t> internal = BudgetGrid(
@@ -62,7 +68,7 @@ class SwapRemat : public Algorithm {
       for (int64_t inner : internal) {
         if (inner >= top) continue;  // NoRemat, done above
         for (const std::string& name : request.params.List("remat")) {
-          RunBase(name, "", inner, /*add_offloads=*/true);
+          RunBase(name, {}, inner, /*add_offloads=*/true);
         }
       }
     }
@@ -73,23 +79,21 @@ class SwapRemat : public Algorithm {
     return out;
   }
 
-  // Runs algorithm `name` (with `param`, if any) at `inner` bytes and
-  // considers its schedule, with offloads added when `add_offloads`.
-  void RunBase(const std::string& name, const std::string& param,
+  // Runs algorithm `name` with `params` at `inner` bytes and considers its
+  // schedule, with offloads added when `add_offloads`.
+  void RunBase(const std::string& name, const std::vector<std::string>& params,
                int64_t inner, bool add_offloads) {
     const double seconds = request_->deadline.SecondsLeft();
     if (seconds < 1e-3) return;
     const AlgorithmInfo& info = FindAlgorithm(name);
-    std::vector<std::string> items;
-    if (!param.empty()) items.push_back(param);
     const Attempt attempt =
-        RunAlgorithm(*graph_, info, Params::Parse(items, info.params, name),
+        RunAlgorithm(*graph_, info, Params::Parse(params, info.params, name),
                      inner, std::min(seconds, 1e9), nullptr, nullptr,
                      &request_->timing);
     if (!attempt.simulation || !attempt.simulation->valid) return;
     const std::string label =
         inner == kUnboundedBudget
-            ? fmt::format("{}:{}", name, param)
+            ? fmt::format("{}:{}", name, fmt::join(params, ","))
             : fmt::format("{} at {} bytes", name, inner);
     if (add_offloads) {
       WithOffloadsWithin(*attempt.output.schedule, label);
@@ -98,11 +102,17 @@ class SwapRemat : public Algorithm {
     }
   }
 
-  // Considers `base` and `base` with the fewest of its idle spans
-  // offloaded (in the order of the file comment) that fit the budget.
+  // Considers `base` and, with and without waiting for each offload,
+  // `base` with the fewest of its idle spans offloaded (in the order of
+  // the file comment) that fit the budget.
   void WithOffloadsWithin(const Schedule& base, const std::string& label) {
     const SimulationResult sim = Consider(base, label);
     if (!sim.valid || sim.peak_bytes <= request_->budget_bytes) return;
+    for (bool wait : {false, true}) FewestOffloads(base, label, wait);
+  }
+
+  void FewestOffloads(const Schedule& base, const std::string& label,
+                      bool wait) {
     std::vector<IdleSpan> spans =
         LongestIdleSpans(*graph_, base, [](NodeId) { return true; });
     const TimingModel& timing = request_->timing;
@@ -117,7 +127,7 @@ class SwapRemat : public Algorithm {
                      });
     auto peak_with = [&](size_t k) {
       const Schedule s = WithOffloads(
-          base, std::span<const IdleSpan>(spans.data(), k), Lookahead());
+          base, std::span<const IdleSpan>(spans.data(), k), Lookahead(), wait);
       return Simulate(*graph_, s, {.timing = &timing}).peak_bytes;
     };
     if (peak_with(spans.size()) > request_->budget_bytes) return;
@@ -127,8 +137,9 @@ class SwapRemat : public Algorithm {
       (peak_with(mid) <= request_->budget_bytes ? hi : lo) = mid;
     }
     Consider(WithOffloads(base, std::span<const IdleSpan>(spans.data(), hi),
-                          Lookahead()),
-             fmt::format("{} with {} values offloaded", label, hi));
+                          Lookahead(), wait),
+             fmt::format("{} with {} values offloaded{}", label, hi,
+                         wait ? ", waiting for each" : ""));
   }
 
   SimulationResult Consider(const Schedule& schedule,

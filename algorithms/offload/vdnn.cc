@@ -15,7 +15,10 @@
 //                the budget (vDNN_dyn, without its per-layer choice of
 //                convolution algorithms, which the graph does not model).
 // Each moved value is offloaded over its longest unread stretch, which in
-// a training graph is the gap between its forward and backward reads.
+// a training graph is the gap between its forward and backward reads. As
+// in vDNN, the compute stream waits for each offload before it goes on
+// (wait=true), so that the layer's memory is free for the next; wait=false
+// lets compute run on while the copies hold their memory.
 #include <algorithm>
 #include <cctype>
 #include <string>
@@ -60,11 +63,12 @@ class Vdnn : public Algorithm {
     const Schedule plain = InsertFrees(graph, NoRematOrder(graph));
     const std::string& policy = request.params.String("policy");
     const int64_t lookahead = request.params.Int("lookahead");
+    const bool wait = request.params.String("wait") == "true";
     auto offloading = [&](bool conv_inputs_only) {
       const std::vector<uint8_t> movable = Movable(graph, conv_inputs_only);
       const std::vector<IdleSpan> spans = LongestIdleSpans(
           graph, plain, [&](NodeId v) { return movable[v] != 0; });
-      return WithOffloads(plain, spans, lookahead);
+      return WithOffloads(plain, spans, lookahead, wait);
     };
     if (policy == "all") return AlgorithmOutput::Found(offloading(false));
     if (policy == "conv") return AlgorithmOutput::Found(offloading(true));
@@ -97,7 +101,13 @@ const bool kRegistered = RegisterAlgorithm({
                                "conv (inputs of convolutions), dyn (the "
                                "first of none, conv, all that fits)",
                 .choices = {"dyn", "all", "conv"}},
-               LookaheadParam()},
+               LookaheadParam(),
+               {.name = "wait",
+                .type = ParamSpec::Type::kChoice,
+                .default_value = "true",
+                .description = "the compute stream waits for each offload "
+                               "(vDNN's synchronization) or runs on",
+                .choices = {"true", "false"}}},
     .create = [] { return std::make_unique<Vdnn>(); },
 });
 
