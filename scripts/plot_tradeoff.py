@@ -5,7 +5,14 @@ One figure per graph, in the style of the Checkmate paper: x = memory budget
 (readable units), y = overhead (cost / base cost) on a linear axis, one step
 curve per algorithm giving its best result at or below each budget, the
 memory lower bound and the NoRemat peak as vertical lines, and the proven
-optimum as a black dashed step curve.
+optimum as a black dashed step curve. A schedule that moves values to host
+memory (vdnn, swap_remat) is placed by its time instead: makespan / base
+cost, which is its cost / base cost when nothing moves.
+
+Below it, where the results have the timeline (results/SCHEMA.md), each
+algorithm's critical path at each budget over the graph's longest path:
+1 means the schedule keeps all the parallelism of the graph; recomputation
+that lengthens the critical path shows as a rise.
 
 Every point whose schedule is valid and within its budget is drawn: filled
 when `feasible`, open when the algorithm hit its time limit (`timeout`) and
@@ -167,6 +174,49 @@ def layout(graph, runs, order, max_overhead):
             "bottom": bottom, "top": top, "clip": clip}
 
 
+def timed(graph, runs):
+    """`runs` with each point that moves values to host memory placed by its
+    time: overhead = makespan / base cost (for the others the two agree)."""
+    base = graph.get("base_cost") or 0
+
+    def place(p):
+        if p.get("transfer_bytes") and p.get("makespan") is not None and base:
+            return dict(p, overhead=p["makespan"] / base)
+        return p
+    return [dict(r, points=[place(p) for p in r["points"]]) for r in runs]
+
+
+def critical_paths(graph, runs):
+    """Per run (in the order given), its in-budget (budget, critical path /
+    longest path) points; empty when the results predate the timeline."""
+    longest = graph.get("longest_path_cost")
+    if not longest:
+        return []
+    return [[(p["budget_bytes"], p["critical_path"] / longest)
+             for p in sorted(r["points"], key=lambda p: p["budget_bytes"])
+             if in_budget(p) and p.get("critical_path") is not None]
+            for r in runs]
+
+
+def draw_critical_paths(ax, graph, runs, plan, x):
+    """The lower panel: critical path over longest path, per series."""
+    by_label = dict(zip(map(run_label, runs), critical_paths(graph, runs)))
+    for s in plan["series"]:
+        points = by_label.get(s["label"], [])
+        if points:
+            ax.plot([x(b) for b, _ in points], [c for _, c in points],
+                    color=s["color"], marker=s["marker"], markersize=4,
+                    linestyle=s["linestyle"], linewidth=1, alpha=0.85)
+    ax.axhline(1, color="grey", linestyle=":", linewidth=1)
+    # The overhead axis's clip keeps the checkpoint_last-like outliers from
+    # flattening the rest (they run off the top).
+    values = [c for points in critical_paths(graph, runs) for _, c in points]
+    top = min(max(values + [1.0]), plan["clip"])
+    ax.set_ylim(min(values + [1.0]) - 0.04 * top, top * 1.04)
+    ax.set_ylabel("critical path /\nlongest path")
+    ax.grid(True, alpha=0.3)
+
+
 def draw(graph, runs, order, include_static=False,
          max_overhead=DEFAULT_MAX_OVERHEAD):
     """The figure of one graph (the caller saves and closes it)."""
@@ -176,8 +226,16 @@ def draw(graph, runs, order, include_static=False,
     def x(b):
         return (b + offset) / scale
 
+    runs = timed(graph, runs)
     plan = layout(graph, runs, order, max_overhead)
-    fig, ax = plt.subplots(figsize=(10, 5.5))
+    if any(critical_paths(graph, runs)):
+        fig, (ax, ax_cp) = plt.subplots(
+            2, 1, figsize=(10, 8), sharex=True,
+            gridspec_kw={"height_ratios": [3, 1.6]})
+        draw_critical_paths(ax_cp, graph, runs, plan, x)
+    else:
+        fig, ax = plt.subplots(figsize=(10, 5.5))
+        ax_cp = None
     any_open = any_clipped = False
     for s in plan["series"]:
         if not s["points"]:
@@ -226,8 +284,8 @@ def draw(graph, runs, order, include_static=False,
         labels.append(text)
     what = "total memory (incl. static)" if include_static else \
         "activation memory budget"
-    ax.set_xlabel(f"{what} [{unit}]")
-    ax.set_ylabel("overhead (cost / base cost)")
+    (ax_cp or ax).set_xlabel(f"{what} [{unit}]")
+    ax.set_ylabel("overhead (cost / base cost;\nmakespan / base cost when moving)")
     ax.set_ylim(plan["bottom"], plan["top"])
     ax.yaxis.set_major_locator(MaxNLocator(nbins=10, steps=[1, 2, 2.5, 5, 10]))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Reproduce published tables of rematerialization papers with rematbench.
 
-    scripts/reproduce.py kusumoto2019|kumar2019|checkmate2020|chen2016|dtr2021|rotor2019|all
+    scripts/reproduce.py kusumoto2019|kumar2019|checkmate2020|chen2016|dtr2021|rotor2019|
+                        offload2016|all
         [--remat build/remat] [--out results/reproductions] [--quick]
 
 Every "ours" figure comes from running the `remat` binary (`remat solve
