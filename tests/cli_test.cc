@@ -2,6 +2,7 @@
 // 1 negative answer, 2 bad input), and no partial files on bad input.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -61,6 +62,44 @@ TEST_F(Cli, ValidateRejectsAComputeBeforeItsInputNamingTheEvent) {
   EXPECT_NE(result["error"]["reason"].get<std::string>().find(
                 "input 0 ('f1') is not live"),
             std::string::npos);
+}
+
+TEST_F(Cli, ValidateTimesTransfersAndRefusesMisusedOnesNamingTheLine) {
+  // chain:n=4 (1-byte values, cost 1): f1 offloaded after its forward read
+  // and prefetched before its backward read (node 5); over a link of one
+  // byte per cost unit each copy takes 1 and hides under compute.
+  const std::string good = Write(
+      "good.txt",
+      "c 0\nc 1\no 0\nc 2\nc 3\nc 4\nc 8\nf 3\nf 4\nc 7\nf 2\nf 8\n"
+      "p 0\nc 6\nf 1\nf 7\nc 5\nf 0\nf 6\nf 5\n");
+  const std::string timing = " --link 1:0 --compute-rate 1 --json";
+  Outcome run = Remat("validate -g chain:n=4 -s " + good + timing);
+  EXPECT_EQ(run.status, 0) << run.err;
+  auto result = nlohmann::json::parse(run.out);
+  EXPECT_EQ(result["makespan"], 9.0);
+  EXPECT_EQ(result["cost"], 9);
+  EXPECT_EQ(result["transfer_bytes"], 2);
+  EXPECT_EQ(result["host_peak_bytes"], 1);
+  EXPECT_EQ(result["peak_bytes"], 5);  // NoRemat's 6 less f1
+  // The prefetch removed: node 5 reads f1 while it is on the host.
+  const std::string late = Write(
+      "late.txt",
+      "c 0\nc 1\no 0\nc 2\nc 3\nc 4\nc 8\nf 3\nf 4\nc 7\nf 2\nf 8\n"
+      "c 6\nf 1\nf 7\nc 5\n");
+  run = Remat("validate -g chain:n=4 -s " + late + timing);
+  EXPECT_EQ(run.status, 1);
+  result = nlohmann::json::parse(run.out);
+  EXPECT_EQ(result["error"]["line"], 16);
+  EXPECT_EQ(result["error"]["reason"],
+            "compute 5: input 0 ('f1') is offloaded and not prefetched");
+  // Bad timing options: exit 2, one line.
+  for (const char* option :
+       {"--link pcie9", "--link 0", "--compute-rate -1", "--host-budget x"}) {
+    run = Remat("validate -g chain:n=4 -s " + good + " " + option);
+    EXPECT_EQ(run.status, 2) << option;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1)
+        << option << ": " << run.err;
+  }
 }
 
 TEST_F(Cli, BadInputIsOneLineAndExitStatus2) {

@@ -11,7 +11,8 @@ trap 'rm -rf "$out"' EXIT
 py=/usr/bin/python3
 
 check() {  # check <out dir>
-  for p in kusumoto2019 kumar2019 checkmate2020 chen2016 dtr2021 rotor2019; do
+  for p in kusumoto2019 kumar2019 checkmate2020 chen2016 dtr2021 rotor2019 \
+      offload2016; do
     test -s "$1/$p.md" || { echo "FAIL: $p.md missing"; exit 1; }
     test -s "$1/$p/solves.json" || { echo "FAIL: $p/solves.json missing"; exit 1; }
     grep -q '^| ' "$1/$p.md" || grep -q 'Skipped' "$1/$p.md" ||
@@ -21,6 +22,9 @@ check() {  # check <out dir>
   grep -q '| `noremat` |' "$1/checkmate2020.md" || { echo "FAIL: checkmate table"; exit 1; }
   grep -q 'twremat\|TwRemat' "$1/kumar2019.md" || { echo "FAIL: kumar table"; exit 1; }
   grep -q '^| 0.5 |' "$1/dtr2021.md" || { echo "FAIL: dtr2021 table"; exit 1; }
+  grep -q '^| vDNN_all' "$1/offload2016.md" || { echo "FAIL: offload2016 vDNN table"; exit 1; }
+  grep -q 'met at every point' "$1/offload2016.md" ||
+    { echo "FAIL: offload2016 goal not met"; exit 1; }
 }
 
 # Without peer graphs: the Kusumoto part is skipped with a note.
