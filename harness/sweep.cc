@@ -145,7 +145,9 @@ void MakeNamesUnique(std::vector<GraphSummary>& summaries) {
 // optimum - 1. Where a method reported a bound valid only for its staged
 // schedule class (details.staged_lower_bound_cost, the Checkmate MILP/LP),
 // points get staged_gap = cost / bound - 1, which can be negative for
-// schedules outside that class. The bounds are never mixed.
+// schedules outside that class. The bounds are never mixed. Both optima
+// are over schedules of computes and frees, so points whose schedules move
+// values to host memory get neither.
 void AddOptimalityGaps(nlohmann::json& runs) {
   using Key = std::pair<std::string, int64_t>;  // graph, budget
   std::map<Key, int64_t> optimum, staged_bound;
@@ -169,7 +171,9 @@ void AddOptimalityGaps(nlohmann::json& runs) {
   }
   for (auto& run : runs) {
     for (auto& point : run["points"]) {
-      if (point["status"] != "feasible") continue;
+      if (point["status"] != "feasible" || point.contains("transfer_bytes")) {
+        continue;
+      }
       Key key{run["graph"], point["budget_bytes"]};
       const double cost = point["cost"].get<double>();
       if (auto it = optimum.find(key); it != optimum.end() && it->second > 0) {

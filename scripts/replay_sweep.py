@@ -252,7 +252,10 @@ def replay_all(results, results_dir, out_dir, args):
                                          json.dumps(r.get("params", {}),
                                                     sort_keys=True))):
             for point in run["points"]:
-                if point.get("status") != "feasible":
+                # Offloading schedules are simulated only: the executor
+                # runs computes and frees (README, "Time and offloading").
+                if point.get("status") != "feasible" or \
+                        point.get("transfer_bytes"):
                     continue
                 try:
                     sched, temp, source = schedule_for(point, run, path,

@@ -155,7 +155,13 @@ TEST(ExactSearch, NoHeuristicBeatsIt) {
       for (const AlgorithmInfo* info : AllAlgorithms()) {
         if (info->exact) continue;
         const SolveResult other = Solve(graph, info->name, budget, {}, 10);
-        if (other.status != Status::kFeasible) continue;
+        // exact_search is optimal among schedules of computes and frees;
+        // one that moves values to host memory (vdnn, swap_remat) is
+        // outside that class and may cost less or fit where none does.
+        if (other.status != Status::kFeasible ||
+            other.timeline.contains("transfer_bytes")) {
+          continue;
+        }
         ++compared;
         ASSERT_EQ(exact.status, Status::kFeasible)
             << info->name << " fits budget " << budget;

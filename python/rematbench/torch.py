@@ -107,6 +107,14 @@ def _solve_all(graph, specs, budget, timeout, threads):
 
 
 def _row(spec, solution):
+    if solution.json.get("transfer_bytes"):
+        # The executor runs computes and frees; offloads (vdnn, swap_remat
+        # under a tight budget) are simulated only (README, "Time and
+        # offloading").
+        return {"algorithm": spec, "status": "skipped", "peak_bytes": None,
+                "overhead": None, "solve_seconds": solution.solve_seconds,
+                "message": "moves values to host memory, which replay does "
+                           "not run"}
     return {"algorithm": spec, "status": solution.status,
             "peak_bytes": solution.peak_bytes,
             "overhead": solution.overhead,
