@@ -12,6 +12,7 @@ packages=(
   python3 python3-matplotlib python3-numpy
   python3-dev python3-pybind11 pybind11-dev  # the Python module (python/)
   clang libclang-rt-dev  # scripts/fuzz.sh: libFuzzer and sanitizers
+  libomp-dev  # OpenMP for clang (the TSan build of scripts/test.sh)
 )
 # Extra packages for a caller that needs more (scripts/export_torch.py sets
 # REMAT_EXTRA_PACKAGES="python3-torch python3-torchvision").

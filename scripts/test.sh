@@ -46,6 +46,27 @@ if [[ "$sanitizers" != 0 ]]; then
   echo "test.sh: ASan+UBSan build and suites: $(seconds "$start") s"
 fi
 
+# TSan (REMAT_TEST_TSAN=1, opt-in: about 10 more minutes): the threaded
+# sweep (its OpenMP tasks, journal writer and progress ticker) built with
+# clang and LLVM's libomp; libomp itself is not instrumented, so its own
+# memory is left out (ignore_noninstrumented_modules).
+if [[ "${REMAT_TEST_TSAN:-}" == 1 ]]; then
+  start=$(date +%s)
+  cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_COMPILER=clang++ -DREMAT_SANITIZE=thread "${launcher[@]}" \
+    >/dev/null
+  cmake --build build-tsan -j"$(nproc)" --target remat harness_test
+  TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" \
+    build-tsan/tests/harness_test --gtest_brief=1 \
+    --gtest_filter='Sweep*:Preparation*:*Journal*'
+  TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" \
+    build-tsan/remat sweep --threads 4 --budgets 4 --timeout 60 \
+    --graphs chain:n=16,resnet:depth=18,batch=2,image=32 \
+    --algorithms noremat,chen_greedy,revolve,twremat,dtr,vdnn,swap_remat \
+    -o build-tsan/sweep.json >/dev/null
+  echo "test.sh: TSan build and threaded sweep: $(seconds "$start") s"
+fi
+
 # Fuzzing: the committed corpus as tests, then each target for 7 s.
 start=$(date +%s)
 scripts/fuzz.sh 7
