@@ -63,6 +63,19 @@ AlgorithmOutput SolveStagedMilp(const Graph& graph, const SolveRequest& request,
     if (request.standby) request.standby->Offer(*standby);
   }
 
+  // The decision question "a schedule within the budget at cost <= X?"
+  // (the Checkmate reproduction's) needs no MILP when the warm start
+  // answers it.
+  const int64_t target = request.params.Int("cost_target");
+  if (target > 0 && incumbent && incumbent->cost <= target) {
+    AlgorithmOutput out = AlgorithmOutput::Found(
+        incumbent->schedule,
+        fmt::format("warm start {} meets cost_target={}; CBC not run",
+                    warm_start, target));
+    out.extra["warm_start"] = request.params.String("warm_start");
+    return out;
+  }
+
   std::unique_ptr<Cbc_Model, CbcDeleter> cbc(Cbc_newModel());
   Cbc_loadProblem(cbc.get(), model.num_cols(), model.num_rows(),
                   model.col_starts().data(), model.row_index().data(),
@@ -157,6 +170,13 @@ std::vector<ParamSpec> CbcParams() {
                           "2.10 in CglPreProcess::postProcess when the "
                           "time limit stopped it",
            .choices = {"auto", "on", "off"}},
+          {.name = "cost_target",
+           .type = ParamSpec::Type::kInt,
+           .default_value = "0",
+           .description = "0 (default): minimize the cost; X > 0: answer "
+                          "with the warm start, without running CBC, when it "
+                          "costs at most X (not proven optimal)",
+           .min_int = 0},
           {.name = "threads",
            .type = ParamSpec::Type::kInt,
            .default_value = "1",

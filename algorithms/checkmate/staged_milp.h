@@ -28,7 +28,7 @@ struct StagedMilpClass {
 AlgorithmOutput SolveStagedMilp(const Graph& graph, const SolveRequest& request,
                                 const StagedMilpClass& schedule_class);
 
-// The CBC parameters of SolveStagedMilp (preprocess, threads).
+// The parameters of SolveStagedMilp (preprocess, cost_target, threads).
 std::vector<ParamSpec> CbcParams();
 
 }  // namespace remat
