@@ -73,8 +73,7 @@ TEST(Moccasin, ProvesTheCapInfeasibleAndLiftsIt) {
   const SolveResult capped = Solve(g, "moccasin", 3);
   EXPECT_EQ(capped.status, Status::kInfeasible) << capped.message;
   const SolveResult lifted = Solve(
-      g, "moccasin", 3,
-      {fmt::format("computations={}", revolve.repetitions)});
+      g, "moccasin", 3, {fmt::format("computations={}", revolve.repetitions)});
   ASSERT_EQ(lifted.status, Status::kFeasible) << lifted.message;
   EXPECT_TRUE(lifted.optimal);
   EXPECT_EQ(lifted.cost, revolve.cost);
@@ -85,7 +84,8 @@ TEST(Moccasin, ProvesTheCapInfeasibleAndLiftsIt) {
 // checkmate_milp, and equal to it once the cap cannot bind.
 TEST(Moccasin, NeverBelowCheckmateMilpEqualUncapped) {
   for (const std::string& spec :
-       {std::string("chain:n=6"), testing::SourceDir() + "/tests/fixtures/diamond.json",
+       {std::string("chain:n=6"),
+        testing::SourceDir() + "/tests/fixtures/diamond.json",
         testing::SourceDir() + "/tests/fixtures/skip_connections.json"}) {
     const Graph g = LoadGraph(spec);
     const int64_t lb = MemoryLowerBound(g);
@@ -94,9 +94,9 @@ TEST(Moccasin, NeverBelowCheckmateMilpEqualUncapped) {
     for (int64_t budget = lb; budget <= peak; budget += step) {
       const SolveResult milp = Solve(g, "checkmate_milp", budget);
       const SolveResult capped = Solve(g, "moccasin", budget);
-      const SolveResult uncapped = Solve(
-          g, "moccasin", budget,
-          {fmt::format("computations={}", g.num_nodes())});
+      const SolveResult uncapped =
+          Solve(g, "moccasin", budget,
+                {fmt::format("computations={}", g.num_nodes())});
       ASSERT_EQ(milp.status, Status::kFeasible) << spec << " " << budget;
       ASSERT_EQ(uncapped.status, Status::kFeasible) << spec << " " << budget;
       EXPECT_EQ(uncapped.cost, milp.cost) << spec << " " << budget;

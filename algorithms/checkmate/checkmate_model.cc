@@ -443,8 +443,7 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
                                : StageOrder::kIncumbent;
   std::optional<CheckmateModel> graph_order;
   if (order == StageOrder::kGraph) {
-    graph_order.emplace(graph, budget_bytes, NoRematOrder(graph),
-                        max_computes);
+    graph_order.emplace(graph, budget_bytes, NoRematOrder(graph), max_computes);
   }
   auto staged = [&](const Schedule& s) -> std::optional<Schedule> {
     if (graph_order) return graph_order->Staged(s);
@@ -465,9 +464,9 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
     return {order, std::move(incumbent), std::move(*graph_order)};
   }
   if (!incumbent) {
-    return {order, std::nullopt,
-            CheckmateModel(graph, budget_bytes, NoRematOrder(graph),
-                           max_computes)};
+    return {
+        order, std::nullopt,
+        CheckmateModel(graph, budget_bytes, NoRematOrder(graph), max_computes)};
   }
   CheckmateModel model(graph, budget_bytes,
                        *FirstComputeOrder(graph, incumbent->schedule),

@@ -48,9 +48,9 @@ AlgorithmOutput SolveStagedMilp(const Graph& graph, const SolveRequest& request,
   if (incumbent) start = model.PointOf(incumbent->schedule);
   std::string warm_start = "none fits when staged";
   if (incumbent) {
-    warm_start = fmt::format(
-        "{} (staged cost {}{})", incumbent->algorithm, incumbent->cost,
-        start ? "" : ", rejected by the model's rows");
+    warm_start = fmt::format("{} (staged cost {}{})", incumbent->algorithm,
+                             incumbent->cost,
+                             start ? "" : ", rejected by the model's rows");
   }
   // What to answer if CBC overruns the deadline, or has no time at all.
   std::optional<AlgorithmOutput> standby;
