@@ -445,11 +445,25 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
   if (order == StageOrder::kGraph) {
     graph_order.emplace(graph, budget_bytes, NoRematOrder(graph), max_computes);
   }
+  // A staged schedule that computes a value more than max_computes times
+  // is no point of the model, so it cannot be the MIP start: a dearer one
+  // within the cap can.
+  auto within_cap = [&](std::optional<Schedule> s) -> std::optional<Schedule> {
+    if (!s || max_computes <= 0) return s;
+    std::vector<int> computes(graph.num_nodes(), 0);
+    for (const Event& e : *s) {
+      if (e.op == Event::Op::kCompute && ++computes[e.node] > max_computes) {
+        return std::nullopt;
+      }
+    }
+    return s;
+  };
   auto staged = [&](const Schedule& s) -> std::optional<Schedule> {
-    if (graph_order) return graph_order->Staged(s);
+    if (graph_order) return within_cap(graph_order->Staged(s));
     std::optional<std::vector<NodeId>> first = FirstComputeOrder(graph, s);
     if (!first) return std::nullopt;
-    return CheckmateModel(graph, budget_bytes, std::move(*first)).Staged(s);
+    return within_cap(
+        CheckmateModel(graph, budget_bytes, std::move(*first)).Staged(s));
   };
   // The heuristics together get at most a quarter of the time left: the
   // rest is the solver's.

@@ -10,16 +10,20 @@
 // value i in stage t, S[.,i] its coverage (S[t+1,i] <= S[t,i] + R[t,i]
 // already makes every interval contiguous and start at a compute), and the
 // rows sum_t R[t,i] <= C are Moccasin's bound on the intervals. The memory
-// rows, warm start (the cheapest heuristic schedule, staged in its own
-// first-compute order), time limit, threads and process isolation are
-// checkmate_milp's (staged_milp.h).
+// rows, warm start (the cheapest heuristic schedule that, staged in its own
+// first-compute order, computes no value more than C times), time limit,
+// threads and process isolation are checkmate_milp's (staged_milp.h).
 //
-// Why a MILP and not the paper's constraint program: the paper's O(Cn)
-// interval variables need interval and cumulative reasoning with clause
-// learning (it used OR-tools CP-SAT, which Debian does not ship); CBC has
-// no interval variables, and encoding interval ends as integers needs
-// big-M rows whose LP relaxation proves nothing. The stage-grid indicators
-// keep Checkmate's LP bound and add the cap, which is what cuts the search.
+// Why a MILP on CBC and not the paper's constraint program: CBC is already
+// wired, isolated and time-limited here, and a MILP proves bounds from its
+// LP relaxation. The paper's O(Cn) interval variables need interval and
+// cumulative reasoning with clause learning (it used OR-tools CP-SAT, which
+// Debian does not ship); CBC has no interval variables, and interval ends
+// as integers need big-M rows whose LP relaxation proves nothing. Gecode's
+// CP (libgecode-dev) was not tried. The price: this model keeps Checkmate's
+// O(n^2) variables, so the cap cuts CBC's search only a little (Checkmate's
+// VGG16, results/checkmate_milp_vgg16.json: 1.34x faster in all, not the
+// paper's order of magnitude).
 //
 // Exact within its class: optimal among staged schedules (in the model's
 // stage order) that compute each value at most C times. Every such
