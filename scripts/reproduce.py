@@ -41,14 +41,16 @@ def main():
     ap.add_argument("--shared", default=os.path.join(os.path.dirname(rc.ROOT), "shared"))
     ap.add_argument("--quick", action="store_true", help="small graphs only (tests)")
     ap.add_argument("--jobs", type=int, default=2, help="solves run at once")
-    ap.add_argument("--milp-seconds", type=float, default=0,
-                    help="run checkmate_milp in the Checkmate reproduction with this "
-                         "time limit per solve (default 0: not run)")
+    ap.add_argument("--milp-seconds", type=float, default=None,
+                    help="time limit per checkmate_milp solve in the Checkmate "
+                         "reproduction (default 30, 5 with --quick; 0: not run)")
     args = ap.parse_args()
     if not os.access(args.remat, os.X_OK):
         bad_usage(f"reproduce: {args.remat} is not an executable "
                          "(build it with scripts/build.sh or pass --remat)")
     args.remat = os.path.abspath(args.remat)
+    if args.milp_seconds is None:
+        args.milp_seconds = 5 if args.quick else 30
     papers = list(PAPERS) if args.paper == "all" else [args.paper]
     for p in papers:
         start = time.time()

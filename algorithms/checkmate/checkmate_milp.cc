@@ -10,41 +10,18 @@
 // becomes the model's stage order, and stops at the request's deadline;
 // CBC may overrun it during its root node, so the warm start is offered as
 // the standby answer (StandbyAnswer) that the isolated process's watchdog
-// gives instead. The
+// gives instead (the CBC wiring is staged_milp.h, shared with moccasin). The
 // result carries CBC's proven bound and gap; `optimal` means optimal among
 // staged schedules only, so the bound is reported as staged_lower_bound_cost
 // and never as a bound on other algorithms (exact_search tells what the staged
 // class gives away). The schedule is extracted stage by stage from R and S
 // and simulated like every other.
-#include <Cbc_C_Interface.h>
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cmath>
-#include <memory>
-#include <mutex>
-#include <string>
-
 #include "algorithms/checkmate/checkmate_model.h"
-#include "algorithms/common/warm_start.h"
+#include "algorithms/checkmate/staged_milp.h"
 #include "harness/registry.h"
-#include "harness/simulator.h"
 
 namespace remat {
 namespace {
-
-// CbcMain1, which Cbc_solve runs, keeps static state in CBC 2.10, so two
-// solves in one process must not overlap. The sweep and `remat solve` run
-// each solve in its own process (isolate below), where the lock is never
-// contended; it guards programs that run solves in-process (benchmarks,
-// programs that do not call InitIsolation).
-std::mutex cbc_mutex;
-
-// Above this many columns, preprocess=auto turns CBC's preprocessing off:
-// there it ignores the time limit. Preprocessing is off by default: CBC
-// 2.10's CglPreProcess::postProcess crashed the process (VGG19 at 19,577
-// columns, and models under 10,000 columns stopped by a 10 s limit).
-constexpr int kPreprocessMaxCols = 10000;
 
 // The default warm start: the heuristics of the registry as it was when
 // warm starts became a parameter, in name order, so that registering a new
@@ -53,122 +30,11 @@ constexpr const char* kWarmStart =
     "checkmate_lp+checkpoint_last+chen_greedy+chen_recursive+chen_sqrtn+"
     "dp_approx+dp_exact+noremat+revolve+twremat";
 
-struct CbcDeleter {
-  void operator()(Cbc_Model* model) const { Cbc_deleteModel(model); }
-};
-
 class CheckmateMilp : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
-    if (auto refused = RefuseCheckmateRequest(graph, request)) {
-      return std::move(*refused);
-    }
-    // The staged class, and so the MILP's optimum, depends on the stage
-    // order (BestStagedStart).
-    auto [order, incumbent, model] = BestStagedStart(graph, request);
-    std::optional<std::vector<double>> start;
-    if (incumbent) start = model.PointOf(incumbent->schedule);
-    std::string warm_start = "none fits when staged";
-    if (incumbent) {
-      warm_start = fmt::format(
-          "{} (staged cost {}{})", incumbent->algorithm, incumbent->cost,
-          start ? "" : ", rejected by the model's memory rows");
-    }
-    // What to answer if CBC overruns the deadline, or has no time at all.
-    std::optional<AlgorithmOutput> standby;
-    if (incumbent) {
-      standby = AlgorithmOutput::Found(
-          incumbent->schedule,
-          fmt::format("CBC did not finish; warm start: {}", warm_start));
-      standby->status = Status::kTimeout;
-      standby->extra["warm_start"] = request.params.String("warm_start");
-      if (request.standby) request.standby->Offer(*standby);
-    }
-
-    std::unique_ptr<Cbc_Model, CbcDeleter> cbc(Cbc_newModel());
-    Cbc_loadProblem(cbc.get(), model.num_cols(), model.num_rows(),
-                    model.col_starts().data(), model.row_index().data(),
-                    model.values().data(), model.col_lower().data(),
-                    model.col_upper().data(), model.objective().data(),
-                    model.row_lower().data(), model.row_upper().data());
-    for (int col : model.integer_cols()) Cbc_setInteger(cbc.get(), col);
-    if (start) {
-      std::vector<int> cols(model.num_cols());
-      for (int i = 0; i < model.num_cols(); ++i) cols[i] = i;
-      Cbc_setMIPStartI(cbc.get(), model.num_cols(), cols.data(), start->data());
-    }
-    Cbc_setLogLevel(cbc.get(), 0);
-    Cbc_setParameter(cbc.get(), "log", "0");
-    // CBC counts CPU time by default; the deadline is wall-clock time.
-    Cbc_setParameter(cbc.get(), "timeMode", "elapsed");
-    // CglPreProcess does not look at the time limit: on large models it
-    // alone can run many times past the deadline (seen at 100 nodes).
-    const std::string& preprocess = request.params.String("preprocess");
-    if (preprocess == "off" ||
-        (preprocess == "auto" && model.num_cols() > kPreprocessMaxCols)) {
-      Cbc_setParameter(cbc.get(), "preprocess", "off");
-    }
-    Cbc_setParameter(cbc.get(), "threads",
-                     std::to_string(request.params.Int("threads")).c_str());
-
-    std::unique_lock lock(cbc_mutex);
-    // Leave a little time to extract and return the schedule.
-    const double seconds = request.deadline.SecondsLeft() - 0.2;
-    if (seconds <= 0) {
-      if (standby) return *standby;
-      return AlgorithmOutput::NoSchedule(
-          Status::kTimeout, "no time left to run CBC; no warm start fits");
-    }
-    if (seconds < 1e9) Cbc_setMaximumSeconds(cbc.get(), seconds);
-    Cbc_solve(cbc.get());
-    lock.unlock();
-
-    const bool proven_infeasible = Cbc_isProvenInfeasible(cbc.get());
-    const double* best = Cbc_bestSolution(cbc.get());
-    if (proven_infeasible) {
-      return AlgorithmOutput::NoSchedule(
-          Status::kInfeasible,
-          "CBC proved that no staged schedule fits the budget (other "
-          "schedules may)");
-    }
-    if (best == nullptr) {
-      if (standby) return *standby;
-      return AlgorithmOutput::NoSchedule(
-          Status::kTimeout,
-          fmt::format("CBC found no staged schedule within the time limit; "
-                      "warm start: {}",
-                      warm_start));
-    }
-    const double scale = static_cast<double>(model.cost_scale());
-    const bool optimal = Cbc_isProvenOptimal(cbc.get()) != 0;
-    const double objective = Cbc_getObjValue(cbc.get());
-    // The objective takes integer values, so a fractional bound rounds up;
-    // at a proven optimum CBC's last bound may lag behind the objective.
-    const double bound =
-        optimal ? objective
-                : std::ceil(Cbc_getBestPossibleObjValue(cbc.get()) - 1e-6);
-    const std::span<const double> x(best, model.num_cols());
-    AlgorithmOutput out = AlgorithmOutput::Found(
-        model.Extract(model.RoundR(x, 0.5), model.RoundS(x, 0.5)),
-        fmt::format("{}; MILP cost {:.0f}, staged bound {:.0f}; warm start: "
-                    "{}",
-                    optimal ? "optimal among staged schedules"
-                            : "time limit before proving optimality",
-                    objective * scale, bound * scale, warm_start));
-    if (!optimal) out.status = Status::kTimeout;
-    out.optimal = optimal;
-    out.extra["staged_lower_bound_cost"] =
-        static_cast<int64_t>(std::llround(bound)) * model.cost_scale();
-    out.extra["mip_gap"] =
-        objective > 0 ? std::max(0.0, (objective - bound) / objective) : 0.0;
-    out.extra["stage_order"] = order == StageOrder::kIncumbent && incumbent
-                                   ? incumbent->algorithm
-                                   : "graph";
-    out.extra["variables"] = model.num_cols();
-    out.extra["warm_start"] = request.params.String("warm_start");
-    out.extra["constraints"] = model.num_rows();
-    return out;
+    return SolveStagedMilp(graph, request, {.name = "staged schedules"});
   }
 };
 
@@ -183,21 +49,7 @@ const bool kRegistered = RegisterAlgorithm({
     .uses_budget = true,
     // CBC 2.10 crashed in CglPreProcess::postProcess and keeps static state.
     .isolate = true,
-    .params = WithCheckmateParams(
-        "checkmate_milp", kWarmStart,
-        {{.name = "preprocess",
-          .type = ParamSpec::Type::kChoice,
-          .default_value = "off",
-          .description = "CBC preprocessing: off (default), on, or auto "
-                         "(on up to 10000 columns); on has crashed CBC "
-                         "2.10 in CglPreProcess::postProcess when the "
-                         "time limit stopped it",
-          .choices = {"auto", "on", "off"}},
-         {.name = "threads",
-          .type = ParamSpec::Type::kInt,
-          .default_value = "1",
-          .description = "CBC threads",
-          .min_int = 1}}),
+    .params = WithCheckmateParams("checkmate_milp", kWarmStart, CbcParams()),
     .create = [] { return std::make_unique<CheckmateMilp>(); },
 });
 

@@ -38,7 +38,7 @@ CheckmateModel::CheckmateModel(const Graph& graph, int64_t budget_bytes)
     : CheckmateModel(graph, budget_bytes, NoRematOrder(graph)) {}
 
 CheckmateModel::CheckmateModel(const Graph& graph, int64_t budget_bytes,
-                               std::vector<NodeId> order)
+                               std::vector<NodeId> order, int max_computes)
     : graph_(graph), node_(std::move(order)) {
   const int n = static_cast<int>(node_.size());
   const std::vector<uint8_t> needed = NeededNodes(graph);
@@ -146,6 +146,13 @@ CheckmateModel::CheckmateModel(const Graph& graph, int64_t budget_bytes,
         h.back().second = kappa;
         AddRow(-inf, kappa - 1, h);
       }
+    }
+  }
+  if (max_computes > 0) {
+    for (int i = 0; i < n; ++i) {
+      std::vector<std::pair<int, double>> computes;
+      for (int t = i; t < n; ++t) computes.push_back({R(t, i), 1});
+      AddRow(-inf, max_computes, computes);
     }
   }
   Finish();
@@ -428,18 +435,35 @@ std::vector<ParamSpec> WithCheckmateParams(const std::string& owner,
   return params;
 }
 
-StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request) {
+StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
+                            int max_computes) {
   const int64_t budget_bytes = request.budget_bytes;
   const StageOrder order = request.params.String("stage_order") == "graph"
                                ? StageOrder::kGraph
                                : StageOrder::kIncumbent;
   std::optional<CheckmateModel> graph_order;
-  if (order == StageOrder::kGraph) graph_order.emplace(graph, budget_bytes);
+  if (order == StageOrder::kGraph) {
+    graph_order.emplace(graph, budget_bytes, NoRematOrder(graph), max_computes);
+  }
+  // A staged schedule that computes a value more than max_computes times
+  // is no point of the model, so it cannot be the MIP start: a dearer one
+  // within the cap can.
+  auto within_cap = [&](std::optional<Schedule> s) -> std::optional<Schedule> {
+    if (!s || max_computes <= 0) return s;
+    std::vector<int> computes(graph.num_nodes(), 0);
+    for (const Event& e : *s) {
+      if (e.op == Event::Op::kCompute && ++computes[e.node] > max_computes) {
+        return std::nullopt;
+      }
+    }
+    return s;
+  };
   auto staged = [&](const Schedule& s) -> std::optional<Schedule> {
-    if (graph_order) return graph_order->Staged(s);
+    if (graph_order) return within_cap(graph_order->Staged(s));
     std::optional<std::vector<NodeId>> first = FirstComputeOrder(graph, s);
     if (!first) return std::nullopt;
-    return CheckmateModel(graph, budget_bytes, std::move(*first)).Staged(s);
+    return within_cap(
+        CheckmateModel(graph, budget_bytes, std::move(*first)).Staged(s));
   };
   // The heuristics together get at most a quarter of the time left: the
   // rest is the solver's.
@@ -454,10 +478,13 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request) {
     return {order, std::move(incumbent), std::move(*graph_order)};
   }
   if (!incumbent) {
-    return {order, std::nullopt, CheckmateModel(graph, budget_bytes)};
+    return {
+        order, std::nullopt,
+        CheckmateModel(graph, budget_bytes, NoRematOrder(graph), max_computes)};
   }
   CheckmateModel model(graph, budget_bytes,
-                       *FirstComputeOrder(graph, incumbent->schedule));
+                       *FirstComputeOrder(graph, incumbent->schedule),
+                       max_computes);
   return {order, std::move(incumbent), std::move(model)};
 }
 

@@ -43,9 +43,12 @@ class CheckmateModel {
   // Stages in NoRematOrder(graph).
   CheckmateModel(const Graph& graph, int64_t budget_bytes);
   // Stages in `order`, a topological order of exactly the needed nodes
-  // (std::invalid_argument otherwise).
+  // (std::invalid_argument otherwise). `max_computes` > 0 adds Moccasin's
+  // rows sum_t R[t,i] <= max_computes (each value computed at most that
+  // many times; S already makes each retention interval contiguous and
+  // start at a compute).
   CheckmateModel(const Graph& graph, int64_t budget_bytes,
-                 std::vector<NodeId> order);
+                 std::vector<NodeId> order, int max_computes = 0);
 
   // The problem in column-major form, ready for Cbc_loadProblem or
   // OsiSolverInterface::loadProblem.
@@ -181,6 +184,8 @@ struct StagedStart {
 };
 // Each heuristic runs for at most warm_start_seconds and a tenth of the
 // time left.
-StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request);
+// `max_computes` as in CheckmateModel's constructor.
+StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
+                            int max_computes = 0);
 
 }  // namespace remat
