@@ -20,28 +20,17 @@ import os
 import signal
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results_file  # noqa: E402
+
 
 def bad_input(message):
     """One line on stderr and exit 2: bad input, never a "regression"."""
-    print(f"compare_curves: {message}", file=sys.stderr)
-    sys.exit(2)
+    results_file.bad_input("compare_curves", message)
 
 
 def load(path):
-    if not os.path.isfile(path):
-        bad_input(f"{path}: " + ("not a regular file" if os.path.exists(path)
-                                 else "no such file"))
-    try:
-        with open(path, encoding="utf-8") as f:
-            results = json.load(f)
-    except (OSError, ValueError, RecursionError) as e:
-        # ValueError: JSON syntax and UnicodeDecodeError (a binary file).
-        bad_input(f"{path}: cannot read results: {str(e)[:200]!r}")
-    if not isinstance(results, dict) or \
-            results.get("format") != "rematbench-results" or \
-            not isinstance(results.get("runs"), list):
-        bad_input(f"{path}: not a rematbench results file")
-    return results
+    return results_file.load("compare_curves", path)
 
 
 def run_key(run):

@@ -2,8 +2,7 @@
 
 Bad input is one line on stderr naming the script and the file, and exit 2:
 never a traceback, never a hang on a FIFO, never exit 1 (which some scripts
-keep for a real regression). compare_curves.py and same_figures.py keep
-their own copies of this check (they predate it).
+keep for a real regression). Every results script reads through it.
 """
 import json
 import os

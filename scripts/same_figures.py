@@ -17,24 +17,14 @@ import json
 import os
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import results_file  # noqa: E402
+
 RUN_FIELDS = ("solve_seconds", "schedule_file")
 
 
 def load(path):
-    if not os.path.isfile(path):  # a FIFO would block, a folder is no file
-        sys.exit(print(f"{path}: not a regular file", file=sys.stderr) or 2)
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (OSError, ValueError, RecursionError) as e:
-        sys.exit(print(f"{path}: cannot read results: {str(e)[:200]!r}",
-                       file=sys.stderr) or 2)
-    if not isinstance(doc, dict) or doc.get("format") != "rematbench-results" \
-            or not isinstance(doc.get("runs"), list) \
-            or not isinstance(doc.get("graphs"), list):
-        sys.exit(print(f"{path}: not a rematbench results file",
-                       file=sys.stderr) or 2)
-    return doc
+    return results_file.load("same_figures", path)
 
 
 def points(doc):
