@@ -98,7 +98,8 @@ SweepJournal::SweepJournal(const std::string& path,
                            const nlohmann::json& graphs, bool resume)
     : path_(path) {
   namespace fs = std::filesystem;
-  const bool exists = fs::exists(path);
+  std::error_code error;  // a name the system refuses fails at the write
+  const bool exists = fs::exists(path, error);
   if (resume && exists) {
     JournalContents contents = ReadJournal(path);
     try {

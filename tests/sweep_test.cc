@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <map>
 
 #include "harness/errors.h"
@@ -250,6 +251,25 @@ TEST(Corpus, TheDefaultCorpusLoads) {
   std::vector<std::string> specs =
       ReadCorpus(testing::SourceDir() + "/graphs/corpus/default.json");
   EXPECT_FALSE(specs.empty());
+}
+
+// Found by fuzzing: std::filesystem::exists threw on a path longer than the
+// system allows. Such an entry is missing: skipped when optional, else kept
+// for the reader to refuse.
+TEST(Corpus, APathTooLongForTheSystemIsMissing) {
+  const std::string name(300, 'x');  // NAME_MAX is 255
+  const std::string manifest =
+      (std::filesystem::temp_directory_path() /
+       fmt::format("remat_long_names_{}.json", getpid()))
+          .string();
+  std::ofstream(manifest) << fmt::format(
+      R"({{"format": "rematbench-corpus", "graphs": [
+           {{"path": "{0}", "optional": true}}, {{"path": "{0}"}}]}})",
+      name);
+  const std::vector<std::string> specs = ReadCorpus(manifest);
+  std::filesystem::remove(manifest);
+  ASSERT_EQ(specs.size(), 1u);
+  EXPECT_EQ(std::filesystem::path(specs[0]).filename(), name);
 }
 
 }  // namespace

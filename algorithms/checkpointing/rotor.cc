@@ -15,7 +15,9 @@
 // input as a checkpoint, then Opt(s', t, m - |x_(s'-1)|) followed by
 // Opt(s, s' - 1, m); or run stage s keeping everything its backward reads
 // (the paper's F_all), Opt(s + 1, t, m - |saved|), then stage s's
-// backward. The DP fills the table for every m up to the budget.
+// backward; where neither the caller nor stage s's backward reads x_(s-1),
+// it is dead once S_s is computed, and Opt(s + 1, t) gets its memory too.
+// The DP fills the table for every m up to the budget.
 //
 // The stages are revolve's: the segments between articulation points of
 // the forward graph (SegmentChain, segment_schedule.h), one per step j =
@@ -94,6 +96,9 @@ struct Stages {
   // Per j: x_(j-1) is read by stage j - 1, so after F_all on stage j - 1 it
   // outlives Opt(j, t).
   std::vector<int> input_read;
+  // Per j: stage j reads its input x_(j-1) (a convolution's backward does,
+  // a ReLU's does not).
+  std::vector<uint8_t> reads_input;
 };
 
 // Peak of computing `order` (topological) with frees after the last use
@@ -103,6 +108,7 @@ class LocalWalk {
   explicit LocalWalk(const Graph& graph)
       : graph_(graph),
         stamp_(graph.num_nodes(), 0),
+        ordered_(graph.num_nodes(), 0),
         uses_(graph.num_nodes(), 0),
         keep_(graph.num_nodes(), 0) {}
 
@@ -115,9 +121,13 @@ class LocalWalk {
     for (NodeId v : order) stamp_[v] = call_;
     for (NodeId v : initial) stamp_[v] = call_;
     for (NodeId v : keep) keep_[v] = call_;
+    // Only computes in `order` use a value: an initial value is made
+    // already, so its reading another initial value (the gradient from the
+    // next stage reads this stage's output) holds nothing.
+    for (NodeId v : order) ordered_[v] = call_;
     auto count_uses = [&](NodeId v) {
       uses_[v] = 0;
-      for (NodeId w : graph_.consumers(v)) uses_[v] += stamp_[w] == call_;
+      for (NodeId w : graph_.consumers(v)) uses_[v] += ordered_[w] == call_;
     };
     for (NodeId v : order) count_uses(v);
     for (NodeId v : initial) count_uses(v);
@@ -142,7 +152,7 @@ class LocalWalk {
 
  private:
   const Graph& graph_;
-  std::vector<int32_t> stamp_, uses_, keep_;
+  std::vector<int32_t> stamp_, ordered_, uses_, keep_;
   int32_t call_ = 0;
 };
 
@@ -165,6 +175,7 @@ Stages DeriveStages(const Graph& graph, const SegmentChain& chain) {
   }
   st.read.assign(L + 2, {});
   st.input_read.assign(L + 2, 0);
+  st.reads_input.assign(L + 2, 0);
   std::vector<std::vector<NodeId>> segment(L + 2);
   for (NodeId v : chain.forward_graph().forward) {
     segment[chain.segment_of(v)].push_back(v);
@@ -312,6 +323,12 @@ Stages DeriveStages(const Graph& graph, const SegmentChain& chain) {
     const NodeId x = chain.checkpoint(j);
     st.input_read[j + 1] =
         std::find(st.read[j].begin(), st.read[j].end(), x) != st.read[j].end();
+    for (NodeId v : chain.stage(j + 1)) {
+      const auto inputs = graph.inputs(v);
+      if (std::find(inputs.begin(), inputs.end(), x) != inputs.end()) {
+        st.reads_input[j + 1] = 1;
+      }
+    }
   }
   return st;
 }
@@ -362,7 +379,17 @@ class RotorTable {
     return choice_[Index(s, t, m, keep)];
   }
   int64_t x(int32_t j) const { return x_[j]; }
-  int64_t saved(int32_t j) const { return saved_[j]; }
+
+  // The memory left to Opt(s + 1, t) after F_all on stage s: less what
+  // stage s keeps, plus its input x_(s-1) when nothing reads that any more
+  // (the caller does not keep it and stage s's backward does not read it:
+  // the liveness pass frees it once S_s is computed). Without that credit
+  // a chain of F_all stages holds every input to its end, a convolution's
+  // output under its ReLU included.
+  int64_t AfterAll(int32_t s, int64_t m, int keep) const {
+    const int64_t freed = keep || st_.reads_input[s] ? 0 : x_[s - 1];
+    return std::min(M_, m + freed - saved_[s]);
+  }
 
  private:
   size_t Index(int32_t s, int32_t t, int64_t m, int keep) const {
@@ -384,7 +411,7 @@ class RotorTable {
         // F_all on stage s.
         if (grad_[t] + all_[s] <= m && backward_[s] <= m) {
           const int64_t rest =
-              Cost(s + 1, t, m - saved_[s], st_.input_read[s + 1]);
+              Cost(s + 1, t, AfterAll(s, m, keep), st_.input_read[s + 1]);
           if (rest < kInf) {
             best = st_.uf[s] + rest + st_.ub[s];
             how = kAll;
@@ -463,8 +490,8 @@ BuildResult Replay(const SegmentChain& chain, const Stages& st,
           st.read[s].end()) {
         tasks.push_back({s, s, 0, 0, Task::kRelease});
       }
-      tasks.push_back(
-          {s + 1, t, task.m - table.saved(s), st.input_read[s + 1]});
+      tasks.push_back({s + 1, t, table.AfterAll(s, task.m, task.keep),
+                       st.input_read[s + 1]});
     } else {
       const int32_t k = how - 1;
       const NodeId x = chain.checkpoint(k);
