@@ -1,16 +1,17 @@
 #!/usr/bin/python3
-"""Writes results/checkmate_milp_vgg16.json: checkmate_milp and moccasin on
-the Checkmate VGG16 training graph at 8 budgets evenly spaced from the
-memory lower bound to the NoRemat peak (issue 7's goal: checkmate_milp
-proven optimal within 10 minutes on two cores; issue 17's: moccasin proven
-optimal at all 8 at least 5x faster), with the per-budget time ratio. One
-`remat solve` per (algorithm, budget), run one after the other so that each
-has the cores to itself.
+"""Writes results/checkmate_milp_vgg16.json: checkmate_milp and moccasin
+(each of its solvers) on the Checkmate VGG16 training graph at 8 budgets
+evenly spaced from the memory lower bound to the NoRemat peak (issue 7's
+goal: checkmate_milp proven optimal within 10 minutes on two cores; issue
+17's: moccasin proven optimal at all 8 at least 5x faster), with each
+one's time ratio to checkmate_milp. One `remat solve` per (entry, budget),
+run one after the other so that each has the cores to itself.
 
   scripts/checkmate_milp_vgg16.py [--remat build/remat] [--out FILE]
-      [--algorithms checkmate_milp,moccasin] [-p k=v ...]
+      [--algorithms checkmate_milp,moccasin:solver=cbc,...] [-p k=v ...]
 
--p parameters go to every algorithm; threads=2 unless -p threads=N.
+An entry is an algorithm with its own parameters after colons. -p
+parameters go to every entry; threads=2 unless -p threads=N.
 """
 import argparse
 import datetime
@@ -31,7 +32,8 @@ def main():
     ap.add_argument("--remat", default="build/remat")
     ap.add_argument("--out", default="results/checkmate_milp_vgg16.json")
     ap.add_argument("--timeout", type=float, default=600)
-    ap.add_argument("--algorithms", default="checkmate_milp,moccasin")
+    ap.add_argument("--algorithms", default=(
+        "checkmate_milp,moccasin:solver=cbc,moccasin:solver=gecode,moccasin"))
     # default=None, not ["threads=2"]: argparse appends to a list default,
     # so -p threads=1 used to give threads=2 as well (and CBC took the last).
     ap.add_argument("-p", "--param", action="append", default=None,
@@ -50,10 +52,12 @@ def main():
     params = [x for p in given for x in ("--param", p)]
     algorithms = args.algorithms.split(",")
     runs = {}
-    for algorithm in algorithms:
+    for entry in algorithms:
+        algorithm, *own = entry.split(":")
+        own = [x for p in own for x in ("--param", p)]
         solve = ["solve", "--algorithm", algorithm, "--graph", GRAPH,
-                 *params, "--timeout", f"{args.timeout:g}"]
-        runs[algorithm] = []
+                 *params, *own, "--timeout", f"{args.timeout:g}"]
+        runs[entry] = []
         for budget in budgets:
             r = remat.call(solve + ["--budget", str(budget), "--json"])
             run = {k: r.get(k) for k in ("budget_bytes", "status", "optimal",
@@ -61,19 +65,25 @@ def main():
                                          "message")}
             run["optimal"] = bool(run["optimal"])
             run.update(r.get("details", {}))
-            runs[algorithm].append(run)
-            print(algorithm, budget, run["status"], run["optimal"],
+            runs[entry].append(run)
+            print(entry, budget, run["status"], run["optimal"],
                   f"{run['solve_seconds']:.1f} s", file=sys.stderr)
     comparison = []
-    if "checkmate_milp" in runs and "moccasin" in runs:
-        for m, c in zip(runs["checkmate_milp"], runs["moccasin"]):
+    milp = runs.get("checkmate_milp")
+    for entry, entry_runs in runs.items():
+        if entry == "checkmate_milp" or milp is None:
+            continue
+        for m, c in zip(milp, entry_runs):
             comparison.append({
+                "entry": entry,
                 "budget_bytes": m["budget_bytes"],
                 "checkmate_milp_seconds": m["solve_seconds"],
-                "moccasin_seconds": c["solve_seconds"],
+                "seconds": c["solve_seconds"],
                 "speedup": m["solve_seconds"] / c["solve_seconds"],
                 "both_optimal": m["optimal"] and c["optimal"],
                 "same_cost": m["cost"] == c["cost"]})
+    totals = {entry: sum(r["solve_seconds"] for r in entry_runs)
+              for entry, entry_runs in runs.items()}
 
     def output(*cmd):
         return subprocess.run(cmd, cwd=ROOT, text=True,
@@ -88,19 +98,22 @@ def main():
             f"lower bound ({lb}) to the NoRemat peak ({peak}); written by "
             f"scripts/checkmate_milp_vgg16.py; each run: remat solve --algorithm A "
             f"--graph {GRAPH} {' '.join(params)} --timeout {args.timeout:g} "
-            f"--budget B --json; speedup = checkmate_milp seconds / moccasin "
-            f"seconds at the same budget"),
+            f"[entry's parameters] --budget B --json; speedup = checkmate_milp "
+            f"seconds / the entry's seconds at the same budget"),
         "context": {
             "commit": commit,
             "remat": args.remat,
             "cbc": output("dpkg-query", "-W", "-f", "${Version}",
                           "coinor-libcbc-dev"),
+            "gecode": output("dpkg-query", "-W", "-f", "${Version}",
+                             "libgecode-dev"),
             "host": platform.node(),
             "cpus": os.cpu_count(),
             "load_average_at_end": os.getloadavg()[0],
             "date": datetime.date.today().isoformat(),
         },
         "runs": runs,
+        "total_seconds": totals,
         "comparison": comparison,
     }
     with open(os.path.join(ROOT, args.out), "w") as f:

@@ -8,6 +8,7 @@ packages=(
   cmake g++ make pkg-config git
   libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev coinor-libcbc-dev
+  libgecode-dev  # moccasin's interval model (solver=gecode|auto)
   libopenmpi-dev openmpi-bin
   python3 python3-matplotlib python3-numpy
   python3-dev python3-pybind11 pybind11-dev  # the Python module (python/)

@@ -1,7 +1,9 @@
-// moccasin: known answers on chains, where binomial checkpointing (the
+// moccasin with solver=cbc (the MILP) and solver=auto (the interval model
+// on Gecode first, then the MILP): known answers on chains, where binomial checkpointing (the
 // revolve formula) is the optimum over all schedules and its repetition
-// number r says how often a value is recomputed; and the relation to
-// checkmate_milp, whose staged class contains moccasin's.
+// number r says how often a value is recomputed; the relation to
+// checkmate_milp, whose staged class contains moccasin's; and Gecode's
+// answers, where its search ends, equal to CBC's.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -15,10 +17,12 @@ namespace remat {
 namespace {
 
 SolveResult Solve(const Graph& graph, const std::string& algorithm,
-                  int64_t budget, std::vector<std::string> params = {}) {
+                  int64_t budget, std::vector<std::string> params = {},
+                  double seconds = 60) {
   const AlgorithmInfo& info = FindAlgorithm(algorithm);
-  const Attempt attempt = RunAlgorithm(
-      graph, info, Params::Parse(params, info.params, algorithm), budget, 60);
+  const Attempt attempt =
+      RunAlgorithm(graph, info, Params::Parse(params, info.params, algorithm),
+                   budget, seconds);
   return Judge(attempt, budget);
 }
 
@@ -44,14 +48,24 @@ Revolve RevolveOptimum(int64_t n, int64_t budget) {
   return {r, n + 1 + r * l - Binomial(s + r, r - 1)};
 }
 
-TEST(Moccasin, EqualsRevolveWhereTwoComputesSuffice) {
+// Runs each test with solver=cbc and solver=auto.
+class Moccasin : public ::testing::TestWithParam<std::string> {
+ protected:
+  SolveResult SolveMoccasin(const Graph& graph, int64_t budget,
+                            std::vector<std::string> params = {}) {
+    params.push_back("solver=" + GetParam());
+    return Solve(graph, "moccasin", budget, std::move(params));
+  }
+};
+
+TEST_P(Moccasin, EqualsRevolveWhereTwoComputesSuffice) {
   int checked = 0;
   for (int n = 4; n <= 6; ++n) {
     const Graph g = LoadGraph(fmt::format("chain:n={}", n));
     for (int64_t budget = 3; budget <= n + 2; ++budget) {
       const Revolve revolve = RevolveOptimum(n, budget);
       if (revolve.repetitions > 2) continue;
-      const SolveResult moccasin = Solve(g, "moccasin", budget);
+      const SolveResult moccasin = SolveMoccasin(g, budget);
       ASSERT_EQ(moccasin.status, Status::kFeasible) << moccasin.message;
       EXPECT_TRUE(moccasin.optimal);
       EXPECT_EQ(moccasin.cost, revolve.cost) << "n=" << n << " b=" << budget;
@@ -66,14 +80,14 @@ TEST(Moccasin, EqualsRevolveWhereTwoComputesSuffice) {
 // chain:n=4 at budget 3 has one checkpoint slot: every optimal schedule
 // computes a forward value 4 times, and no schedule fits with fewer (the
 // gradient of f_i needs f_i, which only the input's chain rebuilds).
-TEST(Moccasin, ProvesTheCapInfeasibleAndLiftsIt) {
+TEST_P(Moccasin, ProvesTheCapInfeasibleAndLiftsIt) {
   const Graph g = LoadGraph("chain:n=4");
   const Revolve revolve = RevolveOptimum(4, 3);
   ASSERT_GT(revolve.repetitions, 2);
-  const SolveResult capped = Solve(g, "moccasin", 3);
+  const SolveResult capped = SolveMoccasin(g, 3);
   EXPECT_EQ(capped.status, Status::kInfeasible) << capped.message;
-  const SolveResult lifted = Solve(
-      g, "moccasin", 3, {fmt::format("computations={}", revolve.repetitions)});
+  const SolveResult lifted = SolveMoccasin(
+      g, 3, {fmt::format("computations={}", revolve.repetitions)});
   ASSERT_EQ(lifted.status, Status::kFeasible) << lifted.message;
   EXPECT_TRUE(lifted.optimal);
   EXPECT_EQ(lifted.cost, revolve.cost);
@@ -83,7 +97,7 @@ TEST(Moccasin, ProvesTheCapInfeasibleAndLiftsIt) {
 // order (the graph's here: by default each stages in the order of its own
 // warm start, which the cap can change) it is never cheaper than
 // checkmate_milp, and equal to it once the cap cannot bind.
-TEST(Moccasin, NeverBelowCheckmateMilpEqualUncapped) {
+TEST_P(Moccasin, NeverBelowCheckmateMilpEqualUncapped) {
   for (const std::string& spec :
        {std::string("chain:n=6"),
         testing::SourceDir() + "/tests/fixtures/diamond.json",
@@ -95,10 +109,9 @@ TEST(Moccasin, NeverBelowCheckmateMilpEqualUncapped) {
     for (int64_t budget = lb; budget <= peak; budget += step) {
       const std::string order = "stage_order=graph";
       const SolveResult milp = Solve(g, "checkmate_milp", budget, {order});
-      const SolveResult capped = Solve(g, "moccasin", budget, {order});
-      const SolveResult uncapped =
-          Solve(g, "moccasin", budget,
-                {order, fmt::format("computations={}", g.num_nodes())});
+      const SolveResult capped = SolveMoccasin(g, budget, {order});
+      const SolveResult uncapped = SolveMoccasin(
+          g, budget, {order, fmt::format("computations={}", g.num_nodes())});
       ASSERT_EQ(milp.status, Status::kFeasible) << spec << " " << budget;
       ASSERT_EQ(uncapped.status, Status::kFeasible) << spec << " " << budget;
       EXPECT_EQ(uncapped.cost, milp.cost) << spec << " " << budget;
@@ -109,6 +122,44 @@ TEST(Moccasin, NeverBelowCheckmateMilpEqualUncapped) {
       }
     }
   }
+}
+
+INSTANTIATE_TEST_SUITE_P(Solvers, Moccasin, ::testing::Values("cbc", "auto"),
+                         [](const auto& info) { return info.param; });
+
+// Gecode alone answers the same model as CBC: wherever its search ends
+// within a few seconds (its plain search proves infeasibility or deep
+// recomputation slowly, hence solver=auto), it proves the same optimum or
+// the same infeasibility, on graphs with branches and skips, at budgets
+// from the memory lower bound to the NoRemat peak.
+TEST(MoccasinSolvers, GecodeAgreesWithCbcWhereItEnds) {
+  int settled = 0;
+  for (const std::string& spec :
+       {testing::SourceDir() + "/tests/fixtures/diamond.json",
+        testing::SourceDir() + "/tests/fixtures/skip_connections.json",
+        std::string("resnet:depth=18,batch=1,image=32"),
+        std::string("random_layered:n=20,seed=3")}) {
+    const Graph g = LoadGraph(spec);
+    const int64_t lb = MemoryLowerBound(g);
+    const int64_t peak = NoRematPeak(g);
+    for (int step = 0; step <= 4; ++step) {
+      const int64_t budget = lb + (peak - lb) * step / 4;
+      const SolveResult gecode =
+          Solve(g, "moccasin", budget, {"solver=gecode"}, 2);
+      if (gecode.status == Status::kTimeout) continue;
+      const SolveResult cbc = Solve(g, "moccasin", budget, {"solver=cbc"});
+      ASSERT_EQ(gecode.status, cbc.status)
+          << spec << " " << budget << ": " << gecode.message << " / "
+          << cbc.message;
+      ++settled;
+      if (cbc.status != Status::kFeasible) continue;
+      ASSERT_TRUE(cbc.optimal && gecode.optimal) << spec << " " << budget;
+      EXPECT_EQ(gecode.cost, cbc.cost) << spec << " " << budget;
+      EXPECT_LE(gecode.peak_bytes, budget);
+    }
+  }
+  // 11 of the 20 end within 1 s here; fewer on a slow or loaded machine.
+  EXPECT_GE(settled, 6);
 }
 
 }  // namespace

@@ -485,7 +485,8 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
   CheckmateModel model(graph, budget_bytes,
                        *FirstComputeOrder(graph, incumbent->schedule),
                        max_computes);
-  return {order, std::move(incumbent), std::move(model)};
+  std::string source = incumbent->algorithm;
+  return {order, std::move(incumbent), std::move(model), std::move(source)};
 }
 
 }  // namespace remat

@@ -69,6 +69,9 @@ class CheckmateModel {
   const std::vector<int>& budget_rows() const { return budget_rows_; }
   double ScaledBudget(int64_t budget_bytes) const;
 
+  // The stage order: node t of the graph is computed in stage t.
+  const std::vector<NodeId>& order() const { return node_; }
+
   // Objective value -> cost in the graph's units.
   int64_t cost_scale() const { return cost_scale_; }
 
@@ -181,6 +184,8 @@ struct StagedStart {
   StageOrder order;
   std::optional<Incumbent> incumbent;
   CheckmateModel model;
+  // The heuristic whose first computes are the stage order, or "graph".
+  std::string order_source = "graph";
 };
 // Each heuristic runs for at most warm_start_seconds and a tenth of the
 // time left.

@@ -34,7 +34,10 @@
 // is reported as staged_lower_bound_cost, a bound for this class only.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "algorithms/checkmate/checkmate_model.h"
+#include "algorithms/checkmate/moccasin_cp.h"
 #include "algorithms/checkmate/staged_milp.h"
 #include "harness/registry.h"
 
@@ -52,12 +55,33 @@ class Moccasin : public Algorithm {
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
     const int c = static_cast<int>(request.params.Int("computations"));
-    return SolveStagedMilp(
-        graph, request,
+    if (auto refused = RefuseCheckmateRequest(graph, request)) {
+      return std::move(*refused);
+    }
+    StagedStart start = BestStagedStart(graph, request, c);
+    const std::string& solver = request.params.String("solver");
+    std::string gecode_note;
+    if (solver != "cbc") {
+      const double slice =
+          solver == "gecode"
+              ? request.deadline.SecondsLeft()
+              : std::min(request.params.Double("gecode_seconds"),
+                         request.deadline.SecondsLeft() / 10);
+      CpAnswer cp = SolveMoccasinCp(graph, request, c, start,
+                                    Deadline::In(std::min(
+                                        slice, request.deadline.SecondsLeft())));
+      if (solver == "gecode" || cp.settled) return std::move(cp.output);
+      gecode_note = fmt::format("; Gecode first: {}", cp.output.message);
+    }
+    AlgorithmOutput out = SolveStagedMilp(
+        request,
         {.name = fmt::format("staged schedules computing each value at most "
                              "{} times",
                              c),
-         .max_computes = c});
+         .max_computes = c},
+        std::move(start));
+    out.message += gecode_note;
+    return out;
   }
 };
 
@@ -70,6 +94,19 @@ std::vector<ParamSpec> MoccasinParams() {
                                    "(each compute starts one retention "
                                    "interval)",
                     .min_int = 1});
+  params.push_back({.name = "solver",
+                    .type = ParamSpec::Type::kChoice,
+                    .default_value = "auto",
+                    .description = "auto (default): the interval model on "
+                                   "Gecode for gecode_seconds, then the "
+                                   "MILP on CBC unless Gecode settled it; "
+                                   "cbc or gecode: that one alone",
+                    .choices = {"auto", "cbc", "gecode"}});
+  params.push_back({.name = "gecode_seconds",
+                    .type = ParamSpec::Type::kDouble,
+                    .default_value = "2",
+                    .description = "solver=auto: Gecode's share (at most a "
+                                   "tenth of the time left)"});
   return WithCheckmateParams("moccasin", kWarmStart, std::move(params));
 }
 

@@ -42,8 +42,16 @@ AlgorithmOutput SolveStagedMilp(const Graph& graph, const SolveRequest& request,
   }
   // The staged class, and so the MILP's optimum, depends on the stage
   // order (BestStagedStart).
-  auto [order, incumbent, model] =
-      BestStagedStart(graph, request, schedule_class.max_computes);
+  return SolveStagedMilp(
+      request, schedule_class,
+      BestStagedStart(graph, request, schedule_class.max_computes));
+}
+
+AlgorithmOutput SolveStagedMilp(const SolveRequest& request,
+                                const StagedMilpClass& schedule_class,
+                                StagedStart staged_start) {
+  const std::optional<Incumbent>& incumbent = staged_start.incumbent;
+  const CheckmateModel& model = staged_start.model;
   std::optional<std::vector<double>> start;
   if (incumbent) start = model.PointOf(incumbent->schedule);
   std::string warm_start = "none fits when staged";
@@ -152,9 +160,7 @@ AlgorithmOutput SolveStagedMilp(const Graph& graph, const SolveRequest& request,
       static_cast<int64_t>(std::llround(bound)) * model.cost_scale();
   out.extra["mip_gap"] =
       objective > 0 ? std::max(0.0, (objective - bound) / objective) : 0.0;
-  out.extra["stage_order"] = order == StageOrder::kIncumbent && incumbent
-                                 ? incumbent->algorithm
-                                 : "graph";
+  out.extra["stage_order"] = staged_start.order_source;
   out.extra["variables"] = model.num_cols();
   out.extra["warm_start"] = request.params.String("warm_start");
   out.extra["constraints"] = model.num_rows();

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/checkmate/checkmate_model.h"
 #include "harness/algorithm.h"
 #include "harness/graph.h"
 
@@ -27,6 +28,10 @@ struct StagedMilpClass {
 // algorithms.
 AlgorithmOutput SolveStagedMilp(const Graph& graph, const SolveRequest& request,
                                 const StagedMilpClass& schedule_class);
+// The same from a warm start and model already built (BestStagedStart).
+AlgorithmOutput SolveStagedMilp(const SolveRequest& request,
+                                const StagedMilpClass& schedule_class,
+                                StagedStart staged_start);
 
 // The parameters of SolveStagedMilp (preprocess, cost_target, threads).
 std::vector<ParamSpec> CbcParams();
