@@ -5,26 +5,28 @@
 // computed at most C times (C = 2 in the paper) and is retained, after each
 // compute, for one contiguous interval; bounding the number of intervals
 // per value is what makes its model small and fast to solve. Here that
-// class is a MILP on COIN-OR CBC over Checkmate's stage grid
-// (checkmate_model.h): R[t,i] = 1 is the start of a retention interval of
-// value i in stage t, S[.,i] its coverage (S[t+1,i] <= S[t,i] + R[t,i]
-// already makes every interval contiguous and start at a compute), and the
-// rows sum_t R[t,i] <= C are Moccasin's bound on the intervals. The memory
-// rows, warm start (the cheapest heuristic schedule that, staged in its own
-// first-compute order, computes no value more than C times), time limit,
-// threads and process isolation are checkmate_milp's (staged_milp.h).
-//
-// Why a MILP on CBC and not the paper's constraint program: CBC is already
-// wired, isolated and time-limited here, and a MILP proves bounds from its
-// LP relaxation. The paper's O(Cn) interval variables need interval and
-// cumulative reasoning with clause learning (it used OR-tools CP-SAT, which
-// Debian does not ship); CBC has no interval variables, and interval ends
-// as integers need big-M rows whose LP relaxation proves nothing. Gecode's
-// CP (libgecode-dev) was not tried. The price: this model keeps Checkmate's
-// O(n^2) variables, so the cap cuts CBC's search only a little (Checkmate's
-// VGG16, results/checkmate_milp_vgg16.json: 1.15x-1.34x faster in all over
-// two runs, not the paper's order of magnitude; VGG19 at batch 379: 8.7%
-// gap after 300 s).
+// class lives on Checkmate's stage grid (checkmate_model.h), in the stage
+// order and from the warm start of checkmate_milp (the cheapest heuristic
+// schedule that, staged in its own first-compute order, computes no value
+// more than C times), and two solvers answer it:
+// - gecode (moccasin_cp.h): the paper's model, C interval variables per
+//   value, dependencies as coverage constraints and memory as one
+//   cumulative constraint, as a constraint program on Gecode (the paper
+//   used OR-tools CP-SAT, which Debian does not ship), searched by branch
+//   and bound below the warm start's cost;
+// - cbc: the staged MILP with the rows sum_t R[t,i] <= C (S[t+1,i] <=
+//   S[t,i] + R[t,i] already makes every interval contiguous and start at a
+//   compute), solved as checkmate_milp is (staged_milp.h).
+// Chosen by measurement (results/checkmate_milp_vgg16.json, Checkmate's
+// VGG16 at 8 budgets, threads=1): Gecode proves the same optima as CBC in
+// 2.0 s in all against CBC's 16.5 s (checkmate_milp: 19.2 s), most at the
+// root by propagation alone, because the warm start is optimal or nearly.
+// But Gecode's search has no clause learning and no LP bound: where
+// proving infeasibility or finding deep recomputation takes search
+// (tests/moccasin_test.cc: random_layered:n=20, chain:n=6 at 3 units) it
+// runs for minutes where CBC ends within a second, and it gives no bound.
+// Hence solver=auto (default): Gecode for gecode_seconds, then CBC from
+// Gecode's best schedule unless Gecode settled the question.
 //
 // Exact within its class: optimal among staged schedules (in the model's
 // stage order) that compute each value at most C times. Every such
