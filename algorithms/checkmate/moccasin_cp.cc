@@ -1,5 +1,5 @@
 // Moccasin's retention intervals as a constraint program on Gecode (the
-// paper's own formulation, Bartan et al. 2023, section 3), over the same
+// paper's own formulation, Bartan et al. 2023), over the same
 // stages and in the same class as the MILP (moccasin.cc): each value i has
 // C intervals [s, e] of positions, a position being (stage t, node k) in
 // the order stage by stage, node by node. Interval 0 starts at (i, i);
@@ -26,7 +26,6 @@
 namespace remat {
 namespace {
 
-using Gecode::BoolVar;
 using Gecode::BoolVarArgs;
 using Gecode::IntArgs;
 using Gecode::IntVar;
@@ -51,7 +50,6 @@ struct Problem {
     return (high << cost_shift) + low;
   }
   int Position(int t, int k) const { return t * (t + 1) / 2 + k; }
-  int Horizon() const { return Position(n, 0); }
 };
 
 class IntervalSpace : public Gecode::Space {
@@ -117,22 +115,15 @@ class IntervalSpace : public Gecode::Space {
     for (int x = 0; x < n * c; ++x) {
       ends[x] = Gecode::expr(*this, end_[x] + 1);
     }
-    IntVarArgs all_starts = starts, all_lengths = length, all_ends = ends;
-    IntArgs all_usage = usage;
-    BoolVarArgs all_optional = optional;
-    for (int i = 0; i < n; ++i) {
-      if (p.workspace[i] == 0) continue;
-      for (int j = 0; j < c; ++j) {
-        const int x = i * c + j;
-        all_starts << start_[x];
-        all_lengths << IntVar(*this, 1, 1);
-        all_ends << Gecode::expr(*this, start_[x] + 1);
-        all_usage << p.workspace[i];
-        all_optional << present_[x];
-      }
+    for (int x = 0; x < n * c; ++x) {
+      if (p.workspace[x / c] == 0) continue;
+      starts << start_[x];
+      length << IntVar(*this, 1, 1);
+      ends << Gecode::expr(*this, start_[x] + 1);
+      usage << p.workspace[x / c];
+      optional << present_[x];
     }
-    cumulative(*this, p.capacity, all_starts, all_lengths, all_ends, all_usage,
-               all_optional);
+    cumulative(*this, p.capacity, starts, length, ends, usage, optional);
     IntArgs high(n * c), low(n * c);
     for (int x = 0; x < n * c; ++x) {
       high[x] = p.cost_high[x / c];
@@ -237,7 +228,7 @@ std::optional<Problem> MakeProblem(const Graph& graph,
   p.capacity = static_cast<int>(budget_bytes / p.mem_unit);
   auto units = [&](int64_t bytes) {
     return static_cast<int>(
-        std::min((bytes + p.mem_unit - 1) / p.mem_unit, kIntLimit));
+        std::min((bytes + p.mem_unit - 1) / p.mem_unit, 2 * kIntLimit));
   };
   while ((total_cost >> p.cost_shift) > kIntLimit) ++p.cost_shift;
   if (int64_t{p.n} * computes << p.cost_shift > kIntLimit) return std::nullopt;
@@ -310,7 +301,7 @@ CpAnswer SolveMoccasinCp(const Graph& graph, const SolveRequest& request,
     const int64_t cost = Simulate(graph, schedule).cost;
     incumbent = Incumbent{schedule, cost, "moccasin (Gecode)"};
   }
-  if (!incumbent || (!best && !bounded)) {
+  if (!incumbent || (proven && !best && !bounded)) {
     return {AlgorithmOutput::NoSchedule(
                 proven ? Status::kInfeasible : Status::kTimeout,
                 fmt::format("{} ({})",
@@ -320,11 +311,19 @@ CpAnswer SolveMoccasinCp(const Graph& graph, const SolveRequest& request,
                             how)),
             settled};
   }
-  AlgorithmOutput out = AlgorithmOutput::Found(
-      incumbent->schedule,
-      best ? fmt::format("{} ({})", outcome, how)
-           : fmt::format("warm start {}, none cheaper found: {} ({})",
-                         incumbent->algorithm, outcome, how));
+  std::string message;
+  if (best) {
+    message = fmt::format("{} ({})", outcome, how);
+  } else if (bounded) {
+    message = fmt::format("warm start {}, none cheaper found: {} ({})",
+                          incumbent->algorithm, outcome, how);
+  } else {
+    message = fmt::format(
+        "time limit before a schedule of the class; warm start {} ({})",
+        incumbent->algorithm, how);
+  }
+  AlgorithmOutput out =
+      AlgorithmOutput::Found(incumbent->schedule, std::move(message));
   out.optimal = settled;
   if (settled) out.extra["staged_lower_bound_cost"] = incumbent->cost;
   if (!proven) out.status = Status::kTimeout;
