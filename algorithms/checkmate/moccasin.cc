@@ -115,8 +115,9 @@ std::vector<ParamSpec> MoccasinParams() {
 const bool kRegistered = RegisterAlgorithm({
     .name = "moccasin",
     .description = "Moccasin's retention intervals (each value computed at "
-                   "most C times) as a MILP on COIN-OR CBC over Checkmate's "
-                   "stages (optimal in that class)",
+                   "most C times) over Checkmate's stages: the interval "
+                   "model on Gecode, then the MILP on COIN-OR CBC (optimal "
+                   "in that class)",
     .citation = "Bartan et al., Moccasin: Efficient Tensor "
                 "Rematerialization for Neural Networks, ICML 2023",
     .exact = true,

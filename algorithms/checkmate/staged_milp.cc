@@ -186,7 +186,8 @@ std::vector<ParamSpec> CbcParams() {
           {.name = "threads",
            .type = ParamSpec::Type::kInt,
            .default_value = "1",
-           .description = "CBC threads",
+           .description = "solver threads (CBC's; moccasin's Gecode "
+                          "search too)",
            .min_int = 1}};
 }
 
