@@ -71,6 +71,12 @@ class CheckmateModel {
 
   // The stage order: node t of the graph is computed in stage t.
   const std::vector<NodeId>& order() const { return node_; }
+  // Per stage index: the inputs and consumers (stage indices), and the
+  // resident and workspace bytes of its node.
+  const std::vector<std::vector<int>>& inputs() const { return inputs_; }
+  const std::vector<std::vector<int>>& consumers() const { return consumers_; }
+  const std::vector<int64_t>& mem_bytes() const { return mem_; }
+  const std::vector<int64_t>& workspace_bytes() const { return workspace_; }
 
   // Objective value -> cost in the graph's units.
   int64_t cost_scale() const { return cost_scale_; }

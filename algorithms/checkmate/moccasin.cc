@@ -64,14 +64,12 @@ class Moccasin : public Algorithm {
     const std::string& solver = request.params.String("solver");
     std::string gecode_note;
     if (solver != "cbc") {
-      const double slice =
+      const Deadline deadline =
           solver == "gecode"
-              ? request.deadline.SecondsLeft()
-              : std::min(request.params.Double("gecode_seconds"),
-                         request.deadline.SecondsLeft() / 10);
-      CpAnswer cp = SolveMoccasinCp(graph, request, c, start,
-                                    Deadline::In(std::min(
-                                        slice, request.deadline.SecondsLeft())));
+              ? request.deadline
+              : Deadline::In(std::min(request.params.Double("gecode_seconds"),
+                                      request.deadline.SecondsLeft() / 10));
+      CpAnswer cp = SolveMoccasinCp(graph, request, c, start, deadline);
       if (solver == "gecode" || cp.settled) return std::move(cp.output);
       gecode_note = fmt::format("; Gecode first: {}", cp.output.message);
     }

@@ -20,7 +20,6 @@
 #include <numeric>
 
 #include "algorithms/checkmate/checkmate_model.h"
-#include "harness/memory_model.h"
 #include "harness/simulator.h"
 
 namespace remat {
@@ -196,29 +195,22 @@ class IntervalSpace : public Gecode::Space {
   }
 };
 
-// The problem in `order`, or nullopt when its costs do not fit.
+// The problem of `model`, or nullopt when its costs do not fit.
 std::optional<Problem> MakeProblem(const Graph& graph,
-                                   const std::vector<NodeId>& order,
-                                   int64_t budget_bytes, int computes,
-                                   int64_t cost_gcd) {
+                                   const CheckmateModel& model,
+                                   int64_t budget_bytes, int computes) {
   Problem p;
-  p.n = static_cast<int>(order.size());
+  p.n = static_cast<int>(model.order().size());
   p.computes = computes;
-  std::vector<int> index(graph.num_nodes(), -1);
-  for (int k = 0; k < p.n; ++k) index[order[k]] = k;
-  p.inputs.resize(p.n);
-  p.consumers.resize(p.n);
-  std::vector<int64_t> mem, workspace;
+  p.inputs = model.inputs();
+  p.consumers = model.consumers();
+  const std::vector<int64_t>& mem = model.mem_bytes();
+  const std::vector<int64_t>& workspace = model.workspace_bytes();
+  const int64_t cost_gcd = model.cost_scale();
   int64_t mem_gcd = 0, total_cost = 0;
   for (int k = 0; k < p.n; ++k) {
-    mem.push_back(memory_model::ResidentBytes(graph, order[k]));
-    workspace.push_back(memory_model::TransientBytes(graph, order[k]));
-    mem_gcd = std::gcd(mem_gcd, std::gcd(mem.back(), workspace.back()));
-    total_cost += graph.cost(order[k]) / cost_gcd * computes;
-    for (NodeId u : graph.inputs(order[k])) {
-      p.inputs[k].push_back(index[u]);
-      p.consumers[index[u]].push_back(k);
-    }
+    mem_gcd = std::gcd(mem_gcd, std::gcd(mem[k], workspace[k]));
+    total_cost += graph.cost(model.order()[k]) / cost_gcd * computes;
   }
   p.mem_unit = std::max<int64_t>(mem_gcd, 1);
   if (budget_bytes / p.mem_unit > kIntLimit) {
@@ -235,7 +227,7 @@ std::optional<Problem> MakeProblem(const Graph& graph,
   for (int k = 0; k < p.n; ++k) {
     p.mem.push_back(units(mem[k]));
     p.workspace.push_back(units(workspace[k]));
-    const int64_t cost = graph.cost(order[k]) / cost_gcd;
+    const int64_t cost = graph.cost(model.order()[k]) / cost_gcd;
     p.cost_high.push_back(static_cast<int>(cost >> p.cost_shift));
     p.cost_low.push_back(
         static_cast<int>(cost - (cost >> p.cost_shift << p.cost_shift)));
@@ -250,13 +242,9 @@ CpAnswer SolveMoccasinCp(const Graph& graph, const SolveRequest& request,
                          const Deadline& deadline) {
   const CheckmateModel& model = start.model;
   std::optional<Incumbent>& incumbent = start.incumbent;
-  const int64_t cost_scale = [&] {
-    int64_t g = 0;
-    for (NodeId v : model.order()) g = std::gcd(g, graph.cost(v));
-    return std::max<int64_t>(g, 1);
-  }();
-  std::optional<Problem> problem = MakeProblem(
-      graph, model.order(), request.budget_bytes, computes, cost_scale);
+  const int64_t cost_scale = model.cost_scale();
+  std::optional<Problem> problem =
+      MakeProblem(graph, model, request.budget_bytes, computes);
   if (!problem) {
     return {AlgorithmOutput::NoSchedule(Status::kTooLarge,
                                         "costs beyond Gecode's integers"),

@@ -323,12 +323,12 @@ Stages DeriveStages(const Graph& graph, const SegmentChain& chain) {
     const NodeId x = chain.checkpoint(j);
     st.input_read[j + 1] =
         std::find(st.read[j].begin(), st.read[j].end(), x) != st.read[j].end();
-    for (NodeId v : chain.stage(j + 1)) {
-      const auto inputs = graph.inputs(v);
-      if (std::find(inputs.begin(), inputs.end(), x) != inputs.end()) {
-        st.reads_input[j + 1] = 1;
-      }
-    }
+    const auto& stage = chain.stage(j + 1);
+    st.reads_input[j + 1] =
+        std::any_of(stage.begin(), stage.end(), [&](NodeId v) {
+          const auto inputs = graph.inputs(v);
+          return std::find(inputs.begin(), inputs.end(), x) != inputs.end();
+        });
   }
   return st;
 }
