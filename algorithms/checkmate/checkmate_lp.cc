@@ -29,12 +29,6 @@
 namespace remat {
 namespace {
 
-// The default warm start, which gives the stage order: checkmate_milp's
-// without this algorithm itself.
-constexpr const char* kWarmStart =
-    "checkpoint_last+chen_greedy+chen_recursive+chen_sqrtn+dp_approx+"
-    "dp_exact+noremat+revolve+twremat";
-
 class CheckmateLp : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
@@ -157,7 +151,7 @@ const bool kRegistered = RegisterAlgorithm({
     .exact = false,
     .uses_budget = true,
     .params = WithCheckmateParams(
-        "checkmate_lp", kWarmStart,
+        "checkmate_lp", kStagedHeuristics,
         {{.name = "lp_fraction",
           .type = ParamSpec::Type::kDouble,
           .default_value = "0.9",

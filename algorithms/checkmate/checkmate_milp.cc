@@ -23,13 +23,6 @@
 namespace remat {
 namespace {
 
-// The default warm start: the heuristics of the registry as it was when
-// warm starts became a parameter, in name order, so that registering a new
-// heuristic changes no MILP result.
-constexpr const char* kWarmStart =
-    "checkmate_lp+checkpoint_last+chen_greedy+chen_recursive+chen_sqrtn+"
-    "dp_approx+dp_exact+noremat+revolve+twremat";
-
 class CheckmateMilp : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
@@ -49,7 +42,9 @@ const bool kRegistered = RegisterAlgorithm({
     .uses_budget = true,
     // CBC 2.10 crashed in CglPreProcess::postProcess and keeps static state.
     .isolate = true,
-    .params = WithCheckmateParams("checkmate_milp", kWarmStart, CbcParams()),
+    .params = WithCheckmateParams(
+        "checkmate_milp", std::string("checkmate_lp+") + kStagedHeuristics,
+        CbcParams()),
     .create = [] { return std::make_unique<CheckmateMilp>(); },
 });
 

@@ -164,6 +164,16 @@ class CheckmateModel {
 // the first computes of the cheapest heuristic schedule (the incumbent).
 enum class StageOrder { kGraph, kIncumbent };
 
+// The default warm start of the staged methods: these heuristics, in name
+// order, and for checkmate_milp and moccasin also checkmate_lp. A list
+// fixed here, not the registry, so that registering a heuristic changes no
+// staged result until it is added. rotor was (issue 17): on VGG19 at batch
+// 379 its schedule costs 1.033x the base where chen_greedy's, the start
+// before, cost 1.096x, and CBC had not improved on the start in 300 s.
+inline constexpr const char* kStagedHeuristics =
+    "checkpoint_last+chen_greedy+chen_recursive+chen_sqrtn+dp_approx+"
+    "dp_exact+noremat+revolve+rotor+twremat";
+
 // `params` and those of both Checkmate algorithms: max_nodes and the three
 // BestStagedStart reads, stage_order, warm_start (of algorithm `owner`,
 // default `warm_start`) and warm_start_seconds.

@@ -46,12 +46,6 @@
 namespace remat {
 namespace {
 
-// checkmate_milp's default warm start, so that the two differ only in the
-// model.
-constexpr const char* kWarmStart =
-    "checkmate_lp+checkpoint_last+chen_greedy+chen_recursive+chen_sqrtn+"
-    "dp_approx+dp_exact+noremat+revolve+twremat";
-
 class Moccasin : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
@@ -107,7 +101,9 @@ std::vector<ParamSpec> MoccasinParams() {
                     .default_value = "2",
                     .description = "solver=auto: Gecode's share (at most a "
                                    "tenth of the time left)"});
-  return WithCheckmateParams("moccasin", kWarmStart, std::move(params));
+  return WithCheckmateParams("moccasin",
+                             std::string("checkmate_lp+") + kStagedHeuristics,
+                             std::move(params));
 }
 
 const bool kRegistered = RegisterAlgorithm({
