@@ -89,8 +89,8 @@ class IntervalSpace : public Gecode::Space {
         rel(*this, present_[x] >> (start_[x] > end_[prev]));
         // An absent interval is pinned so that the search never branches
         // on it.
-        rel(*this, !present_[x] >>
-                       (start_[x] == starts.back() && end_[x] == starts.back()));
+        rel(*this, !present_[x] >> (start_[x] == starts.back() &&
+                                    end_[x] == starts.back()));
       }
     }
     for (int v = 0; v < n; ++v) {
@@ -100,9 +100,9 @@ class IntervalSpace : public Gecode::Space {
           BoolVarArgs covers(c);
           for (int k = 0; k < c; ++k) {
             const int y = u * c + k;
-            covers[k] = Gecode::expr(
-                *this, present_[y] && start_[y] < start_[x] &&
-                           end_[y] >= start_[x]);
+            covers[k] =
+                Gecode::expr(*this, present_[y] && start_[y] < start_[x] &&
+                                        end_[y] >= start_[x]);
           }
           rel(*this, Gecode::sum(covers) >= present_[x]);
         }
@@ -152,9 +152,7 @@ class IntervalSpace : public Gecode::Space {
     CostBelow(static_cast<const IntervalSpace&>(best).Cost());
   }
   // The solution's cost in units of the graph's cost gcd.
-  int64_t Cost() const {
-    return p_.Cost(cost_high_.val(), cost_low_.val());
-  }
+  int64_t Cost() const { return p_.Cost(cost_high_.val(), cost_low_.val()); }
 
   // R and S of the solution in the MILP's terms (checkmate_model.h).
   void Stages(std::vector<std::vector<uint8_t>>& r,
@@ -187,7 +185,8 @@ class IntervalSpace : public Gecode::Space {
   void CostBelow(int64_t bound) {
     const int64_t limit = bound - 1;
     const int64_t bound_high = limit >> p_.cost_shift;
-    const int bound_low = static_cast<int>(limit - (bound_high << p_.cost_shift));
+    const int bound_low =
+        static_cast<int>(limit - (bound_high << p_.cost_shift));
     IntVar excess(*this, -Gecode::Int::Limits::max, Gecode::Int::Limits::max);
     rel(*this, cost_high_ - excess == static_cast<int>(bound_high));
     linear(*this, IntArgs{1 << p_.cost_shift, 1}, IntVarArgs{excess, cost_low_},
@@ -271,12 +270,12 @@ CpAnswer SolveMoccasinCp(const Graph& graph, const SolveRequest& request,
   const bool proven = !search.stopped();
   const bool settled = proven && problem->exact_memory;
   const Gecode::Search::Statistics stats = search.statistics();
-  const std::string how = fmt::format(
-      "Gecode: {} nodes, {} failures{}", stats.node, stats.fail,
-      problem->exact_memory
-          ? ""
-          : fmt::format(", memory in units of {} B rounded up",
-                        problem->mem_unit));
+  const std::string how =
+      fmt::format("Gecode: {} nodes, {} failures{}", stats.node, stats.fail,
+                  problem->exact_memory
+                      ? ""
+                      : fmt::format(", memory in units of {} B rounded up",
+                                    problem->mem_unit));
   const char* outcome =
       settled  ? "optimal among staged schedules computing each value at "
                  "most C times"
