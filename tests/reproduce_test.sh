@@ -22,6 +22,8 @@ check() {  # check <out dir>
   grep -q '| `noremat` |' "$1/checkmate2020.md" || { echo "FAIL: checkmate table"; exit 1; }
   grep -q 'twremat\|TwRemat' "$1/kumar2019.md" || { echo "FAIL: kumar table"; exit 1; }
   grep -q '^| 0.5 |' "$1/dtr2021.md" || { echo "FAIL: dtr2021 table"; exit 1; }
+  grep -q '^Goal met on [0-9]* of 2 graphs' "$1/dtr2021.md" ||
+    { echo "FAIL: dtr2021 goal table"; exit 1; }
   grep -q '^| vDNN_all' "$1/offload2016.md" || { echo "FAIL: offload2016 vDNN table"; exit 1; }
   grep -q 'met at every point' "$1/offload2016.md" ||
     { echo "FAIL: offload2016 goal not met"; exit 1; }

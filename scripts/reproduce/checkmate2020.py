@@ -15,6 +15,8 @@ CHECKMATE = [  # algorithm, label, published maximum batch size
     ("dp_approx", "Kusumoto approx DP", None),
     ("revolve", "revolve", None),
     ("twremat", "TwRemat", None),
+    ("rotor", "Rotor (Beaumont et al.)", None),
+    ("dtr", "DTR (online, h_dtr)", None),
 ]
 GPU_BYTES = 16 * 1000 ** 3  # Checkmate's platform_memory("p32xlarge"): 16 * 1000^3
 
