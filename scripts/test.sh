@@ -2,7 +2,8 @@
 # Set-up, build, and the whole test suite (slow-labelled suites included),
 # then the robustness runs (README.md, "Robustness"): the core, algorithm
 # and harness suites again under ASan+UBSan (build-asan/;
-# REMAT_TEST_SANITIZERS=all: every suite but the slow ones, 0: none), and
+# REMAT_TEST_SANITIZERS=all: every suite but the slow ones, 0: none), the
+# threaded sweep under TSan (build-tsan/; REMAT_TEST_TSAN=0: skipped), and
 # the fuzz targets over their committed corpus and briefly fuzzing
 # (build-fuzz/). REMAT_TEST_QUICK=1 stops after the Release suite.
 set -euo pipefail
@@ -46,24 +47,28 @@ if [[ "$sanitizers" != 0 ]]; then
   echo "test.sh: ASan+UBSan build and suites: $(seconds "$start") s"
 fi
 
-# TSan (REMAT_TEST_TSAN=1, opt-in: about 10 more minutes): the threaded
-# sweep (its OpenMP tasks, journal writer and progress ticker) built with
-# clang and LLVM's libomp; libomp itself is not instrumented, so its own
-# memory is left out (ignore_noninstrumented_modules).
-if [[ "${REMAT_TEST_TSAN:-}" == 1 ]]; then
+# TSan, by default (REMAT_TEST_TSAN=0 skips it; about 2 minutes on 2
+# idle cores): the threaded sweep (its OpenMP tasks, journal writer and
+# progress ticker) built with clang and LLVM's libomp; libomp itself is not
+# instrumented, so its own memory is left out
+# (ignore_noninstrumented_modules).
+if [[ "${REMAT_TEST_TSAN:-1}" != 0 ]]; then
   start=$(date +%s)
   cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_COMPILER=clang++ -DREMAT_SANITIZE=thread "${launcher[@]}" \
     >/dev/null
   cmake --build build-tsan -j"$(nproc)" --target remat harness_test
-  TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" \
-    build-tsan/tests/harness_test --gtest_brief=1 \
+  export TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1"
+  build-tsan/tests/harness_test --gtest_brief=1 \
     --gtest_filter='Sweep*:Preparation*:*Journal*'
-  TSAN_OPTIONS="halt_on_error=1 ignore_noninstrumented_modules=1" \
-    build-tsan/remat sweep --threads 4 --budgets 4 --timeout 60 \
-    --graphs chain:n=16,resnet:depth=18,batch=2,image=32 \
-    --algorithms noremat,chen_greedy,revolve,twremat,dtr,vdnn,swap_remat \
+  graphs=chain:n=16,resnet:depth=18,batch=2,image=32
+  graphs+=,tests/fixtures/skip_connections.json
+  graphs+=,transformer:layers=2,d_model=32,heads=2,seq=16,batch=2
+  build-tsan/remat sweep --threads 4 --budgets 4 --timeout 60 \
+    --graphs "$graphs" \
+    --algorithms noremat,chen_greedy,chen_sqrtn,revolve,rotor,twremat,dtr,dp_approx,vdnn,swap_remat \
     -o build-tsan/sweep.json >/dev/null
+  unset TSAN_OPTIONS
   echo "test.sh: TSan build and threaded sweep: $(seconds "$start") s"
 fi
 
