@@ -179,7 +179,8 @@ def goal_graphs(args):
 
 def corpus_goal(remat, args):
     graphs = goal_graphs(args)
-    budgets = {g: int(GOAL_RATIO * remat.info(g)["noremat_peak_bytes"]) for g in graphs}
+    infos = {g: remat.info(g) for g in graphs}
+    budgets = {g: int(GOAL_RATIO * infos[g]["noremat_peak_bytes"]) for g in graphs}
     tasks = [(g, lbl, "dtr", p) for g in graphs for lbl, p in HEURISTICS]
     tasks += [(g, a, a, ()) for g in graphs for a in GOAL_OFFLINE]
     answers = remat.parallel(
@@ -195,7 +196,7 @@ def corpus_goal(remat, args):
         met += ratio is not None and ratio <= GOAL_FACTOR
         d = dtr.get("details") or {}
         rows.append([f"`{g}`", f"{budgets[g] / 1e6:.2f}",
-                     f"{remat.info(g)['lower_bound_bytes'] / budgets[g]:.2f}"]
+                     f"{infos[g]['lower_bound_bytes'] / budgets[g]:.2f}"]
                     + [cell(got[(g, lbl)]) for lbl, _ in HEURISTICS]
                     + ["–" if best is None else
                        f"{best['overhead']:.3f} (`{best['algorithm']}`)",
