@@ -12,11 +12,9 @@
 #include <fstream>
 #include <thread>
 
+#include "git_commit.h"  // REMAT_GIT_COMMIT, generated (harness/CMakeLists.txt)
 #include "harness/simulator.h"
 
-#ifndef REMAT_GIT_COMMIT
-#define REMAT_GIT_COMMIT "unknown"
-#endif
 #ifndef REMAT_BUILD_TYPE
 #define REMAT_BUILD_TYPE "unknown"
 #endif
