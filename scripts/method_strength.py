@@ -4,7 +4,8 @@
 Reads one rematbench results file (a sweep with the papers' methods and the
 simple baselines) and reports, as Markdown:
   1. points where a method from the papers (dp_exact, dp_approx,
-     checkmate_milp, checkmate_lp, twremat, revolve, rotor) has no feasible
+     checkmate_milp, checkmate_lp, moccasin, twremat, revolve, rotor, dtr)
+     has no feasible
      schedule while chen_greedy or checkpoint_last fits, with the method's
      own message (its reason);
   2. methods without a feasible schedule at the NoRemat peak (status
@@ -25,7 +26,7 @@ import sys
 import results_file
 
 PAPER_METHODS = ("dp_exact", "dp_approx", "checkmate_milp", "checkmate_lp",
-                 "twremat", "revolve", "rotor")
+                 "moccasin", "twremat", "revolve", "rotor", "dtr")
 BASELINES = ("chen_greedy", "checkpoint_last")
 
 
