@@ -19,6 +19,9 @@
 #ifndef REMAT_DEFAULT_CORPUS
 #define REMAT_DEFAULT_CORPUS "graphs/corpus/default.json"
 #endif
+#ifndef REMAT_BUILD_DIR
+#define REMAT_BUILD_DIR ""
+#endif
 
 PYBIND11_MODULE(_core, m) {
   using namespace remat;
@@ -43,4 +46,8 @@ PYBIND11_MODULE(_core, m) {
   m.def("read_corpus", &ReadCorpus, py::arg("path"),
         "The graph specs of a corpus manifest.");
   m.attr("DEFAULT_CORPUS") = REMAT_DEFAULT_CORPUS;
+  // The build folder the module was compiled in, where its `remat` lies:
+  // scripts/rematbench_client.py answers through the module only for the
+  // binary of the same build.
+  m.attr("BUILD_DIR") = REMAT_BUILD_DIR;
 }

@@ -13,8 +13,8 @@
     rc.write_json("out/solves.json", {..., "calls": remat.calls()})
 
 Rules every call follows:
-- solve, validate and forward_cost use the Python module `rematbench` of
-  the same build (`<build>/python`, built when pybind11 is installed)
+- solve, validate and forward_cost use the installed Python module
+  `rematbench` when it was built with the binary (scripts/install.sh)
   instead of running the binary: same JSON answers, no process per call,
   and `parallel` solves run at once (the module releases the GIL).
   Algorithms marked `isolate` (CBC's checkmate_milp) still run through the
@@ -41,7 +41,6 @@ import concurrent.futures
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import threading
 
@@ -215,23 +214,17 @@ class Remat:
 
 
 def load_module(binary):
-    """The `rematbench` module built beside `binary` (<build>/python), or
-    None when it is not built there or another build's module is already
-    imported."""
-    build_python = os.path.join(os.path.dirname(binary), "python")
-    package = os.path.join(build_python, "rematbench")
-    if not os.path.isfile(os.path.join(package, "__init__.py")):
-        return None
-    if build_python not in sys.path:
-        sys.path.insert(0, build_python)
+    """The installed `rematbench` module when it was built in the build
+    folder of `binary` (scripts/install.sh installs it from build/), else
+    None."""
     try:
         import rematbench
-        core = rematbench._core
+        build_dir = rematbench._core.BUILD_DIR
     except (ImportError, AttributeError):
         return None
-    if os.path.dirname(os.path.abspath(core.__file__)) != package:
-        return None
-    return rematbench
+    same = os.path.realpath(build_dir) == os.path.realpath(
+        os.path.dirname(binary))
+    return rematbench if build_dir and same else None
 
 
 def in_root(path):

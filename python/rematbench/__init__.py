@@ -17,20 +17,10 @@ message. The GIL is released while graphs load and while solves, simulations
 and sweeps run. rematbench.torch plans and runs PyTorch training steps
 under a memory budget.
 
-The compiled core is rematbench._core (python/*.cc), built into
-build/python/rematbench beside copies of these files; run with
-PYTHONPATH=build/python. Imported from the source tree (python/, as the
-scripts in scripts/ do), the package takes _core from build/python: the
-pure-Python modules (trace, executor) work without it.
+The compiled core is rematbench._core (python/*.cc); `pip install .` builds
+it with the package (scripts/install.sh for the project's environment).
+Without it, the pure-Python modules (trace, executor) still work.
 """
-
-import os as _os
-
-_here = _os.path.dirname(_os.path.abspath(__file__))
-if not any(f.startswith("_core.") for f in _os.listdir(_here)):
-    # The source tree: the compiled core is in the build folder.
-    __path__.append(_os.path.join(_os.path.dirname(_os.path.dirname(_here)),
-                                  "build", "python", "rematbench"))
 
 try:
     from rematbench._core import (  # noqa: F401
@@ -48,6 +38,5 @@ except ModuleNotFoundError as e:  # not built: the pure-Python modules work
     def __getattr__(name):
         raise ImportError(
             f"rematbench.{name} needs the compiled core rematbench._core, "
-            f"which is not built ({CORE_IMPORT_ERROR}): install pybind11 "
-            "(scripts/setup.sh) and run scripts/build.sh, then use "
-            "PYTHONPATH=build/python")
+            f"which is not installed ({CORE_IMPORT_ERROR}): install the "
+            "package with `pip install .` from the source tree")

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Installs the rematbench package (`pip install .`, pyproject.toml) into the
+# project's Python environment (scripts/env.sh), reusing build/ so that
+# after scripts/build.sh nothing is compiled again. The Python tests and
+# the scripts import this installed package.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+CMAKE_GENERATOR="Unix Makefiles" "$REMAT_PYTHON" -m pip install -q \
+  --no-build-isolation --no-deps -C build-dir=build \
+  -C cmake.define.REMAT_BUILD_TESTS=ON -C cmake.define.Python_EXECUTABLE="$REMAT_PYTHON" .
