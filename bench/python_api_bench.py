@@ -1,7 +1,7 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """What the Python module adds to a solve's time over the CLI.
 
-  /usr/bin/python3 bench/python_api_bench.py [--remat build/remat]
+  .venv/bin/python bench/python_api_bench.py [--remat build/remat]
       [--corpus graphs/corpus/default.json] [--repeats 5] [--timeout 10]
       [--out results/python_api]
 
@@ -68,8 +68,6 @@ def api_solve(rb, algorithm, graph, budget, timeout):
 
 def main(argv):
     args = parse_args(argv)
-    sys.path.insert(0, os.path.join(os.path.dirname(
-        os.path.abspath(args.remat)), "python"))
     import rematbench as rb
     specs = rb.read_corpus(args.corpus)
     algorithms = [a.name for a in rb.algorithms()

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Writes results/checkmate_milp_vgg16.json: checkmate_milp and moccasin
 (each of its solvers) on the Checkmate VGG16 training graph at 8 budgets
 evenly spaced from the memory lower bound to the NoRemat peak (issue 7's

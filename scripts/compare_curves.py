@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Compare the tradeoff curves of two rematbench results files.
 
 For each (graph, algorithm with parameters) present in both files A (the

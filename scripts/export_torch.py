@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Exports real PyTorch training graphs to the native rematbench graph format.
 
 Usage (install torch first:
@@ -29,14 +29,12 @@ import time
 import torch
 import torchvision
 
-# The tracer is rematbench.trace (python/rematbench/trace.py), shared with
-# rematbench.torch; the models live in torch_models.py (the replayer
-# rebuilds them from there). The names stay importable from here for
-# callers of export().
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), "python"))
-from rematbench.trace import _op_key, export, trace_nodes  # noqa: E402,F401
-from torch_models import (MODELS, SEED, TrainStep, add_model_args,  # noqa: E402,F401
+# The tracer is rematbench.trace (python/rematbench/trace.py, from the
+# installed package), shared with rematbench.torch; the models live in
+# torch_models.py (the replayer rebuilds them from there). The names stay
+# importable from here for callers of export().
+from rematbench.trace import _op_key, export, trace_nodes  # noqa: F401
+from torch_models import (MODELS, SEED, TrainStep, add_model_args,  # noqa: F401
                           build, finish_model_args, model_args_dict,
                           size_suffix)
 

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Exact versus approximate Kusumoto DP on the authors' seven graphs, over a
 budget grid (issue 6, "Quality").
 

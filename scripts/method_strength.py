@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Check a sweep against issue 18's bar: no strong method may look broken.
 
 Reads one rematbench results file (a sweep with the papers' methods and the

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Plot memory / compute tradeoff curves from a rematbench results file.
 
 One figure per graph, in the style of the Checkmate paper: x = memory budget

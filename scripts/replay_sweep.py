@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Replays every feasible point of a `remat sweep` results file whose graph
 is a PyTorch export, and compares the simulator with the real step.
 

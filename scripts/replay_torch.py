@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Replays a rematerialization schedule on the real PyTorch training step a
 graph was exported from, and measures what the simulator only predicts.
 
@@ -53,13 +53,13 @@ What happens:
       first or recomputed, runs from that recorded state and restores the
       generator afterwards, so the masks are those of the eager step
       whatever order the schedule computes nodes in.
-    - Batch-norm running statistics: torch 1.13's functionalized graph
-      still updates them in place inside native_batch_norm (its schema does
-      not declare the write). The first execution of each such op in a
+    - Batch-norm running statistics: the functionalized graph (torch
+      2.14) still updates them in place inside native_batch_norm (its
+      schema does not declare the write). The first execution of each such op in a
       replay gets the real buffers; a recomputation gets copies, so the
       update takes effect exactly once. Ops outside every node that write
-      a buffer (the num_batches_tracked increment's copy_, torch 2.x's
-      copy_ of the functional batch norm's new statistics) run once, as
+      a buffer (the num_batches_tracked increment's copy_, the copy_ of
+      a functional batch norm's new statistics) run once, as
       soon as what they read is available.
 Exit status: 0 replayed with gradients and running statistics equal to
 the eager step's, 1 replayed but they differ, 2 bad usage or bad input (one
@@ -80,10 +80,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-# The executor is rematbench.executor (python/rematbench/executor.py),
-# shared with rematbench.torch.
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__))), "python"))
+# The executor is rematbench.executor (python/rematbench/executor.py, from
+# the installed package), shared with rematbench.torch.
 from rematbench.executor import BadInput, Program  # noqa: E402
 
 # --------------------------------------------------------------------------

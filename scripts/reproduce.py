@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Reproduce published tables of rematerialization papers with rematbench.
 
     scripts/reproduce.py kusumoto2019|kumar2019|checkmate2020|chen2016|dtr2021|rotor2019|

@@ -8,12 +8,14 @@
 # time and use their whole time limit on the larger graphs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/env.sh
 scripts/setup.sh
 scripts/build.sh
+scripts/install.sh
 mkdir -p results/default
 build/remat sweep --corpus graphs/corpus/default.json --algorithms all \
   --budgets "${REMAT_BUDGETS:-8}" --timeout "${REMAT_TIMEOUT:-10}" \
   --out results/default/sweep.json "$@"
-/usr/bin/python3 scripts/plot_tradeoff.py results/default/sweep.json \
+"$REMAT_PYTHON" scripts/plot_tradeoff.py results/default/sweep.json \
   --out results/default/plots
 echo "results: results/default/sweep.json, plots: results/default/plots/"

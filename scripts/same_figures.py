@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Checks that two results files hold the same figures.
 
 Usage: scripts/same_figures.py OLD.json NEW.json

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Kills a sweep with SIGKILL at random moments and checks every resume.
 
 Usage: scripts/sweep_kill_bench.py [--remat build/remat] [--trials 10]

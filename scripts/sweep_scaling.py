@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Measures how `remat sweep` scales over threads and MPI ranks.
 
 Usage: scripts/sweep_scaling.py [--remat build/remat]

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Set-up, build, and the whole test suite (slow-labelled suites included),
+# Set-up, build, the package installed into the project's Python
+# environment, and the whole test suite (slow-labelled suites included,
+# Python tests under pytest),
 # then the robustness runs (README.md, "Robustness"): the core, algorithm
 # and harness suites again under ASan+UBSan (build-asan/;
 # REMAT_TEST_SANITIZERS=all: every suite but the slow ones, 0: none), the
@@ -8,11 +10,12 @@
 # (build-fuzz/). REMAT_TEST_QUICK=1 stops after the Release suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# The PyTorch exporter and replayer tests need torch: the test command
-# installs it, so they run wherever the suite runs.
-REMAT_EXTRA_PACKAGES="python3-torch python3-torchvision ${REMAT_EXTRA_PACKAGES:-}" \
-  scripts/setup.sh
+# Set-up makes the Python environment with torch (scripts/env.sh), so the
+# PyTorch tests run wherever the suite runs; the Python tests import the
+# package installed into it from build/.
+scripts/setup.sh
 scripts/build.sh
+scripts/install.sh
 (cd build && ctest --output-on-failure -j"$(nproc)" --timeout 1200)
 [[ "${REMAT_TEST_QUICK:-}" == 1 ]] && exit 0
 

@@ -1,4 +1,4 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """TwRemat at increasing network depth: does its memory stay flat, and at
 what cost in schedule length? (The question the NeurIPS 2019 reviewers of
 Kumar et al. asked.)

@@ -4,16 +4,17 @@
 set -euo pipefail
 remat=$1
 source_dir=$2
+source "$source_dir/scripts/env.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-compare=("/usr/bin/python3" "$source_dir/scripts/compare_curves.py")
+compare=("$REMAT_PYTHON" "$source_dir/scripts/compare_curves.py")
 "$remat" sweep --graphs chain:n=8,"$source_dir"/tests/fixtures/skip_connections.json \
   --algorithms noremat,checkpoint_last --budgets 4 --out "$work/a.json" >/dev/null
 
 "${compare[@]}" "$work/a.json" "$work/a.json" --check all >/dev/null
 
 # Degrade checkpoint_last: every cost 20% higher.
-/usr/bin/python3 - "$work/a.json" "$work/b.json" <<'PY'
+"$REMAT_PYTHON" - "$work/a.json" "$work/b.json" <<'PY'
 import json, sys
 results = json.load(open(sys.argv[1]))
 for run in results["runs"]:
@@ -28,7 +29,7 @@ status=0
 "${compare[@]}" "$work/a.json" "$work/b.json" --check checkpoint_last \
   --json > "$work/out.json" || status=$?
 test "$status" -eq 1
-/usr/bin/python3 - "$work/out.json" <<'PY'
+"$REMAT_PYTHON" - "$work/out.json" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]
 flagged = {r["algorithm"] for r in rows if r["regression"]}

@@ -6,7 +6,8 @@
 set -euo pipefail
 remat=$1
 src=$2
-py=/usr/bin/python3
+source "$src/scripts/env.sh"
+py=$REMAT_PYTHON
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 # A sweep written before the timeline (results/method_strength/sweep.json

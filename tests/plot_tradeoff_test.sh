@@ -7,21 +7,22 @@
 set -euo pipefail
 remat=$1
 source_dir=$2
+source "$source_dir/scripts/env.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$remat" sweep --graphs chain:n=6,"$source_dir"/tests/fixtures/diamond.json \
   --algorithms noremat,checkpoint_last --budgets 4 --out "$work/r.json" >/dev/null
-/usr/bin/python3 "$source_dir/scripts/plot_tradeoff.py" "$work/r.json" \
+"$REMAT_PYTHON" "$source_dir/scripts/plot_tradeoff.py" "$work/r.json" \
   --out "$work/plots" --formats png --remat "$remat" >/dev/null
 test -s "$work/plots/chain_n=6.png"
 test -s "$work/plots/diamond.png"
 echo '{"format": "other"}' > "$work/bad.json"
 status=0
-/usr/bin/python3 "$source_dir/scripts/plot_tradeoff.py" "$work/bad.json" \
+"$REMAT_PYTHON" "$source_dir/scripts/plot_tradeoff.py" "$work/bad.json" \
   --out "$work/plots" 2>/dev/null || status=$?
 test "$status" -eq 2
 
-/usr/bin/python3 - "$remat" "$source_dir/scripts/plot_tradeoff.py" <<'EOF'
+"$REMAT_PYTHON" - "$remat" "$source_dir/scripts/plot_tradeoff.py" <<'EOF'
 import importlib.util
 import json
 import subprocess

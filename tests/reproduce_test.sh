@@ -8,7 +8,8 @@ remat=$1
 src=$2
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-py=/usr/bin/python3
+source "$src/scripts/env.sh"
+py=$REMAT_PYTHON
 
 check() {  # check <out dir>
   for p in kusumoto2019 kumar2019 checkmate2020 chen2016 dtr2021 rotor2019 \

@@ -5,6 +5,7 @@
 set -euo pipefail
 remat=$1
 source_dir=$2
+source "$source_dir/scripts/env.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 "$remat" sweep --graphs chain:n=4 --algorithms noremat --budgets 2 \
@@ -23,7 +24,7 @@ expect_refusal() {
   local limit=$1 script=$2
   shift 2
   local status=0 lines
-  timeout "$limit" /usr/bin/python3 "$source_dir/scripts/$script" "$@" \
+  timeout "$limit" "$REMAT_PYTHON" "$source_dir/scripts/$script" "$@" \
     >/dev/null 2>"$work/err" || status=$?
   lines=$(wc -l < "$work/err")
   if [[ $status -ne 2 || $lines -ne 1 ]] || grep -q Traceback "$work/err"; then
@@ -55,8 +56,8 @@ for script in plot_tradeoff.py method_strength.py replay_sweep.py; do
   done
 done
 # Good input still compares equal (exit 0).
-/usr/bin/python3 "$source_dir/scripts/compare_curves.py" "$work/good.json" \
+"$REMAT_PYTHON" "$source_dir/scripts/compare_curves.py" "$work/good.json" \
   "$work/good.json" --check all >/dev/null
-/usr/bin/python3 "$source_dir/scripts/same_figures.py" "$work/good.json" \
+"$REMAT_PYTHON" "$source_dir/scripts/same_figures.py" "$work/good.json" \
   "$work/good.json" >/dev/null
 exit $failed

@@ -6,6 +6,7 @@
 set -euo pipefail
 remat=$1
 source_dir=$2
+source "$source_dir/scripts/env.sh"
 with_mpi=$3
 if [[ "$with_mpi" != 1 ]] || ! command -v mpirun >/dev/null; then
   if [[ "${CI:-}" == "true" ]]; then
@@ -31,9 +32,9 @@ args=(--graphs "chain:n=16,resnet:depth=18,batch=8,image=64,$source_dir/tests/fi
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=0"
 mpirun --allow-run-as-root --oversubscribe -n 3 \
   "$remat" sweep "${args[@]}" --threads 1 --out three.json >/dev/null 2>err.txt
-/usr/bin/python3 "$source_dir/scripts/same_figures.py" one.json three.json \
+"$REMAT_PYTHON" "$source_dir/scripts/same_figures.py" one.json three.json \
   >/dev/null
-/usr/bin/python3 - three.json three.json.journal <<'PY'
+"$REMAT_PYTHON" - three.json three.json.journal <<'PY'
 import json, sys
 context = json.load(open(sys.argv[1]))["context"]
 assert context["ranks"] == 3, context["ranks"]
@@ -65,7 +66,7 @@ done
 kill -9 "$victim"
 wait "$mpirun_pid"
 grep -q "rank 2 silent for 3 s, taken for dead" err.txt
-/usr/bin/python3 "$source_dir/scripts/same_figures.py" single.json dead.json \
+"$REMAT_PYTHON" "$source_dir/scripts/same_figures.py" single.json dead.json \
   >/dev/null
 
 # Each rank loads the graphs itself: one missing on a rank is one line.

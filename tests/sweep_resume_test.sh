@@ -7,16 +7,17 @@
 set -euo pipefail
 remat=$1
 source_dir=$2
+source "$source_dir/scripts/env.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-same=("/usr/bin/python3" "$source_dir/scripts/same_figures.py")
+same=("$REMAT_PYTHON" "$source_dir/scripts/same_figures.py")
 args=(--graphs "resnet:depth=18,batch=8,image=64,chain:n=16,$source_dir/tests/fixtures/skip_connections.json"
   --algorithms noremat,revolve,twremat,dp_approx,rotor,exact_search,checkpoint_last
   --threads 1 --timeout 600)
 
-/usr/bin/python3 "$source_dir/scripts/sweep_kill_bench.py" --remat "$remat" \
+"$REMAT_PYTHON" "$source_dir/scripts/sweep_kill_bench.py" --remat "$remat" \
   --trials 2 --latest 0.7 --out "$work/kill.json" -- "${args[@]}" --budgets 6 2>/dev/null
-/usr/bin/python3 - "$work/kill.json" <<'PY'
+"$REMAT_PYTHON" - "$work/kill.json" <<'PY'
 import json, sys
 summary = json.load(open(sys.argv[1]))["summary"]
 assert summary["ok"] and summary["killed_mid_run"] >= 1, summary
@@ -34,7 +35,7 @@ head -c -25 whole.journal > a.json.journal
 "$remat" sweep "${args[@]}" --budgets 6 --out a.json --resume >/dev/null 2>err.txt
 grep -q "a.json.journal:$((tasks + 1)): ignoring the incomplete last line" err.txt
 "${same[@]}" ref.json a.json >/dev/null
-/usr/bin/python3 - a.json "$tasks" <<'PY'
+"$REMAT_PYTHON" - a.json "$tasks" <<'PY'
 import json, sys
 context = json.load(open(sys.argv[1]))["context"]
 assert context["resumed_tasks"] == int(sys.argv[2]) - 1, context["resumed_tasks"]

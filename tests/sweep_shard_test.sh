@@ -6,10 +6,11 @@
 set -euo pipefail
 remat=$1
 source_dir=$2
+source "$source_dir/scripts/env.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
-same=("/usr/bin/python3" "$source_dir/scripts/same_figures.py")
+same=("$REMAT_PYTHON" "$source_dir/scripts/same_figures.py")
 args=(--graphs "chain:n=16,resnet:depth=18,batch=8,image=64,$source_dir/tests/fixtures/skip_connections.json"
   --algorithms noremat,revolve,twremat,checkpoint_last,exact_search
   --threads 1 --timeout 600)
@@ -18,7 +19,7 @@ args=(--graphs "chain:n=16,resnet:depth=18,batch=8,image=64,$source_dir/tests/fi
 for i in 0 1 2; do
   "$remat" sweep "${args[@]}" --budgets 5 --shard "$i/3" --out "s$i.json" >/dev/null 2>&1
 done
-/usr/bin/python3 - all.json s0.json s1.json s2.json <<'PY'
+"$REMAT_PYTHON" - all.json s0.json s1.json s2.json <<'PY'
 import json, sys
 def count(path):
     return sum(len(r["points"]) for r in json.load(open(path))["runs"])

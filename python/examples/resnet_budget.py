@@ -1,10 +1,10 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """Trains a small ResNet (torchvision's ResNet-18, 10 classes, 32x32 images,
 batch 8) for a few SGD steps on two alternating batches under half of its
 NoRemat activation memory, beside plain training from the same weights and
 batches, on the CPU:
 
-  PYTHONPATH=build/python /usr/bin/python3 python/examples/resnet_budget.py
+  .venv/bin/python python/examples/resnet_budget.py
 
 Prints the plan's table, both loss curves, the largest gradient difference
 and what plan.replay() measured. Exit status 1 if the curves differ.

@@ -38,9 +38,7 @@ def _op_name(target):
 
 def _is_random(target):
     import torch
-    tag = getattr(getattr(torch, "Tag", None), "nondeterministic_seeded",
-                  None)
-    if tag is not None and tag in getattr(target, "tags", ()):
+    if torch.Tag.nondeterministic_seeded in getattr(target, "tags", ()):
         return True
     name = _op_name(target)
     return any(w in name for w in RANDOM_WORDS)
@@ -62,8 +60,7 @@ def _writes(target):
 
 def _storage(t):
     """(data pointer, bytes) of a tensor's storage."""
-    s = t.untyped_storage() if hasattr(t, "untyped_storage") else \
-        t.storage()
+    s = t.untyped_storage()
     return s.data_ptr(), s.nbytes()
 
 

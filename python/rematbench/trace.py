@@ -3,7 +3,7 @@
 operations, or one node per leaf-module call), for scripts/export_torch.py
 and rematbench.torch.
 
-How the graph is obtained (mirrors functorch 1.13's aot_autograd, which
+How the graph is obtained (mirrors aot_autograd's recipe, which
 DESIGN.md section 7 describes; we run its two tracing passes ourselves so
 that every op can be tagged with where it came from):
  1. `make_fx` traces `loss = model(batch); torch.autograd.grad(loss, params)`
@@ -36,10 +36,7 @@ from torch.fx.experimental.proxy_tensor import get_proxy_slot, make_fx
 from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
-try:  # torch >= 2.0
-    from torch.func import functionalize
-except ImportError:  # torch 1.13
-    from functorch.experimental import functionalize
+from torch.func import functionalize
 
 aten = torch.ops.aten
 
@@ -168,33 +165,23 @@ def _saved_tensors(g):
 
 def _stack_trace_scope():
     """The scope in which fx_traceback.set_stack_trace() sets the stack trace
-    that make_fx copies onto each node it creates. torch 1.13 has
-    `override_stack_trace`; torch 2.x removed it (AttributeError on 2.11)
-    for `preserve_node_meta`, under which set_stack_trace writes the
-    current node meta that proxy creation copies, and an Interpreter run
-    makes each node's meta (stack trace included) current while it runs
-    the node, which is what pass 2 relies on."""
-    if hasattr(fx_traceback, "override_stack_trace"):
-        return fx_traceback.override_stack_trace()
+    that make_fx copies onto each node it creates: under
+    `preserve_node_meta`, set_stack_trace writes the current node meta that
+    proxy creation copies, and an Interpreter run makes each node's meta
+    (stack trace included) current while it runs the node, which is what
+    pass 2 relies on."""
     return fx_traceback.preserve_node_meta()
 
 
 def _reset_stack_trace():
     """Forget the last tag of pass 1 so that it does not leak into pass 2."""
-    if hasattr(fx_traceback, "current_stack"):  # torch 1.13
-        fx_traceback.current_stack = []
-    if isinstance(getattr(fx_traceback, "current_meta", None), dict):
-        fx_traceback.current_meta = {}  # torch 2.x
+    fx_traceback.current_meta = {}
 
 
 def _current_tracer():
-    """The FX tracer of the make_fx call being traced. torch 2.x keeps
-    other modes on the dispatch stack too; ask for the proxy mode there."""
-    get = getattr(proxy_tensor, "get_innermost_proxy_mode", None)
-    if get is not None:
-        return get().tracer
-    from torch.utils._python_dispatch import _get_current_dispatch_mode
-    return _get_current_dispatch_mode().tracer
+    """The FX tracer of the make_fx call being traced (other modes are on
+    the dispatch stack too; ask for the proxy mode)."""
+    return proxy_tensor.get_innermost_proxy_mode().tracer
 
 
 def trace_joint(step, inputs):

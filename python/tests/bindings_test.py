@@ -1,5 +1,5 @@
 """Tests of the rematbench module's bindings (run by ctest as python.bindings:
-PYTHONPATH holds build/python, REMAT_BINARY is the remat CLI,
+against the installed package; REMAT_BINARY is the remat CLI,
 REMAT_SOURCE_DIR the source tree).
 
 Known answers on tiny graphs, the same documents as the CLI's --json output

@@ -1,6 +1,7 @@
 """Tests of scripts/replay_torch.py and scripts/replay_sweep.py on tiny
-models (run by replay_torch_test.sh: REMAT is the remat binary, PYTHONPATH
-holds scripts/).
+models (run by ctest as python.replay_torch: REMAT_BINARY is the remat
+binary, PYTHONPATH holds scripts/). Without torch: fails under CI=true,
+otherwise skipped.
 
 - A hand-built MLP whose tensor sizes are known: the measured live-storage
   peak equals the simulated peak for NoRemat, checkpoint_last and a
@@ -18,9 +19,13 @@ import sys
 import tempfile
 import unittest
 
-import replay_torch as RT
+from conftest import require_modules
 
-REMAT = os.environ["REMAT"]
+require_modules("torch", "torchvision", "matplotlib")
+
+import replay_torch as RT  # noqa: E402
+
+REMAT = os.environ["REMAT_BINARY"]
 SCRIPTS = os.path.dirname(os.path.abspath(RT.__file__))
 PY = sys.executable
 TMP = tempfile.mkdtemp(prefix="replay_torch_test.")

@@ -1,6 +1,6 @@
-"""Tests of rematbench.torch (run by ctest as python.torch; PYTHONPATH holds
-build/python). Without torch: fails under CI=true (the CI must run it),
-otherwise skipped with exit status 77, as tests/require_torch.sh does.
+"""Tests of rematbench.torch (run by ctest as python.torch, against the
+installed package). Without torch: fails under CI=true (the CI must run
+it), otherwise skipped.
 
 A tiny residual network with batch norm and dropout: plan() solves it with
 every registered algorithm and ranks the table; training steps under half
@@ -14,16 +14,10 @@ import os
 import sys
 import unittest
 
-try:
-    import torch
-    import torch.nn as nn
-except ImportError as e:
-    if os.environ.get("CI") == "true":
-        print(f"python.torch: FAILED: CI=true and {sys.executable} cannot "
-              f"import torch ({e})")
-        sys.exit(1)
-    print(f"python.torch: SKIPPED: {sys.executable} cannot import torch")
-    sys.exit(77)
+from conftest import require_modules
+
+torch, = require_modules("torch")
+nn = torch.nn
 
 import rematbench as rb
 import rematbench.torch as rt

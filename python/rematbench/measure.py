@@ -1,0 +1,172 @@
+"""One measuring instrument for every way of running a training step:
+plain eager, torch.utils.checkpoint, SAC, torch.compile at any memory
+budget, and rematbench's plans.
+
+    from rematbench import measure
+    r = measure.measure_step(lambda: loss_fn(model(x), y).backward(), model)
+    r["peak_bytes"], r["step_seconds"], r["grads"]
+
+The step is a callable that runs one forward and backward and leaves the
+gradients in each parameter's .grad (as loss.backward() does). Before every
+run the gradients are set to None and the model's buffers and the RNG
+state are put back to what they were when measure_step was called, so every
+run computes the same step.
+
+Activation peak: the allocator's own record of every allocation and free
+made during one run (the profiler's memory events, with addresses: ops'
+outputs, their temporaries and workspaces alike), on the model's device.
+The peak is the largest sum of live allocations made during the run, not
+counting the allocations that end up as the parameters' gradients (those
+live at the end whose address is a .grad's storage). Parameters,
+optimizer state and the batch were allocated before the run and are not
+counted either; nor are caches of the allocator (on CUDA, reserved but
+unallocated blocks). On CUDA, `cuda_peak_bytes` adds
+torch.cuda.max_memory_allocated above the start (gradients included).
+
+Step time: the median of `repeats` runs after `warmup` (synchronized on
+CUDA), without the profiler.
+"""
+
+import statistics
+import time
+
+import torch
+
+
+def _rng_get(cuda):
+    return (torch.get_rng_state(),
+            torch.cuda.get_rng_state() if cuda else None)
+
+
+def _rng_set(s):
+    torch.set_rng_state(s[0])
+    if s[1] is not None:
+        torch.cuda.set_rng_state(s[1])
+
+
+def allocation_events(fn, device):
+    """Runs fn() under the profiler; returns (result, [(ptr, bytes)]) of
+    the allocations (+bytes) and frees (-bytes) on `device`'s type, in the
+    order the allocator made them."""
+    from torch.profiler import ProfilerActivity, profile
+    acts = [ProfilerActivity.CPU]
+    if device.type == "cuda":
+        acts.append(ProfilerActivity.CUDA)
+    with profile(activities=acts, profile_memory=True,
+                 record_shapes=False) as prof:
+        result = fn()
+    events = []
+    stack = list(prof.profiler.kineto_results.experimental_event_tree())
+    while stack:
+        e = stack.pop()
+        ef = e.extra_fields
+        if type(ef).__name__ == "_ExtraFields_Allocation" and \
+                ef.device.type == device.type:
+            events.append((e.start_time_ns, ef.id, ef.ptr, ef.alloc_size))
+        stack.extend(e.children)
+    events.sort()
+    return result, [(p, b) for _, _, p, b in events]
+
+
+def peak_of(events, exclude_ptrs=()):
+    """The largest sum of live allocations, over `events` [(ptr, bytes)],
+    leaving out blocks still live at the end whose address is in
+    `exclude_ptrs` (the gradients). Returns (peak, live at the end,
+    excluded bytes)."""
+    live = {}  # ptr -> (event index of its allocation, bytes)
+    for k, (p, b) in enumerate(events):
+        if b > 0:
+            live[p] = (k, b)
+        else:
+            live.pop(p, None)
+    exclude_ptrs = set(exclude_ptrs)
+    skip = {live[p][0] for p in live if p in exclude_ptrs}
+    total = peak = 0
+    cur = {}
+    for k, (p, b) in enumerate(events):
+        if b > 0:
+            if k in skip:
+                continue
+            cur[p] = b
+            total += b
+        elif p in cur:
+            total -= cur.pop(p)
+        peak = max(peak, total)
+    excluded = sum(live[p][1] for p in live if p in exclude_ptrs)
+    return peak, total, excluded
+
+
+def measure_step(step, model, repeats=5, warmup=2, reference=None,
+                 peak=True, timing=True):
+    """Measures `step` (a callable: one forward + backward on `model`,
+    gradients left in .grad). Returns a dict: `peak_bytes` (allocator-level
+    activation peak, see the module's docstring), `end_bytes` (what the
+    step leaves allocated besides gradients), `grad_bytes`, `step_seconds`
+    (median), `times` (every timed run), `grads` (of the first run, from
+    the state at the call), `gradients_equal` and `max_grad_diff` against
+    `reference` (a list of tensors, one per parameter; None: not
+    compared), `cuda_peak_bytes` (CUDA only)."""
+    params = list(model.parameters())
+    device = params[0].device
+    cuda = device.type == "cuda"
+    buffers = list(model.buffers())
+    saved = [b.detach().clone() for b in buffers]
+    rng = _rng_get(cuda)
+
+    def reset():
+        with torch.no_grad():
+            for b, v in zip(buffers, saved):
+                b.copy_(v)
+        _rng_set(rng)
+        for p in params:
+            p.grad = None
+
+    def sync():
+        if cuda:
+            torch.cuda.synchronize(device)
+
+    out = {}
+    reset()
+    step()
+    sync()
+    grads = [None if p.grad is None else p.grad.detach().clone()
+             for p in params]
+    out["grads"] = grads
+    if reference is not None:
+        diffs = [float("inf") if (a is None) != (b is None) else
+                 0.0 if a is None else
+                 float((a.double() - b.double()).abs().max())
+                 for a, b in zip(grads, reference)]
+        out["max_grad_diff"] = max(diffs) if diffs else 0.0
+        out["gradients_equal"] = all(
+            (a is None and b is None) or
+            (a is not None and b is not None and torch.equal(a, b))
+            for a, b in zip(grads, reference))
+    if timing:
+        times = []
+        for k in range(warmup + repeats):
+            reset()
+            sync()
+            t0 = time.perf_counter()
+            step()
+            sync()
+            if k >= warmup:
+                times.append(time.perf_counter() - t0)
+        out["times"] = times
+        out["step_seconds"] = statistics.median(times)
+    if peak:
+        reset()
+        sync()
+        if cuda:
+            torch.cuda.reset_peak_memory_stats(device)
+            start = torch.cuda.memory_allocated(device)
+        _, events = allocation_events(lambda: (step(), sync()), device)
+        if cuda:
+            out["cuda_peak_bytes"] = torch.cuda.max_memory_allocated(
+                device) - start
+        ptrs = {p.grad.untyped_storage().data_ptr() for p in params
+                if p.grad is not None}
+        out["peak_bytes"], out["end_bytes"], out["grad_bytes"] = \
+            peak_of(events, ptrs)
+    reset()
+    return out
