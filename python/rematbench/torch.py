@@ -33,7 +33,7 @@ import torch
 import torch.nn as nn
 
 import rematbench
-from rematbench import executor, trace
+from rematbench import executor, program as _program_mod, trace
 
 
 class _LossStep(nn.Module):
@@ -248,6 +248,8 @@ class Plan:
         self._solutions = solutions
         self._events = self._as_events(self.schedule)
         self._program = executor.Program(traced)
+        self._built = {}  # (algorithm, rng_from_inputs) -> BuiltProgram
+        self.compiled = False
 
     @staticmethod
     def _as_events(schedule):
@@ -277,6 +279,48 @@ class Plan:
                     f"{tuple(b.shape)} on {b.device} (plan again for other "
                     "shapes)")
 
+    def program(self, algorithm=None):
+        """The schedule of `algorithm` (default: the plan's) compiled into
+        a program (rematbench.program.BuiltProgram: an FX GraphModule of
+        the schedule's ops in order), built once."""
+        algorithm = algorithm or self.algorithm
+        s = self._solutions[algorithm]
+        events = self._as_events(s.schedule)
+        in_order = self._program.random_in_eager_order(events)
+        key = (algorithm, not in_order)
+        if key not in self._built:
+            self._built[key] = _program_mod.build(
+                self._program, events, rng_from_inputs=not in_order)
+        return self._built[key]
+
+    def compile(self, compiled=True):
+        """Later steps run the program compiled by inductor (compiled
+        once, at the next step), or, with compiled=False, eagerly again.
+        Compiled, gradients equal plain training's within float rounding
+        (inductor's kernels sum in other orders), not bit for bit."""
+        self.compiled = compiled
+        return self
+
+    def _flat_inputs(self, built, inputs):
+        program = self._program
+        flat = program._flat(inputs)
+        if built.rng_from_inputs:
+            # The schedule draws random ops out of eager order: record the
+            # generator's state before each in an eager-order pass.
+            program.rebind(inputs)
+            states = program.record_rng()
+            flat.append([states[i] for i in sorted(program.random)])
+        return flat
+
+    def _run_program(self, inputs):
+        built = self.program()
+        flat = self._flat_inputs(built, inputs)
+        if self.compiled:
+            out = built.compiled(flat)(*flat)
+        else:
+            out = built(*flat)
+        return out[1:], out[0]
+
     def _run(self, events, inputs, measure=False):
         """One step's ops under `events`: (peak or None, grads, loss)."""
         program = self._program
@@ -288,11 +332,12 @@ class Plan:
 
     def step(self, *inputs):
         """Forward and backward of one batch (the layout of the example
-        inputs) under the plan's schedule. Adds each parameter's gradient
-        to its .grad (as loss.backward() does), updates batch-norm
-        statistics once, and returns the loss (detached)."""
+        inputs) under the plan's schedule, run as a program (program(),
+        eagerly or, after compile(), by inductor). Adds each parameter's
+        gradient to its .grad (as loss.backward() does), updates
+        batch-norm statistics once, and returns the loss (detached)."""
         self._check(inputs)
-        _, grads, loss = self._run(self._events, inputs)
+        grads, loss = self._run_program(inputs)
         with torch.no_grad():
             for p, g in zip(self.traced.params, grads):
                 if p.grad is None:

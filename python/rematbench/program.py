@@ -1,0 +1,316 @@
+"""Compiles a rematerialization schedule into a program: an FX GraphModule
+whose body is the schedule's ops in order, with no per-op interpretation.
+
+    prog = program.build(executor.Program(traced), events)
+    loss, *grads = prog.module(*flat)          # eager: plain Python code
+    step = prog.compiled()                     # torch.compile (inductor)
+
+`c v` becomes a copy of the ATen ops node v covers (FX order); every
+recomputation is a fresh copy of them, reading the values live at that
+point of the schedule. Nothing is freed by hand: FX's code generator drops
+each value after its last use (`x = None`), which is at or before the
+schedule's `f v`, so the program never holds more than the schedule does.
+
+Exactly as rematbench.executor does (and so as plain training):
+- a random op (dropout's bernoulli) draws at its first execution from the
+  generator as it stands, the program saves the generator's state there,
+  and each recomputation runs from that saved state and puts the generator
+  back. That gives plain training's masks when the schedule first runs the
+  random ops in their eager order (executor.Program.random_in_eager_order);
+  otherwise build(..., rng_from_inputs=True) takes the states as extra
+  inputs, recorded by executor.Program.record_rng;
+- an op that writes a buffer (batch-norm running statistics) writes it at
+  its first execution only; a recomputation writes clones;
+- buffer updates outside the nodes run once, as soon as their inputs exist.
+
+Values the executor computes once per replay from parameters and batch
+alone (a transposed weight) are emitted before their first use.
+"""
+
+import collections
+import operator
+
+import torch
+import torch.fx
+
+
+def _replay_random(state, target, *args, **kwargs):
+    """Runs random op `target` from generator state `state` (CPU, CUDA)
+    and leaves the generator where it was."""
+    saved = _rng_get(state[1] is not None)
+    _rng_set(state)
+    try:
+        return target(*args, **kwargs)
+    finally:
+        _rng_set(saved)
+
+
+def _rng_get(cuda):
+    return (torch.get_rng_state(),
+            torch.cuda.get_rng_state() if cuda else None)
+
+
+def _rng_set(state):
+    torch.set_rng_state(state[0])
+    if state[1] is not None:
+        torch.cuda.set_rng_state(state[1])
+
+
+def _clone(t):
+    return t.clone() if isinstance(t, torch.Tensor) else t
+
+
+class BuiltProgram:
+    """`module` (a GraphModule: inputs as the traced step's placeholders,
+    then the RNG states if `rng_from_inputs`; returns (loss, *grads)),
+    `op_counts` (ATen op -> how many calls the body makes) and `events`."""
+
+    def __init__(self, module, op_counts, events, rng_from_inputs, cuda):
+        self.module, self.op_counts, self.events = module, op_counts, events
+        self.rng_from_inputs, self.cuda = rng_from_inputs, cuda
+        self._compiled = None
+        self.compiled_op_counts = None
+
+    def __call__(self, *flat):
+        with torch.no_grad():
+            return self.module(*flat)
+
+    def compiled(self, example_inputs):
+        """The program compiled by inductor (torch._inductor.compile_fx,
+        as torch.compile's backend does after dynamo), called like
+        `module`. What inductor must not touch runs in Python between
+        compiled segments: random ops and the generator's save/replay
+        (so the masks are eager mode's), clones of written buffers and
+        buffer updates. Inductor's reordering passes (for locality, for
+        peak memory) are turned off so that each recomputation runs where
+        the schedule puts it. The ATen op counts of every graph inductor
+        lowers (after its own passes) are added up in
+        `compiled_op_counts`: `recomputations_kept()` checks them."""
+        if self._compiled is None:
+            self._compiled = _compile(self, example_inputs)
+        return self._compiled
+
+    def recomputations_kept(self):
+        """(ok, {op: (in the program, in the compiled graphs)}) for every
+        op that inductor lowers as itself (matrix products, convolutions,
+        ...): ok when none has fewer calls compiled than in the program,
+        i.e. no recomputation was merged away."""
+        if self.compiled_op_counts is None:
+            raise ValueError("compile the program first")
+        rows = {op: (k, self.compiled_op_counts.get(op, 0))
+                for op, k in self.op_counts.items()
+                if op in _KEPT_OPS}
+        return all(c >= k for k, c in rows.values()), rows
+
+
+# Ops that inductor neither decomposes nor fuses away: their counts in the
+# lowered graphs are comparable with the program's.
+_KEPT_OPS = ("aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm",
+             "aten.convolution", "aten.convolution_backward",
+             "aten._scaled_dot_product_flash_attention",
+             "aten._scaled_dot_product_efficient_attention",
+             "aten.max_pool2d_with_indices",
+             "aten.max_pool2d_with_indices_backward", "aten.relu")
+
+
+def _in_python(n):
+    """Nodes that stay out of inductor's graphs."""
+    t = n.target
+    if t in (_rng_get, _replay_random, _clone):
+        return True
+    if isinstance(t, torch._ops.OpOverload):
+        from rematbench.executor import _is_random, _writes
+        return _is_random(t) or bool(_writes(t))
+    return False
+
+
+class _Compiled(torch.nn.Module):
+
+    def __init__(self, fn):
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args):
+        out = self.fn(*args)
+        return out[0] if self._single else tuple(out)
+
+
+def _compile(prog, example_inputs):
+    import torch._inductor.config as inductor_config
+    from torch._inductor.compile_fx import compile_fx
+    from torch.fx.passes.split_module import split_module
+    gm = prog.module
+    part, parts, python = 0, {}, set()
+    for n in gm.graph.nodes:
+        if n.op != "call_function":
+            continue
+        if n.target is operator.getitem and (
+                n.args[0] in python or n.args[0].op == "placeholder"):
+            parts[n] = parts[n.args[0]]  # a tuple stays where it was made
+            python.add(n)
+        elif _in_python(n):
+            part += 1
+            parts[n] = part
+            python.add(n)
+            part += 1
+        else:
+            parts[n] = part
+    split = split_module(gm, gm, lambda n: parts[n],
+                         keep_original_order=True)
+    python_parts = {f"submod_{parts[n]}" for n in python}
+    # Each compiled part's inputs, from one run of the split program.
+    examples = {}
+
+    class Recorder(torch.fx.Interpreter):
+        def call_module(self, target, args, kwargs):
+            examples[target] = args
+            return super().call_module(target, args, kwargs)
+
+    rng = torch.get_rng_state()
+    with torch.no_grad():
+        Recorder(split).run(*example_inputs)
+    torch.set_rng_state(rng)
+    counts = collections.Counter()
+    prog.compiled_op_counts = counts
+
+    def count(graph):
+        for n in graph.nodes:
+            if n.op == "call_function" and isinstance(
+                    n.target, torch._ops.OpOverload):
+                counts[str(n.target.overloadpacket)] += 1
+
+    with inductor_config.patch(post_grad_custom_post_pass=count,
+                               reorder_for_locality=False,
+                               reorder_for_peak_memory=False,
+                               fallback_random=True), torch.no_grad():
+        for name, sub in list(split.named_children()):
+            if name in python_parts or name not in examples:
+                continue
+            out = [n for n in sub.graph.nodes if n.op == "output"][0]
+            single = not isinstance(out.args[0], (tuple, list))
+            if single:  # inductor wants a tuple of outputs
+                out.args = ((out.args[0],),)
+                sub.recompile()
+            fn = compile_fx(sub, list(examples[name]))
+            c = _Compiled(fn)
+            c._single = single
+            setattr(split, name, c)
+
+    def run(*flat):
+        with torch.no_grad():
+            return split(*flat)
+    run.split = split
+    return run
+
+
+def build(program, events, rng_from_inputs=False):
+    """The BuiltProgram of `events` ((kind, node, number) tuples, as
+    executor.Program.run takes them) on `program` (an executor.Program)."""
+    fx, members, writes = program.fx, program.members, program.writes
+    index, random = program.index, program.random
+    cuda = program.step.device != "cpu"
+    g = torch.fx.Graph()
+    place = [g.placeholder(n.name) for n in program.place]
+    rng_in = g.placeholder("rng_states") if rng_from_inputs else None
+    cur = {}  # FX index -> the new graph's node holding its value now
+    for n, p in zip(program.place, place):
+        cur[index[n]] = p
+    static_fx = {i for i, v in enumerate(program.static)
+                 if v is not None and fx[i].op == "call_function"}
+    counts = collections.Counter()
+
+    def value(x):
+        i = index[x]
+        if i not in cur:
+            n = x
+            if n.op == "get_attr":
+                cur[i] = g.get_attr(n.target)
+            elif i in static_fx:
+                emit(i)
+            else:
+                raise ValueError(f"{n.name} is read before it is computed")
+        return cur[i]
+
+    def args_of(n):
+        return torch.fx.node.map_arg((n.args, n.kwargs), value)
+
+    def emit(i, wrap=None):
+        n = fx[i]
+        args, kwargs = args_of(n)
+        if wrap is not None:
+            args, kwargs = wrap(args, kwargs)
+        if n.target is operator.getitem:
+            new = g.call_function(operator.getitem, args, kwargs)
+        elif isinstance(n.target, torch._ops.OpOverload):
+            counts[str(n.target.overloadpacket)] += 1
+            new = g.call_function(n.target, args, kwargs)
+        else:
+            new = g.call_function(n.target, args, kwargs)
+        new.meta.update({k: v for k, v in n.meta.items()
+                         if k in ("val", "tensor_meta")})
+        cur[i] = new
+        return new
+
+    pending = list(program.side)
+
+    def run_side():
+        done = []
+        for i in pending:
+            if all(index[x] in cur or index[x] in static_fx or
+                   x.op == "get_attr" for x in fx[i].all_input_nodes):
+                emit(i)
+                done.append(i)
+        for i in done:
+            pending.remove(i)
+
+    run_side()
+    ran, states = set(), {}
+    rng_order = sorted(random)
+    for kind, v, _ in events:
+        if kind != "c":
+            continue
+        for m in members[v]:
+            n = fx[m]
+            w = writes.get(m)
+            if w and m in ran:
+                args, kwargs = args_of(n)
+                args = tuple(g.call_function(_clone, (a,))
+                             if k in w and isinstance(a, torch.fx.Node)
+                             else a for k, a in enumerate(args))
+                new = g.call_function(n.target, args, kwargs)
+                counts[str(n.target.overloadpacket)] += 1
+                cur[m] = new
+            elif m in random:
+                if m not in states:
+                    if rng_from_inputs:
+                        states[m] = g.call_function(
+                            operator.getitem, (rng_in, rng_order.index(m)))
+                    else:
+                        states[m] = g.call_function(_rng_get, (cuda,))
+                        if m not in ran:  # first execution: as it stands
+                            emit(m)
+                            ran.add(m)
+                            continue
+                args, kwargs = args_of(n)
+                counts[str(n.target.overloadpacket)] += 1
+                cur[m] = g.call_function(_replay_random,
+                                         (states[m], n.target) + tuple(args),
+                                         kwargs)
+            else:
+                emit(m)
+            ran.add(m)
+        if pending:
+            run_side()
+    out = fx[-1]
+    outs = [cur[index[o]] for o in out.args[0]]
+    g.output(tuple(outs))
+    g.eliminate_dead_code()  # recomputations no later op reads
+    module = torch.fx.GraphModule(program.step.g2, g)
+    counts = collections.Counter(
+        str(n.target.overloadpacket) for n in g.nodes
+        if n.op == "call_function" and isinstance(n.target,
+                                                  torch._ops.OpOverload))
+    counts += collections.Counter(
+        str(n.args[1].overloadpacket) for n in g.nodes
+        if n.target is _replay_random)
+    return BuiltProgram(module, counts, events, rng_from_inputs, cuda)
