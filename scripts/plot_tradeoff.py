@@ -14,6 +14,11 @@ algorithm's critical path at each budget over the graph's longest path:
 1 means the schedule keeps all the parallelism of the graph; recomputation
 that lengthens the critical path shows as a rise.
 
+At most --max-curves (8) curves share a panel: with more methods, the
+first panel holds the Pareto-relevant ones (on the front across all methods
+at some budget, by their share of it), the rest follow in further panels,
+each with the front as a thick grey line to compare against.
+
 Every point whose schedule is valid and within its budget is drawn: filled
 when `feasible`, open when the algorithm hit its time limit (`timeout`) and
 reported its best schedule so far. Each algorithm keeps one colour and
@@ -46,9 +51,10 @@ UNITS = [("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30),
          ("TiB", 1 << 40)]
 # Hues that stay apart from each other and from the grey reference lines and
 # the black optimum; beyond them colours repeat with another line style.
+# (The 17th, vdnn's, was an olive next to dtr's: both can share a panel.)
 COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
           "#e377c2", "#17becf", "#bcbd22", "#000075", "#469990", "#800000",
-          "#f032e6", "#e6ab02", "#7cb518", "#9a6324", "#808000", "#42d4f4",
+          "#f032e6", "#e6ab02", "#7cb518", "#9a6324", "#2f4f4f", "#42d4f4",
           "#a9a9a9"]
 MARKERS = ["o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "p", "h", "d",
            "H", "8", "x", "+", "1", "|"]
@@ -56,6 +62,10 @@ LINESTYLES = ["-", "--", "-.", ":"]
 DEFAULT_REMAT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                              "build", "remat")
 DEFAULT_MAX_OVERHEAD = 3.0
+# Curves per panel: more and they cannot be told apart (issue 33).
+MAX_CURVES = 8
+# A curve within 1% of the Pareto front at a budget is on it there.
+FRONT_TOLERANCE = 0.01
 
 
 def byte_unit(largest):
@@ -198,10 +208,53 @@ def critical_paths(graph, runs):
             for r in runs]
 
 
-def draw_critical_paths(ax, graph, runs, plan, x):
-    """The lower panel: critical path over longest path, per series."""
+def front_steps(series):
+    """The Pareto front across the series: at each budget where any has a
+    step, the least step value of them all, [(budget, overhead)]."""
+    best = {}
+    for s in series:
+        for b, o in s["steps"]:
+            best[b] = min(best.get(b, math.inf), o)
+    return sorted(best.items())
+
+
+def split_panels(series, max_curves=MAX_CURVES, peak=None):
+    """Groups of at most max_curves series, one panel each. With more series
+    than that, the first panel holds the Pareto-relevant ones: those whose
+    step curve is on the front across all series (within FRONT_TOLERANCE)
+    at some budget below the
+    NoRemat peak `peak` (there every method that keeps all reaches 1.0, so
+    it tells nothing), ranked by their share of it (a budget where k series
+    tie counts 1/k), the best max_curves of them; the rest follow in the
+    given (registry) order, in panels of near-equal size."""
+    if len(series) <= max_curves:
+        return [list(series)]
+    front = dict(front_steps(series))
+    if peak is not None and any(b < peak for b in front):
+        front = {b: v for b, v in front.items() if b < peak}
+    share = {}
+    for b, least in front.items():
+        holders = [s["label"] for s in series
+                   if dict(s["steps"]).get(b) is not None
+                   and dict(s["steps"])[b] <= least * (1 + FRONT_TOLERANCE)]
+        for label in holders:
+            share[label] = share.get(label, 0.0) + 1.0 / len(holders)
+    position = {s["label"]: i for i, s in enumerate(series)}
+    relevant = sorted((s for s in series if share.get(s["label"], 0) > 0),
+                      key=lambda s: (-share[s["label"]],
+                                     position[s["label"]]))[:max_curves]
+    first = sorted(relevant, key=lambda s: position[s["label"]])
+    chosen = {s["label"] for s in first}
+    rest = [s for s in series if s["label"] not in chosen]
+    count = math.ceil(len(rest) / max_curves)
+    size = math.ceil(len(rest) / count) if count else 0
+    return [first] + [rest[i:i + size] for i in range(0, len(rest), size)]
+
+
+def draw_critical_paths(ax, graph, runs, series, clip, x):
+    """A lower panel: critical path over longest path, per series."""
     by_label = dict(zip(map(run_label, runs), critical_paths(graph, runs)))
-    for s in plan["series"]:
+    for s in series:
         points = by_label.get(s["label"], [])
         if points:
             ax.plot([x(b) for b, _ in points], [c for _, c in points],
@@ -209,35 +262,26 @@ def draw_critical_paths(ax, graph, runs, plan, x):
                     linestyle=s["linestyle"], linewidth=1, alpha=0.85)
     ax.axhline(1, color="grey", linestyle=":", linewidth=1)
     # The overhead axis's clip keeps the checkpoint_last-like outliers from
-    # flattening the rest (they run off the top).
+    # flattening the rest (they run off the top); every panel has the same
+    # range.
     values = [c for points in critical_paths(graph, runs) for _, c in points]
-    top = min(max(values + [1.0]), plan["clip"])
+    top = min(max(values + [1.0]), clip)
     ax.set_ylim(min(values + [1.0]) - 0.04 * top, top * 1.04)
     ax.set_ylabel("critical path /\nlongest path")
     ax.grid(True, alpha=0.3)
 
 
-def draw(graph, runs, order, include_static=False,
-         max_overhead=DEFAULT_MAX_OVERHEAD):
-    """The figure of one graph (the caller saves and closes it)."""
-    offset = graph["static_bytes"] if include_static else 0
-    unit, scale = byte_unit(max(graph["noremat_peak_bytes"] + offset, 1))
-
-    def x(b):
-        return (b + offset) / scale
-
-    runs = timed(graph, runs)
-    plan = layout(graph, runs, order, max_overhead)
-    if any(critical_paths(graph, runs)):
-        fig, (ax, ax_cp) = plt.subplots(
-            2, 1, figsize=(10, 8), sharex=True,
-            gridspec_kw={"height_ratios": [3, 1.6]})
-        draw_critical_paths(ax_cp, graph, runs, plan, x)
-    else:
-        fig, ax = plt.subplots(figsize=(10, 5.5))
-        ax_cp = None
+def draw_panel(ax, graph, plan, series, x, front=None, title=None):
+    """One overhead panel: the series' step curves and points, the optimum,
+    the Pareto front of all series (when the figure has several panels),
+    the lower bound and NoRemat peak, and a legend naming each."""
     any_open = any_clipped = False
-    for s in plan["series"]:
+    if front:
+        ax.step([x(b) for b, _ in front], [o for _, o in front],
+                where="post", color="#c8c8c8", linewidth=7, alpha=0.8,
+                solid_capstyle="butt", zorder=1,
+                label="Pareto front (all methods)")
+    for s in series:
         if not s["points"]:
             ax.plot([], [], color=s["color"], marker=s["marker"],
                     linestyle=s["linestyle"],
@@ -282,24 +326,68 @@ def draw(graph, runs, order, include_static=False,
     for handle, text in key if any_open or any_clipped else key[:1]:
         handles.append(handle)
         labels.append(text)
-    what = "total memory (incl. static)" if include_static else \
-        "activation memory budget"
-    (ax_cp or ax).set_xlabel(f"{what} [{unit}]")
     ax.set_ylabel("overhead (cost / base cost;\nmakespan / base cost when moving)")
     ax.set_ylim(plan["bottom"], plan["top"])
     ax.yaxis.set_major_locator(MaxNLocator(nbins=10, steps=[1, 2, 2.5, 5, 10]))
     ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.set_title(f"{graph['name']}  ({graph['nodes']} nodes)")
+    if title:
+        ax.set_title(title, fontsize=10, loc="left")
     ax.grid(True, alpha=0.3)
-    ax.legend(handles, labels, fontsize=7, loc="upper left",
+    ax.legend(handles, labels, fontsize=8, loc="upper left",
               bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, framealpha=0.9)
-    fig.tight_layout()
+
+
+def draw(graph, runs, order, include_static=False,
+         max_overhead=DEFAULT_MAX_OVERHEAD, max_curves=MAX_CURVES):
+    """The figure of one graph (the caller saves and closes it): one
+    overhead panel per group of split_panels (at most max_curves curves
+    each, the Pareto-relevant methods first), each with its critical-path
+    panel below it where the results have the timeline."""
+    offset = graph["static_bytes"] if include_static else 0
+    unit, scale = byte_unit(max(graph["noremat_peak_bytes"] + offset, 1))
+
+    def x(b):
+        return (b + offset) / scale
+
+    runs = timed(graph, runs)
+    plan = layout(graph, runs, order, max_overhead)
+    groups = split_panels(plan["series"], max_curves,
+                          graph["noremat_peak_bytes"])
+    with_cp = any(critical_paths(graph, runs))
+    rows = len(groups) * (2 if with_cp else 1)
+    ratios = [3, 1.6] * len(groups) if with_cp else [1] * len(groups)
+    fig, axes = plt.subplots(
+        rows, 1, figsize=(10, (8 if with_cp else 5.5) * len(groups)),
+        sharex=True, squeeze=False, gridspec_kw={"height_ratios": ratios},
+        layout="constrained")
+    axes = [a[0] for a in axes]
+    front = front_steps(plan["series"]) if len(groups) > 1 else None
+    for i, group in enumerate(groups):
+        ax = axes[i * (2 if with_cp else 1)]
+        if len(groups) == 1:
+            title = None
+        elif i == 0:
+            title = (f"methods on the Pareto front (within "
+                     f"{FRONT_TOLERANCE:.0%} below the NoRemat peak; "
+                     f"{len(group)} of {len(plan['series'])})")
+        else:
+            title = f"other methods ({i} of {len(groups) - 1})"
+        draw_panel(ax, graph, plan, group, x, front, title)
+        if with_cp:
+            draw_critical_paths(axes[i * 2 + 1], graph, runs, group,
+                                plan["clip"], x)
+    what = "total memory (incl. static)" if include_static else \
+        "activation memory budget"
+    axes[-1].set_xlabel(f"{what} [{unit}]")
+    for ax in axes[:-1]:
+        ax.tick_params(labelbottom=True)
+    fig.suptitle(f"{graph['name']}  ({graph['nodes']} nodes)")
     return fig
 
 
 def plot_graph(graph, runs, order, out_dir, include_static, formats,
-               max_overhead):
-    fig = draw(graph, runs, order, include_static, max_overhead)
+               max_overhead, max_curves=MAX_CURVES):
+    fig = draw(graph, runs, order, include_static, max_overhead, max_curves)
     stem = re.sub(r"[^A-Za-z0-9._=-]+", "_", graph["name"]).strip("_")
     paths = []
     for fmt in formats:
@@ -323,6 +411,10 @@ def main():
                         help="top of the overhead axis; points above it are "
                         "drawn as arrows on the top edge (0: no clipping; "
                         f"default {DEFAULT_MAX_OVERHEAD:g})")
+    parser.add_argument("--max-curves", type=int, default=MAX_CURVES,
+                        help="curves per panel: with more methods, the "
+                        "Pareto-relevant ones in the first panel, the rest "
+                        f"in further panels (default {MAX_CURVES})")
     parser.add_argument("--remat", default=DEFAULT_REMAT,
                         help="the remat binary whose `remat list` gives the "
                         "algorithms' order, hence their colours (default "
@@ -330,6 +422,8 @@ def main():
     parser.add_argument("--formats", default="png,pdf",
                         help="comma-separated output formats (default png,pdf)")
     args = parser.parse_args()
+    if args.max_curves < 1:
+        parser.error("--max-curves must be at least 1")
 
     results = results_file.load("plot_tradeoff", args.results)
     try:
@@ -356,7 +450,7 @@ def plot_all(results, args):
         runs = [r for r in results["runs"] if r["graph"] == graph["name"]]
         for path in plot_graph(graph, runs, order, args.out,
                                args.include_static, args.formats.split(","),
-                               args.max_overhead):
+                               args.max_overhead, args.max_curves):
             print(path)
     return 0
 

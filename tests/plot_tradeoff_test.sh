@@ -3,10 +3,14 @@
 # refuses a file that is not a results file with status 2; on a tiny inline
 # results file, known answers for what it draws (timeouts with a schedule,
 # clipping, the proven optimum, colours in registry order, a linear axis,
-# the legend outside the data).
+# the legend outside the data; at most 8 curves a panel, the Pareto-relevant
+# ones first, every method once, distinct colours and markers in a panel).
 set -euo pipefail
 remat=$1
 source_dir=$2
+if [ -z "${REMAT_PYTHON:-}" ]; then
+  source "$source_dir/scripts/env.sh"
+fi
 source "$source_dir/scripts/env.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -106,5 +110,46 @@ labels = [t.get_text() for t in ax.get_legend().get_texts()]
 for text in ("timeout (best schedule so far)", "above 3x (clipped)",
              "optimum (proven)", "not_registered (no point in budget)"):
     assert text in labels, labels
+assert len(fig.axes) == 1 and "Pareto front (all methods)" not in labels
+
+# Every registered method on one graph: at most 8 curves a panel. The
+# front: revolve everywhere but at the peak, exact_search at the middle
+# budgets too, noremat and all others tie at the peak (a small share).
+many = []
+for i, name in enumerate(registry):
+    overheads = {"revolve": [1.5, 1.2, 1.1, 1.0],
+                 "exact_search": [None, 1.2, 1.1, 1.0]}.get(
+        name, [None, 2.0 + i / 10, 1.5 + i / 10, 1.0])
+    many.append(dict(graph="g", algorithm=name, params={}, points=[
+        point(b, "feasible", o, b, True) if o is not None
+        else point(b, "infeasible")
+        for b, o in zip((10, 40, 70, 100), overheads)]))
+plan = pt.layout(graph, many, order, max_overhead=3.0)
+groups = pt.split_panels(plan["series"], peak=100)
+assert sorted(s["label"] for g in groups for s in g) == sorted(registry)
+# Below the peak only revolve and exact_search are on the front: the first
+# panel; the 15 others in two panels of near-equal size.
+assert [[s["label"] for s in g] for g in groups][0] == [
+    "exact_search", "revolve"], [[s["label"] for s in g] for g in groups]
+assert [len(g) for g in groups] == [2, 8, 7], [len(g) for g in groups]
+# Ranked by their share of the front: revolve alone at 10, tied at 40, 70.
+assert [s["label"] for s in pt.split_panels(
+    plan["series"], max_curves=1, peak=100)[0]] == ["revolve"]
+# Without the peak left out, the ties at 1.0 there make all relevant, and
+# the first panel is full.
+assert len(pt.split_panels(plan["series"])[0]) == 8
+assert pt.front_steps(plan["series"]) == [(10, 1.5), (40, 1.2), (70, 1.1),
+                                          (100, 1.0)]
+fig = pt.draw(graph, many, order)
+panels = [ax for ax in fig.axes if ax.get_legend() is not None]
+assert len(panels) == 3, len(panels)
+for ax in panels:
+    lines = [h for h, t in zip(*ax.get_legend_handles_labels())
+             if t in registry]
+    assert len(lines) <= 8
+    assert len({h.get_color() for h in lines}) == len(lines)
+    assert len({h.get_marker() for h in lines}) == len(lines)
+    texts = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "Pareto front (all methods)" in texts, texts
 EOF
 echo "plot_tradeoff: ok"
