@@ -8,9 +8,6 @@
 set -euo pipefail
 remat=$1
 source_dir=$2
-if [ -z "${REMAT_PYTHON:-}" ]; then
-  source "$source_dir/scripts/env.sh"
-fi
 source "$source_dir/scripts/env.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
