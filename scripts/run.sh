@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: set-up, Release build, the default sweep (every registered
-# algorithm on the default corpus), a results file and plots:
-#   results/default/sweep.json, results/default/plots/*.png|pdf
+# algorithm on the default corpus), a results file, plots and the report:
+#   results/default/sweep.json, results/default/plots/*.png|pdf,
+#   results/default/report.html (interactive, self-contained: scripts/report.py)
 # REMAT_BUDGETS (default 8) and REMAT_TIMEOUT (seconds per task, default
 # 10) tune the sweep; extra arguments go to `remat sweep` (e.g. --threads 1).
 # The Checkmate MILP dominates the running time: its CBC solves run one at a
@@ -18,4 +19,7 @@ build/remat sweep --corpus graphs/corpus/default.json --algorithms all \
   --out results/default/sweep.json "$@"
 "$REMAT_PYTHON" scripts/plot_tradeoff.py results/default/sweep.json \
   --out results/default/plots
+"$REMAT_PYTHON" scripts/report.py results/default/sweep.json \
+  -o results/default/report.html >/dev/null
 echo "results: results/default/sweep.json, plots: results/default/plots/"
+echo "report: $PWD/results/default/report.html"
