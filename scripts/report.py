@@ -154,39 +154,55 @@ def short_details(details):
     return text[:240]
 
 
-def point_rows(graph, run, scale, file_tag):
-    """The chart rows of a run's points: one per metric for in-budget
-    points (the curves), one per point for the status strip."""
+def point_info(graph, run, p):
+    """What hovering a point shows: its fields that have a value, in
+    words (vega-tooltip draws an object as a table)."""
     base = graph.get("base_cost") or 0
+    info = {"method": run_label(run), "status": p["status"],
+            "budget": fmt_bytes(p["budget_bytes"])}
+    if p.get("peak_bytes") is not None:
+        info["peak"] = fmt_bytes(p["peak_bytes"])
+    if p.get("makespan") is not None and base:
+        info["makespan / base cost"] = f"{p['makespan'] / base:.4f}"
+    if p.get("overhead") is not None:
+        info["cost / base cost"] = f"{p['overhead']:.4f}"
+    if p.get("cost") is not None:
+        info["cost"] = p["cost"]
+    if p.get("transfer_bytes"):
+        info["bytes moved to host and back"] = fmt_bytes(p["transfer_bytes"])
+    if p.get("critical_path") is not None and graph.get("longest_path_cost"):
+        info["critical path / longest path"] = \
+            f"{p['critical_path'] / graph['longest_path_cost']:.4f}"
+    if proven(p):
+        info["proven optimal"] = "yes"
+    if p.get("lower_bound_cost") is not None:
+        info["lower bound on cost"] = p["lower_bound_cost"]
+    for key in ("gap", "staged_gap"):
+        if p.get(key) is not None:
+            info[key.replace("_", " ")] = f"{p[key]:+.2%}"
+    if p.get("solve_seconds") is not None:
+        info["solve seconds"] = f"{p['solve_seconds']:.4g}"
+    if p.get("message"):
+        info["message"] = p["message"][:300]
+    details = short_details(p.get("details"))
+    if details:
+        info["details"] = details
+    return info
+
+
+def point_rows(graph, run, scale):
+    """The chart rows of a run's points: one per in-budget point (the
+    curves; both metrics), one per point for the status strip."""
     label = run_label(run)
     rows, strip = [], []
     for p in sorted(run["points"], key=lambda p: p["budget_bytes"]):
-        common = {
-            "run": label, "algorithm": run["algorithm"],
-            "params": ",".join(f"{k}={v}" for k, v in
-                               sorted(run["params"].items())) or "-",
-            "x": round(p["budget_bytes"] / scale, 6),
-            "budget": fmt_bytes(p["budget_bytes"]),
-            "status": p["status"],
-            "peak": fmt_bytes(p.get("peak_bytes")),
-            "cost": p.get("cost"),
-            "makespan": p.get("makespan"),
-            "solve_s": p.get("solve_seconds"),
-            "message": (p.get("message") or "")[:300],
-        }
-        strip.append(dict(common, cls=status_class(p),
-                          details=short_details(p.get("details"))))
-        if file_tag == "new" and in_budget(p):
-            extra = {
-                "compute": round(p["overhead"], 6),
-                "time": round(metric_value(graph, p, "time"), 6),
-                "gap": p.get("gap"), "staged_gap": p.get("staged_gap"),
-                "proven": "yes" if proven(p) else "",
-                "moved": fmt_bytes(p["transfer_bytes"])
-                if p.get("transfer_bytes") else "",
-                "open": p["status"] == "timeout",
-            }
-            rows.append(dict(common, **extra))
+        common = {"run": label, "x": round(p["budget_bytes"] / scale, 6),
+                  "info": point_info(graph, run, p)}
+        strip.append(dict(common, cls=status_class(p)))
+        if in_budget(p):
+            rows.append(dict(common, compute=round(p["overhead"], 6),
+                             time=round(metric_value(graph, p, "time"), 6),
+                             open=p["status"] == "timeout"))
     return rows, strip
 
 
@@ -219,7 +235,7 @@ def chart_spec(graph, runs, baseline_runs, order, max_overhead):
 
     points, strip, steps = [], [], []
     for run in runs:
-        rows, cells = point_rows(graph, run, scale, "new")
+        rows, cells = point_rows(graph, run, scale)
         points += rows
         strip += cells
         steps += step_rows(graph, run, scale, "this file")
@@ -277,17 +293,8 @@ def chart_spec(graph, runs, baseline_runs, order, max_overhead):
     # Rows that carry both metrics: y is the one the radio buttons chose.
     pick_metric = {"calculate": "metric == 'time' ? datum.time : "
                    "datum.compute", "as": "y"}
-    point_tooltip = [
-        {"field": "run", "title": "method"},
-        {"field": "status"}, {"field": "budget"}, {"field": "peak"},
-        {"field": "time", "title": "makespan / base", "format": ".4f"},
-        {"field": "compute", "title": "cost / base", "format": ".4f"},
-        {"field": "cost"}, {"field": "moved", "title": "bytes moved"},
-        {"field": "proven", "title": "proven optimal"},
-        {"field": "gap", "format": ".4f"},
-        {"field": "staged_gap", "format": ".4f"},
-        {"field": "solve_s", "title": "solve seconds", "format": ".4g"},
-        {"field": "message"}]
+    # Hover: the row's info object, drawn by vega-tooltip as a table.
+    tooltip = {"expr": "datum.info"}
     layers = [
         {"name": "front", "data": {"values": front},
          "transform": [on_metric],
@@ -332,7 +339,7 @@ def chart_spec(graph, runs, baseline_runs, order, max_overhead):
          "params": [{"name": "zoom", "select": "interval",
                      "bind": "scales"}],
          "mark": {"type": "point", "size": 55, "strokeWidth": 1.6,
-                  "clip": True},
+                  "clip": True, "tooltip": tooltip},
          "encoding": {"x": x, "y": y, "color": run_color,
                       "shape": dict(run_shape, legend=None),
                       "fill": {"condition": {"test": "datum.open",
@@ -341,7 +348,7 @@ def chart_spec(graph, runs, baseline_runs, order, max_overhead):
                                "scale": {"domain": labels, "range": colors},
                                "legend": None},
                       "fillOpacity": {"value": 1},
-                      "opacity": picked, "tooltip": point_tooltip}},
+                      "opacity": picked}},
     ]
     if optimum_rows:
         layers.insert(1, {
@@ -361,7 +368,8 @@ def chart_spec(graph, runs, baseline_runs, order, max_overhead):
     strip_chart = {
         "name": "status", "data": {"values": strip},
         "width": 720, "height": {"step": 13},
-        "mark": {"type": "square", "size": 90, "opacity": 1},
+        "mark": {"type": "square", "size": 90, "opacity": 1,
+                 "tooltip": tooltip},
         "encoding": {
             "x": dict(x, title=f"budget [{unit}] (status of every method "
                       "at every budget)"),
@@ -372,12 +380,7 @@ def chart_spec(graph, runs, baseline_runs, order, max_overhead):
                                 "range": [STATUS_COLORS[s]
                                           for s in status_domain]},
                       "legend": {"orient": "right"}},
-            "tooltip": [{"field": "run", "title": "method"},
-                        {"field": "status"}, {"field": "budget"},
-                        {"field": "peak"}, {"field": "cost"},
-                        {"field": "solve_s", "title": "solve seconds",
-                         "format": ".4g"},
-                        {"field": "message"}, {"field": "details"}]}}
+            "opacity": picked}}
     title = (f"{graph['name']}: {graph['nodes']} nodes, lower bound "
              f"{fmt_bytes(graph['lower_bound_bytes'])}, NoRemat peak "
              f"{fmt_bytes(graph['noremat_peak_bytes'])}")
@@ -595,14 +598,17 @@ def build(results, path, baseline=None, baseline_path=None, remat=None,
     comparison = ""
     if baseline is not None:
         comparison, _ = baseline_html(results, baseline, baseline_path)
+    def known(key, text="{}"):
+        value = context.get(key)
+        return "-" if value is None else text.format(value)
     meta = [("results file", path),
-            ("date", context.get("date")),
-            ("commit", context.get("git_commit")),
-            ("command", context.get("command_line")),
-            ("host", f"{context.get('host')} ({context.get('cpu_model')}, "
-                     f"{context.get('cpu_count')} threads), load "
-                     f"{context.get('load_average')}"),
-            ("time limit", f"{context.get('timeout_seconds')} s per task"),
+            ("date", known("date")),
+            ("commit", known("git_commit")),
+            ("command", known("command_line")),
+            ("host", known("host") + known("cpu_model", " ({})")
+             + known("cpu_count", ", {} threads")
+             + known("load_average", ", load average {}")),
+            ("time limit", known("timeout_seconds", "{} s per task")),
             ("points", f"{sum(statuses.values())}: " + ", ".join(
                 f"{n} {s}" for s, n in sorted(statuses.items())))]
     meta_html = "".join(f"<tr><th>{html.escape(k)}</th><td>"

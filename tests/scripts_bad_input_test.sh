@@ -44,7 +44,7 @@ for script in compare_curves.py same_figures.py; do
   done
 done
 # The scripts that read one results file: the same bad inputs.
-for script in plot_tradeoff.py method_strength.py replay_sweep.py; do
+for script in plot_tradeoff.py method_strength.py replay_sweep.py report.py; do
   for bad in missing.json truncated.json binary.json list.json malformed.json \
              fifo .; do
     expect_refusal 60 "$script" "$work/$bad" --out "$work/out"
@@ -54,6 +54,17 @@ for script in plot_tradeoff.py method_strength.py replay_sweep.py; do
       failed=1
     fi
   done
+done
+# report.py's --baseline: the same bad inputs.
+for bad in missing.json truncated.json binary.json list.json malformed.json \
+           fifo .; do
+  expect_refusal 60 report.py "$work/good.json" --baseline "$work/$bad" \
+    -o "$work/out"
+  if [[ -e $work/out ]]; then
+    echo "FAIL: report.py --baseline $work/$bad: wrote $work/out" >&2
+    rm -rf "$work/out"
+    failed=1
+  fi
 done
 # Good input still compares equal (exit 0).
 "$REMAT_PYTHON" "$source_dir/scripts/compare_curves.py" "$work/good.json" \
