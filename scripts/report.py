@@ -41,14 +41,30 @@ from plot_tradeoff import (COLORS, DEFAULT_MAX_OVERHEAD, DEFAULT_REMAT,  # noqa:
                            run_label)
 
 PROG = "report"
-# Vega symbol shapes, in the order of plot_tradeoff's MARKERS where Vega has
-# one, so that a method keeps its marker between the PNGs and the report.
-SHAPES = ["circle", "square", "triangle-up", "triangle-down", "diamond",
-          "cross", "M-1,-1L1,1M1,-1L-1,1", "M0,-1L0.22,-0.31L0.95,-0.31L0.36,0.12L0.59,0.81L0,0.38L-0.59,0.81L-0.36,0.12L-0.95,-0.31L-0.22,-0.31Z",
-          "triangle-left", "triangle-right", "M0,-1L0.95,-0.31L0.59,0.81L-0.59,0.81L-0.95,-0.31Z",
-          "M0,-1L0.87,-0.5L0.87,0.5L0,1L-0.87,0.5L-0.87,-0.5Z", "wedge",
-          "M-1,0L0,-1L1,0L0,1Z", "circle", "stroke", "arrow", "cross",
-          "triangle"]
+# Vega symbol shapes, one per registry position as plot_tradeoff's MARKERS
+# (Vega's own where it has the same one, else an SVG path in the unit
+# square), all filled outlines so that a timeout's open marker shows.
+SHAPES = [
+    "circle", "square", "triangle-up", "triangle-down", "diamond", "cross",
+    # x
+    "M-1,-0.6L-0.6,-1L0,-0.4L0.6,-1L1,-0.6L0.4,0L1,0.6L0.6,1L0,0.4L-0.6,1"
+    "L-1,0.6L-0.4,0Z",
+    # star
+    "M0,-1L0.22,-0.31L0.95,-0.31L0.36,0.12L0.59,0.81L0,0.38L-0.59,0.81"
+    "L-0.36,0.12L-0.95,-0.31L-0.22,-0.31Z",
+    "triangle-left", "triangle-right",
+    # pentagon, hexagon, thin diamond, flat hexagon, octagon
+    "M0,-1L0.95,-0.31L0.59,0.81L-0.59,0.81L-0.95,-0.31Z",
+    "M0,-1L0.87,-0.5L0.87,0.5L0,1L-0.87,0.5L-0.87,-0.5Z",
+    "M-0.55,0L0,-1L0.55,0L0,1Z",
+    "M-1,0L-0.5,-0.87L0.5,-0.87L1,0L0.5,0.87L-0.5,0.87Z",
+    "M-0.41,-1L0.41,-1L1,-0.41L1,0.41L0.41,1L-0.41,1L-1,0.41L-1,-0.41Z",
+    # hourglass, house, trapezoid, bar
+    "M-1,-1L1,-1L0.15,0L1,1L-1,1L-0.15,0Z",
+    "M-1,1L-1,-0.2L0,-1L1,-0.2L1,1Z",
+    "M-1,0.7L-0.5,-0.7L0.5,-0.7L1,0.7Z",
+    "M-0.35,-1L0.35,-1L0.35,1L-0.35,1Z",
+]
 STATUS_COLORS = {  # the status strip under each chart
     "feasible": "#4daf4a",
     "timeout (schedule)": "#ffb000",

@@ -99,6 +99,8 @@ runs = [
         point(100, "feasible", 1.0, 60, True, makespan=103,
               transfer_bytes=50)]),
 ]
+# A shape and a colour per registry position, none repeated.
+assert len(set(report.SHAPES)) == len(report.SHAPES) == len(report.COLORS)
 front = report.pareto_front(graph, runs, "time")
 assert [(b, round(y, 4)) for b, y, _ in front] == [
     (10, 1.4), (40, 1.1), (70, 1.03), (100, 1.03)], front
