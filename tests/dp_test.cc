@@ -177,9 +177,17 @@ TEST(DpExact, ChainOfThreeByHand) {
   EXPECT_EQ(memory.simulation->cost, 7 + 3);
   EXPECT_EQ(memory.simulation->peak_bytes, 4);
 
-  // auto keeps time-centric, which fits.
+  // auto: at 5 keeping every value (NoRemat: cost 7, peak 5) fits and is
+  // cheaper than the time-centric answer (8), with no DP run; at 4 it does
+  // not fit (above), and the DP decides.
   Attempt chosen = Solve(graph, "dp_exact", 5);
-  EXPECT_EQ(chosen.output.extra["strategy"], "time");
+  ASSERT_TRUE(chosen.simulation && chosen.simulation->valid);
+  EXPECT_EQ(chosen.output.extra["strategy"], "keep_all");
+  EXPECT_EQ(chosen.output.extra["dp_runs"], 0);
+  EXPECT_EQ(chosen.simulation->cost, 7);
+  EXPECT_EQ(chosen.simulation->peak_bytes, 5);
+  Attempt approx = Solve(graph, "dp_approx", 5);
+  EXPECT_EQ(approx.output.extra["strategy"], "keep_all");
 }
 
 // Where the simulated peak is above the DP's estimate: in the authors'
@@ -271,8 +279,8 @@ TEST(DpExact, ExactIsNeverSlowerThanApproxOnTheDiamond) {
   Graph graph = Diamond();
   int64_t strictly_better = 0;
   for (int64_t budget = MemoryLowerBound(graph); budget <= 120; ++budget) {
-    Attempt exact = Solve(graph, "dp_exact", budget);
-    Attempt approx = Solve(graph, "dp_approx", budget);
+    Attempt exact = Solve(graph, "dp_exact", budget, {"strategy=time"});
+    Attempt approx = Solve(graph, "dp_approx", budget, {"strategy=time"});
     // The DPs' own optima at this budget, where the estimate admits one.
     if (!approx.output.extra.contains("dp_least_extra_time")) continue;
     ASSERT_TRUE(exact.output.extra.contains("dp_least_extra_time"))
@@ -293,7 +301,8 @@ TEST(DpExact, GuardsAndUnsupportedGraphs) {
   EXPECT_EQ(sets.output.status, Status::kTooLarge);
   EXPECT_NE(sets.output.message.find("max_lower_sets=3"), std::string::npos);
   Attempt states =
-      Solve(chain, "dp_approx", kUnboundedBudget, {"max_states=1"});
+      Solve(chain, "dp_approx", kUnboundedBudget,
+            {"max_states=1", "strategy=time"});
   EXPECT_EQ(states.output.status, Status::kTooLarge);
   Graph plain =
       LoadGraph(testing::SourceDir() + "/tests/fixtures/diamond.json");

@@ -720,7 +720,8 @@ ParamSpec StrategyParam() {
           .default_value = "auto",
           .description =
               "time (least extra time), memory (least kept memory), both "
-              "at the budget by the DP's memory estimate, or auto: the "
+              "at the budget by the DP's memory estimate, or auto: every "
+              "value kept where that fits, else the "
               "cheapest simulated schedule that fits among answers at "
               "searched DP budgets (larger ones where the estimate "
               "overstates the simulated peak, smaller ones and then "
@@ -764,6 +765,26 @@ AlgorithmOutput LowerSetDp::RunPrepared(const Graph& graph,
   nlohmann::json extra = {{"lower_sets", a.family.size()},
                           {"forward_nodes", a.graph.size()}};
   const std::string& strategy = request.params.String("strategy");
+  if (strategy == "auto") {
+    // Every value kept until its gradient is the DP's zero-extra-time
+    // strategy (the chain of all lower sets), which the estimate can
+    // price above the budget although its simulated peak fits, and which
+    // `dp_approx`'s closures may not reach at all: where it fits, nothing
+    // is cheaper, and no DP run is needed.
+    Schedule keep_all = InsertFrees(graph, NoRematOrder(graph));
+    const int64_t peak = Simulate(graph, keep_all).peak_bytes;
+    if (peak <= budget) {
+      extra["strategy"] = "keep_all";
+      extra["dp_runs"] = 0;
+      AlgorithmOutput out = AlgorithmOutput::Found(
+          std::move(keep_all),
+          fmt::format("every value kept (no recomputation): its simulated "
+                      "peak {} bytes fits, and no strategy is cheaper",
+                      peak));
+      out.extra = std::move(extra);
+      return out;
+    }
+  }
   DpRuns runs(a, graph, request);
   if (strategy == "auto") {
     Search(runs, a.family, budget);
