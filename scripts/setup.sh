@@ -18,6 +18,7 @@ packages=(
   python3 python3-venv python3-dev  # the base of .venv, and its headers
   clang libclang-rt-dev  # scripts/fuzz.sh: libFuzzer and sanitizers
   libomp-dev  # OpenMP for clang (the TSan build of scripts/test.sh)
+  chromium  # headless, for the report test (scripts/report_check.py)
 )
 missing=()
 for p in "${packages[@]}"; do
