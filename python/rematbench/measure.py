@@ -97,7 +97,7 @@ def peak_of(events, exclude_ptrs=()):
 
 
 def measure_step(step, model, repeats=5, warmup=2, reference=None,
-                 peak=True, timing=True):
+                 peak=True, timing=True, seed=None):
     """Measures `step` (a callable: one forward + backward on `model`,
     gradients left in .grad). Returns a dict: `peak_bytes` (allocator-level
     activation peak, see the module's docstring), `end_bytes` (what the
@@ -105,12 +105,17 @@ def measure_step(step, model, repeats=5, warmup=2, reference=None,
     (median), `times` (every timed run), `grads` (of the first run, from
     the state at the call), `gradients_equal` and `max_grad_diff` against
     `reference` (a list of tensors, one per parameter; None: not
-    compared), `cuda_peak_bytes` (CUDA only)."""
+    compared), `cuda_peak_bytes` (CUDA only). With `seed`, every run
+    starts from torch.manual_seed(seed) rather than from the generator's
+    state at the call (so that runs measured at different times draw the
+    same dropout masks)."""
     params = list(model.parameters())
     device = params[0].device
     cuda = device.type == "cuda"
     buffers = list(model.buffers())
     saved = [b.detach().clone() for b in buffers]
+    if seed is not None:
+        torch.manual_seed(seed)
     rng = _rng_get(cuda)
 
     def reset():

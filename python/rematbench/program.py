@@ -140,10 +140,13 @@ def _compile(prog, example_inputs):
     from torch._inductor.compile_fx import compile_fx
     from torch.fx.passes.split_module import split_module
     gm = prog.module
-    part, parts, python = 0, {}, set()
+    part, parts, python, seg = 0, {}, set(), 0
     for n in gm.graph.nodes:
         if n.op != "call_function":
             continue
+        if n.meta.get("remat_segment", seg) != seg:
+            seg = n.meta["remat_segment"]
+            part += 1  # a recomputation: a compiled graph of its own
         if n.target is operator.getitem and (
                 n.args[0] in python or n.args[0].op == "placeholder"):
             parts[n] = parts[n.args[0]]  # a tuple stays where it was made
@@ -251,6 +254,11 @@ def build(program, events, rng_from_inputs=False):
         cur[i] = new
         return new
 
+    def tag_segments():
+        for n in g.nodes:
+            if "remat_segment" not in n.meta:
+                n.meta["remat_segment"] = segment[0]
+
     pending = list(program.side)
 
     def run_side():
@@ -266,9 +274,16 @@ def build(program, events, rng_from_inputs=False):
     run_side()
     ran, states = set(), {}
     rng_order = sorted(random)
+    done, segment = set(), [0]
     for kind, v, _ in events:
         if kind != "c":
             continue
+        if v in done:
+            # A recomputation starts a segment of its own in the compiled
+            # program: a compiler never sees it beside the computation it
+            # repeats, so it can neither merge nor hoist it.
+            segment[0] += 1
+        done.add(v)
         for m in members[v]:
             n = fx[m]
             w = writes.get(m)
@@ -301,6 +316,7 @@ def build(program, events, rng_from_inputs=False):
             ran.add(m)
         if pending:
             run_side()
+        tag_segments()
     out = fx[-1]
     outs = [cur[index[o]] for o in out.args[0]]
     g.output(tuple(outs))

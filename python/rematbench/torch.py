@@ -185,6 +185,16 @@ def plan(model, example_inputs, loss_fn, budget, algorithms="all",
                           "threads": torch.get_num_threads()},
            "nodes": nodes}
     graph = rematbench.parse_graph_json(json.dumps(doc), name)
+    traced = types.SimpleNamespace(
+        g2=g2, graph={"nodes": nodes}, params=list(step.parameters()),
+        buffers=list(step.buffers()), inputs=inputs, path=name,
+        device=device.type, seed=None)
+    return _solve_plan(model, traced, graph, budget, algorithms, timeout,
+                       exact_max_nodes, threads, trace_seconds, None)
+
+
+def _solve_plan(model, traced, graph, budget, algorithms, timeout,
+                exact_max_nodes, threads, trace_seconds, program):
     budget_bytes = _budget_bytes(budget, graph.noremat_peak_bytes)
     specs, skipped = _chosen_algorithms(algorithms, graph, exact_max_nodes)
     threads = threads or os.cpu_count() or 1
@@ -197,12 +207,10 @@ def plan(model, example_inputs, loss_fn, budget, algorithms="all",
     if rows[0]["status"] != "feasible":
         raise rematbench.Error(_nothing_fits(graph, budget_bytes, specs,
                                              solutions, timeout, threads))
-    traced = types.SimpleNamespace(
-        g2=g2, graph={"nodes": nodes}, params=list(step.parameters()),
-        buffers=list(step.buffers()), inputs=inputs, path=name,
-        device=device.type, seed=None)
-    return Plan(model, traced, graph, budget_bytes, rows, solutions,
-                trace_seconds)
+    plan = Plan(model, traced, graph, budget_bytes, rows, solutions,
+                trace_seconds, program)
+    plan._solve_args = (algorithms, timeout, exact_max_nodes, threads)
+    return plan
 
 
 def _nothing_fits(graph, budget, specs, solutions, timeout, threads):
@@ -238,7 +246,7 @@ class Plan:
     first), `algorithm`, `schedule` and the traced `graph`."""
 
     def __init__(self, model, traced, graph, budget_bytes, table, solutions,
-                 trace_seconds):
+                 trace_seconds, program=None):
         self.model, self.traced, self.graph = model, traced, graph
         self.budget_bytes, self.table = budget_bytes, table
         self.trace_seconds = trace_seconds
@@ -247,13 +255,22 @@ class Plan:
         self.schedule = self.solution.schedule
         self._solutions = solutions
         self._events = self._as_events(self.schedule)
-        self._program = executor.Program(traced)
+        self._program = program or executor.Program(traced)
         self._built = {}  # (algorithm, rng_from_inputs) -> BuiltProgram
         self.compiled = False
 
     @staticmethod
     def _as_events(schedule):
         return [(op, v, k) for k, (op, v) in enumerate(schedule)]
+
+    def at(self, budget, algorithms=None, timeout=None):
+        """A plan for the same traced step at another budget (bytes, or a
+        fraction of the NoRemat peak), solved again without tracing again.
+        Raises rematbench.Error as plan() does when nothing fits."""
+        algos, t, exact_max, threads = self._solve_args
+        return _solve_plan(self.model, self.traced, self.graph, budget,
+                           algorithms or algos, timeout or t, exact_max,
+                           threads, self.trace_seconds, self._program)
 
     def use(self, algorithm):
         """Runs later steps with another feasible row of the table."""
@@ -304,6 +321,10 @@ class Plan:
     def _flat_inputs(self, built, inputs):
         program = self._program
         flat = program._flat(inputs)
+        # The gradient seed (a 1): made once, not in every step.
+        if getattr(self, "_seed", None) is None:
+            self._seed = flat[-1]
+        flat[-1] = self._seed
         if built.rng_from_inputs:
             # The schedule draws random ops out of eager order: record the
             # generator's state before each in an eager-order pass.
@@ -435,3 +456,48 @@ class Plan:
         return (f"<rematbench.torch.Plan {self.algorithm}: peak "
                 f"{self.solution.peak_bytes} <= {self.budget_bytes} bytes, "
                 f"overhead {self.solution.overhead:.3f}>")
+
+
+class RematStep:
+    """One training step within an activation-memory budget, as one call:
+
+        train_step = rt.remat(model, nn.CrossEntropyLoss(), budget=0.5)
+        for x, y in batches:
+            opt.zero_grad()
+            loss = train_step(x, y)   # was: loss = loss_fn(model(x), y)
+            opt.step()                #      loss.backward()
+
+    The first call with a new layout of shapes plans it (plan(), with the
+    batch as the example) and later calls run that plan's program:
+    gradients are added to .grad, batch-norm statistics updated once,
+    dropout's masks those of plain training; the loss comes back
+    detached. compile=True runs the program compiled by inductor.
+    `plans` maps each input layout to its Plan."""
+
+    def __init__(self, model, loss_fn, budget, compile=False, **plan_args):
+        self.model, self.loss_fn, self.budget = model, loss_fn, budget
+        self.compile, self.plan_args = compile, plan_args
+        self.plans = {}
+
+    def _key(self, inputs):
+        return tuple((tuple(t.shape), t.dtype, str(t.device))
+                     for t in inputs)
+
+    def __call__(self, *inputs):
+        key = self._key(inputs)
+        p = self.plans.get(key)
+        if p is None:
+            p = plan(self.model, inputs, self.loss_fn, self.budget,
+                     **self.plan_args)
+            p.compile(self.compile)
+            self.plans[key] = p
+        return p.step(*inputs)
+
+
+def remat(model, loss_fn, budget, compile=False, **plan_args):
+    """The one-line entry point: a callable `train_step(*inputs, target)`
+    that runs forward and backward of `loss_fn(model(*inputs), target)`
+    within `budget` (bytes as an int or '512MiB', or a float: a fraction of
+    the NoRemat activation peak) and returns the loss. `plan_args` go to
+    plan() (algorithms, timeout, ...). See RematStep."""
+    return RematStep(model, loss_fn, budget, compile, **plan_args)

@@ -1,0 +1,608 @@
+#!/usr/bin/env python3
+"""PyTorch's own ways of saving activation memory beside rematbench's plans,
+measured with one instrument (rematbench.measure) in one run.
+
+    $REMAT_PYTHON bench/torch_options.py                 # results/torch_options/cpu.*
+    $REMAT_PYTHON bench/torch_options.py --models gpt2 --quick
+
+For each model: plain eager training; torch.utils.checkpoint around every
+block (non-reentrant); checkpoint_sequential with sqrt(n) segments; SAC
+(selective activation checkpointing saving matrix-product and convolution
+outputs, per block); torch.compile (inductor) with
+torch._functorch.config.activation_memory_budget 1.0, 0.5, 0.2, 0.05; and
+rematbench's plan (rematbench.torch) at budgets equal to each of those
+options' measured activation peaks and on a ladder from the NoRemat peak
+down to the memory lower bound, each run as a program eagerly
+(`rematbench_eager`) and compiled by inductor (`rematbench_compiled`).
+
+Every row is measured by rematbench.measure.measure_step: the
+allocator-level activation peak of one step (profiler memory events,
+gradients left out), the median step time after warm-up, and the
+gradients against the plain eager step's from the same RNG state and
+buffers. Writes <out>/<device>.json (results/SCHEMA.md, "Torch options"),
+<device>.md (the table and the comparison the issue asks for) and
+<device>.png (activation peak against step time, one curve per method).
+"""
+
+import argparse
+import datetime
+import functools
+import json
+import math
+import os
+import platform
+import statistics
+import sys
+import time
+
+import torch
+import torch._dynamo
+import torch._functorch.config as fconfig
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint, checkpoint_sequential
+
+import rematbench
+import rematbench.torch as rt
+from rematbench import measure
+
+HEURISTICS = ["noremat", "dtr", "rotor", "chen_greedy", "chen_sqrtn",
+              "chen_recursive", "revolve", "twremat", "checkpoint_last",
+              "dp_approx"]
+COMPILE_BUDGETS = [1.0, 0.5, 0.2, 0.05]
+
+# --------------------------------------------------------------------------
+# Models at CPU sizes. Each: (model, example batch (x, y), loss_fn, blocks
+# (the modules checkpointed one by one), sequential (an nn.Sequential of
+# the same modules for checkpoint_sequential, or None)).
+
+
+class GPTBlock(nn.Module):
+
+    def __init__(self, d, heads, p):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.attn_drop, self.resid_drop = nn.Dropout(p), nn.Dropout(p)
+        self.mlp_drop = nn.Dropout(p)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = self.heads
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q = q.view(b, t, h, d // h).transpose(1, 2)
+        k = k.view(b, t, h, d // h).transpose(1, 2)
+        v = v.view(b, t, h, d // h).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // h))
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        y = (self.attn_drop(att) @ v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.resid_drop(self.proj(y))
+        x = x + self.mlp_drop(self.out(F.gelu(self.fc(self.ln2(x)))))
+        return x
+
+
+class GPTEmbed(nn.Module):
+
+    def __init__(self, vocab, seq, d, p):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
+        self.drop = nn.Dropout(p)
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        pos = torch.arange(t, device=idx.device)
+        return self.drop(self.tok(idx) + self.pos(pos))
+
+
+class GPTHead(nn.Module):
+
+    def __init__(self, d, vocab):
+        super().__init__()
+        self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
+
+    def forward(self, x):
+        return self.head(self.ln(x)).flatten(0, 1)
+
+
+def gpt2(batch, seq, d, layers, heads, vocab, p=0.1):
+    blocks = [GPTBlock(d, heads, p) for _ in range(layers)]
+    model = nn.Sequential(GPTEmbed(vocab, seq, d, p), *blocks,
+                          GPTHead(d, vocab))
+    g = torch.Generator().manual_seed(1)
+    x = torch.randint(vocab, (batch, seq), generator=g)
+    y = torch.randint(vocab, (batch * seq,), generator=g)
+    return model, (x, y), nn.CrossEntropyLoss(), blocks, model
+
+
+class ViTStem(nn.Module):
+    """torchvision's VisionTransformer up to its encoder layers."""
+
+    def __init__(self, vit):
+        super().__init__()
+        self.vit = vit
+
+    def forward(self, x):
+        v = self.vit
+        x = v._process_input(x)
+        cls = v.class_token.expand(x.shape[0], -1, -1)
+        x = torch.cat([cls, x], dim=1) + v.encoder.pos_embedding
+        return v.encoder.dropout(x)
+
+
+class ViTHead(nn.Module):
+
+    def __init__(self, vit):
+        super().__init__()
+        self.ln, self.heads = vit.encoder.ln, vit.heads
+
+    def forward(self, x):
+        return self.heads(self.ln(x)[:, 0])
+
+
+def vit_b_16(batch, image):
+    import torchvision
+    vit = torchvision.models.vit_b_16(image_size=image, num_classes=10)
+    blocks = list(vit.encoder.layers)
+    model = nn.Sequential(ViTStem(vit), *blocks, ViTHead(vit))
+    # The Sequential holds vit (through ViTStem) and its layers again:
+    # parameters are shared, so each is listed once.
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(batch, 3, image, image, generator=g)
+    y = torch.randint(10, (batch,), generator=g)
+    return model, (x, y), nn.CrossEntropyLoss(), blocks, model
+
+
+def resnet50(batch, image):
+    import torchvision
+    r = torchvision.models.resnet50(num_classes=10)
+    blocks = [b for layer in (r.layer1, r.layer2, r.layer3, r.layer4)
+              for b in layer]
+    seq = nn.Sequential(r.conv1, r.bn1, r.relu, r.maxpool, *blocks,
+                        r.avgpool, nn.Flatten(1), r.fc)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(batch, 3, image, image, generator=g)
+    y = torch.randint(10, (batch,), generator=g)
+    return seq, (x, y), nn.CrossEntropyLoss(), blocks, seq
+
+
+def conv_block(cin, cout):
+    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False),
+                         nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
+                         nn.Conv2d(cout, cout, 3, padding=1, bias=False),
+                         nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
+
+
+class UNet(nn.Module):
+
+    def __init__(self, levels=4, base=16, classes=3):
+        super().__init__()
+        ch = [base * 2**i for i in range(levels)]
+        self.down = nn.ModuleList()
+        cin = 3
+        for c in ch:
+            self.down.append(conv_block(cin, c))
+            cin = c
+        self.mid = conv_block(ch[-1], 2 * ch[-1])
+        self.ups, self.up = nn.ModuleList(), nn.ModuleList()
+        cin = 2 * ch[-1]
+        for c in reversed(ch):
+            self.ups.append(nn.ConvTranspose2d(cin, c, 2, stride=2))
+            self.up.append(conv_block(2 * c, c))
+            cin = c
+        self.head = nn.Conv2d(ch[0], classes, 1)
+
+    def forward(self, x):
+        skips = []
+        for b in self.down:
+            x = b(x)
+            skips.append(x)
+            x = F.max_pool2d(x, 2)
+        x = self.mid(x)
+        for t, b, s in zip(self.ups, self.up, reversed(skips)):
+            x = b(torch.cat([t(x), s], dim=1))
+        return self.head(x)
+
+
+def unet(batch, image):
+    model = UNet()
+    blocks = list(model.down) + [model.mid] + list(model.up)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(batch, 3, image, image, generator=g)
+    y = torch.randint(3, (batch, image, image), generator=g)
+    return model, (x, y), nn.CrossEntropyLoss(), blocks, None
+
+
+def models(quick):
+    """name -> (builder, description)."""
+    if quick:
+        return {
+            "resnet50": (lambda: resnet50(2, 32), "ResNet-50, batch 2, 32x32"),
+            "vit_b_16": (lambda: vit_b_16(1, 32), "ViT-B/16, batch 1, 32x32"),
+            "gpt2": (lambda: gpt2(2, 32, 128, 12, 4, 256),
+                     "GPT-2-style decoder, 12 layers, d 128, 4 heads, "
+                     "seq 32, batch 2, vocab 256, dropout 0.1"),
+            "unet": (lambda: unet(1, 32), "U-Net, 4 levels, base 16, "
+                     "batch 1, 32x32"),
+        }
+    return {
+        "resnet50": (lambda: resnet50(2, 64), "ResNet-50 (torchvision, 10 "
+                     "classes), batch 2, 64x64"),
+        "vit_b_16": (lambda: vit_b_16(2, 64), "ViT-B/16 (torchvision, 10 "
+                     "classes), batch 2, 64x64 (17 tokens)"),
+        "gpt2": (lambda: gpt2(2, 128, 256, 12, 4, 1024),
+                 "GPT-2-style decoder, 12 layers, d 256, 4 heads, seq 128, "
+                 "batch 2, vocab 1024, dropout 0.1 (embedding, attention, "
+                 "residual, MLP)"),
+        "unet": (lambda: unet(2, 64), "U-Net, 4 levels, base 16, batch 2, "
+                 "64x64, batch norm"),
+    }
+
+
+# --------------------------------------------------------------------------
+# PyTorch's options.
+
+
+def patched_blocks(blocks, wrap):
+    """Context: each block's forward replaced by wrap(original forward)."""
+    class Ctx:
+        def __enter__(self):
+            for b in blocks:
+                b.forward = wrap(b.forward)
+
+        def __exit__(self, *exc):
+            for b in blocks:
+                del b.forward
+    return Ctx()
+
+
+def ckpt(fwd, **kw):
+    return lambda *a: checkpoint(fwd, *a, use_reentrant=False, **kw)
+
+
+def sac_policy(ctx, op, *args, **kwargs):
+    from torch.utils.checkpoint import CheckpointPolicy
+    saved = (torch.ops.aten.mm.default, torch.ops.aten.addmm.default,
+             torch.ops.aten.bmm.default, torch.ops.aten.convolution.default,
+             torch.ops.aten._scaled_dot_product_flash_attention.default,
+             torch.ops.aten._scaled_dot_product_efficient_attention.default)
+    return CheckpointPolicy.MUST_SAVE if op in saved else \
+        CheckpointPolicy.PREFER_RECOMPUTE
+
+
+def sac_context():
+    from torch.utils.checkpoint import create_selective_checkpoint_contexts
+    return create_selective_checkpoint_contexts(sac_policy)
+
+
+# --------------------------------------------------------------------------
+
+
+def row_of(model_name, method, setting, r, **extra):
+    row = {"model": model_name, "method": method, "setting": setting,
+           "budget_bytes": None,
+           "measured_peak_bytes": r.get("peak_bytes"),
+           "step_seconds": r.get("step_seconds"),
+           "gradients_equal": r.get("gradients_equal"),
+           "max_grad_diff": r.get("max_grad_diff")}
+    row.update(extra)
+    return row
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def run_model(name, build, args, rows):
+    torch.manual_seed(0)
+    model, (x, y), loss_fn, blocks, seq = build()
+    model.train()
+    n_params = sum(p.numel() for p in model.parameters())
+    buffers = [b.detach().clone() for b in model.buffers()]
+    meas_ = functools.partial(measure.measure_step, model=model,
+                              repeats=args.repeats, warmup=args.warmup,
+                              seed=0)
+
+    def meas(step, **kw):
+        # Every method starts from the same buffers and RNG seed (compile
+        # warm-ups outside the measurement update running statistics).
+        with torch.no_grad():
+            for b, v in zip(model.buffers(), buffers):
+                b.copy_(v)
+        return meas_(step, **kw)
+
+    def eager():
+        loss_fn(model(x), y).backward()
+
+    t0 = time.perf_counter()
+    base = meas(eager)
+    ref = base["grads"]
+    rows.append(row_of(name, "eager", "-", base, gradients_equal=True,
+                       max_grad_diff=0.0))
+    log(f"{name}: {n_params} parameters; eager peak {base['peak_bytes']} "
+        f"bytes, step {base['step_seconds']:.3f} s")
+    options = {}
+
+    def add(method, setting, step, **extra):
+        try:
+            t = time.perf_counter()
+            r = meas(step, reference=ref)
+            extra["seconds_to_measure"] = round(time.perf_counter() - t, 1)
+        except Exception as e:  # an option that fails is a result too
+            log(f"  {method} {setting}: {type(e).__name__}: {e}")
+            rows.append({"model": name, "method": method,
+                         "setting": setting, "budget_bytes": None,
+                         "measured_peak_bytes": None, "step_seconds": None,
+                         "gradients_equal": None,
+                         "error": f"{type(e).__name__}: {str(e)[:300]}"})
+            return None
+        rows.append(row_of(name, method, setting, r, **extra))
+        log(f"  {method} {setting}: peak {r['peak_bytes']} "
+            f"({r['peak_bytes'] / base['peak_bytes']:.2f} of eager), step "
+            f"{r['step_seconds']:.3f} s ({r['step_seconds'] / base['step_seconds']:.2f}x), "
+            f"grads equal {r.get('gradients_equal')} "
+            f"(max diff {r.get('max_grad_diff', 0):.1e})")
+        options[(method, setting)] = r["peak_bytes"]
+        return r
+
+    with patched_blocks(blocks, ckpt):
+        add("checkpoint_block", f"{len(blocks)} blocks", eager)
+    if seq is not None:
+        segs = max(1, round(math.sqrt(len(seq))))
+
+        def seq_step():
+            out = checkpoint_sequential(seq, segs, x, use_reentrant=False)
+            loss_fn(out, y).backward()
+        add("checkpoint_sequential", f"{segs} segments of {len(seq)}",
+            seq_step)
+    else:
+        rows.append({"model": name, "method": "checkpoint_sequential",
+                     "setting": "-", "budget_bytes": None,
+                     "measured_peak_bytes": None, "step_seconds": None,
+                     "gradients_equal": None,
+                     "error": "not a sequence of modules (skip "
+                              "connections across blocks)"})
+    with patched_blocks(blocks, lambda f: ckpt(f, context_fn=sac_context)):
+        add("sac", "save mm/addmm/bmm/convolution outputs, per block",
+            eager)
+    for b in COMPILE_BUDGETS if not args.no_compile else []:
+        torch._dynamo.reset()
+        with fconfig.patch(activation_memory_budget=b):
+            cm = torch.compile(model)
+
+            def compiled_step():
+                loss_fn(cm(x), y).backward()
+            t = time.perf_counter()
+            try:
+                torch.manual_seed(0)
+                compiled_step()  # compiles
+                for p in model.parameters():
+                    p.grad = None
+            except Exception as e:
+                log(f"  compile {b}: {e}")
+            secs = time.perf_counter() - t
+            add("compile", f"activation_memory_budget={b}", compiled_step,
+                compile_seconds=round(secs, 1))
+    torch._dynamo.reset()
+
+    # rematbench: one trace, then a plan per budget.
+    t = time.perf_counter()
+    plan = rt.plan(model, (x, y), loss_fn, budget=1.0,
+                   algorithms=HEURISTICS, timeout=args.solve_timeout,
+                   repeats=2, threads=args.threads)
+    trace_seconds = time.perf_counter() - t
+    g = plan.graph
+    log(f"  rematbench: {g.num_nodes} nodes, NoRemat peak "
+        f"{g.noremat_peak_bytes}, lower bound {g.lower_bound_bytes}; "
+        f"trace+plan {trace_seconds:.1f} s")
+    targets = []  # (budget bytes, where it comes from)
+    for (method, setting), peak in options.items():
+        targets.append((peak, f"{method} {setting}"))
+    hi, lo = g.noremat_peak_bytes, g.lower_bound_bytes
+    for k in range(args.ladder):
+        f = k / max(1, args.ladder - 1)
+        targets.append((int(hi * (lo * 1.02 / hi) ** f),
+                        f"ladder {k + 1}/{args.ladder}"))
+    targets.sort(key=lambda t: -t[0])
+    eager_cache = {}  # schedule -> eager result
+    compiled_cache = {}  # schedule -> compiled result
+    # Compiled programs take minutes to compile on two cores: only at the
+    # torch.compile options' levels (where the comparison is made), and at
+    # most args.compiled_max schedules per model.
+    compiled_whys = [w for _, w in targets if w.startswith("compile")]
+    for budget, why in targets:
+        planned, attempts, p, re = budget, [], None, None
+        for _ in range(args.calibrate + 1):
+            try:
+                p = plan.at(planned)
+            except rematbench.Error as e:
+                p = None
+                err = str(e)[:300]
+                break
+            sched = tuple(tuple(e) for e in p.schedule)
+            if sched not in eager_cache:
+                p.compile(False)
+                eager_cache[sched] = meas(lambda p=p: p.step(x, y),
+                                          reference=ref)
+            re = eager_cache[sched]
+            attempts.append({"planned_bytes": planned,
+                             "algorithm": p.algorithm,
+                             "simulated_peak_bytes": p.solution.peak_bytes,
+                             "measured_peak_bytes": re["peak_bytes"]})
+            if re["peak_bytes"] <= budget:
+                break
+            # Over: plan again below by the overshoot (the simulator does
+            # not see everything the allocator does).
+            planned = planned - (re["peak_bytes"] - budget) - 1
+        if p is None and not attempts:
+            rows.append({"model": name, "method": "rematbench_eager",
+                         "setting": why, "budget_bytes": budget,
+                         "measured_peak_bytes": None, "step_seconds": None,
+                         "gradients_equal": None, "error": err})
+            log(f"  rematbench at {budget} ({why}): nothing fits")
+            continue
+        if p is None:  # the calibrated budget fits nothing: keep the last
+            p = plan.at(attempts[-1]["planned_bytes"])
+        sched = tuple(tuple(e) for e in p.schedule)
+        extra = {"budget_bytes": budget, "planned_budget_bytes": planned,
+                 "algorithm": p.algorithm,
+                 "simulated_peak_bytes": p.solution.peak_bytes,
+                 "predicted_overhead": p.solution.overhead,
+                 "attempts": attempts}
+        rows.append(row_of(name, "rematbench_eager", why, re, **extra))
+        log(f"  rematbench_eager at {budget} ({why}): {p.algorithm} planned "
+            f"{planned}, simulated {p.solution.peak_bytes}, measured "
+            f"{re['peak_bytes']} "
+            f"({'within' if re['peak_bytes'] <= budget else 'OVER'}; "
+            f"{len(attempts)} attempts), step "
+            f"{re['step_seconds']:.3f} s ({re['step_seconds'] / base['step_seconds']:.2f}x; "
+            f"predicted {p.solution.overhead:.2f}), grads equal "
+            f"{re['gradients_equal']}")
+        if args.no_compile or why not in compiled_whys:
+            continue
+        if sched not in compiled_cache:
+            if len(compiled_cache) >= args.compiled_max:
+                continue
+            t = time.perf_counter()
+            try:
+                p.compile(True)
+                torch.manual_seed(0)
+                p.step(x, y)  # compiles
+                csecs = time.perf_counter() - t
+                rc = meas(lambda p=p: p.step(x, y), reference=ref)
+                rc["compile_seconds"] = round(csecs, 1)
+                ok, kept = p.program().recomputations_kept()
+                rc["recomputations_kept"] = ok
+                rc["op_counts"] = {k: list(v) for k, v in kept.items()}
+            except Exception as e:
+                rc = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+            p.compile(False)
+            p._built.clear()  # free the compiled segments
+            compiled_cache[sched] = rc
+        rc = compiled_cache[sched]
+        if "error" in rc:
+            rows.append(dict({"model": name, "method": "rematbench_compiled",
+                              "setting": why, "measured_peak_bytes": None,
+                              "step_seconds": None, "gradients_equal": None,
+                              "error": rc["error"]}, **extra))
+            log(f"  rematbench_compiled: {rc['error']}")
+        else:
+            rows.append(row_of(name, "rematbench_compiled", why, rc,
+                               compile_seconds=rc["compile_seconds"],
+                               recomputations_kept=rc["recomputations_kept"],
+                               op_counts=rc["op_counts"], **extra))
+            log(f"  rematbench_compiled: measured {rc['peak_bytes']} "
+                f"({'within' if rc['peak_bytes'] <= budget else 'OVER'})"
+                f", step {rc['step_seconds']:.3f} s, max grad diff "
+                f"{rc['max_grad_diff']:.1e}, recomputations kept "
+                f"{rc['recomputations_kept']}, compile "
+                f"{rc['compile_seconds']} s")
+    return {"model": name, "parameters": n_params,
+            "graph_nodes": g.num_nodes,
+            "noremat_simulated_peak_bytes": g.noremat_peak_bytes,
+            "lower_bound_bytes": g.lower_bound_bytes,
+            "eager_peak_bytes": base["peak_bytes"],
+            "eager_step_seconds": base["step_seconds"],
+            "trace_and_plan_seconds": round(trace_seconds, 1),
+            "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def context(args, descriptions):
+    import numpy
+    try:
+        import torchvision
+        tv = torchvision.__version__
+    except ImportError:
+        tv = None
+    cpu = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(l.split(":", 1)[1].strip() for l in f
+                       if l.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    git = None
+    try:
+        import subprocess
+        here = os.path.dirname(os.path.abspath(__file__))
+        git = subprocess.run(["git", "-C", here, "rev-parse", "--short",
+                              "HEAD"], capture_output=True, text=True,
+                             check=True).stdout.strip()
+    except Exception:
+        pass
+    return {"date": datetime.datetime.now(datetime.timezone.utc)
+            .isoformat(timespec="seconds"),
+            "device": args.device,
+            "device_name": cpu if args.device == "cpu" else
+            torch.cuda.get_device_name(),
+            "host": platform.node(), "cpu_model": cpu,
+            "cpu_count": os.cpu_count(),
+            "threads": torch.get_num_threads(),
+            "load_average_start": None, "load_average_end": None,
+            "python": platform.python_version(), "torch": torch.__version__,
+            "torchvision": tv, "numpy": numpy.__version__,
+            "git_commit": git, "command_line": " ".join(sys.argv),
+            "repeats": args.repeats, "warmup": args.warmup,
+            "dtype": "float32",
+            "models": descriptions}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--models", default="resnet50,vit_b_16,gpt2,unet")
+    ap.add_argument("--quick", action="store_true",
+                    help="smaller sizes (the test's)")
+    ap.add_argument("--out", default=None,
+                    help="directory (default results/torch_options)")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=2)
+    ap.add_argument("--ladder", type=int, default=5)
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads (and solver threads)")
+    ap.add_argument("--solve-timeout", type=float, default=20)
+    ap.add_argument("--calibrate", type=int, default=2,
+                    help="plan again this many times below a budget whose "
+                         "measured peak went over it")
+    ap.add_argument("--compiled-max", type=int, default=2,
+                    help="rematbench_compiled schedules per model")
+    ap.add_argument("--no-compile", action="store_true",
+                    help="leave out torch.compile and rematbench_compiled")
+    args = ap.parse_args()
+    if args.device != "cpu":
+        raise SystemExit("torch_options: only --device cpu is implemented "
+                         "here (measure_step supports CUDA; the models "
+                         "would need moving)")
+    torch.set_num_threads(args.threads)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = args.out or os.path.join(root, "results", "torch_options")
+    os.makedirs(out, exist_ok=True)
+    table = models(args.quick)
+    names = args.models.split(",")
+    ctx = context(args, {n: table[n][1] for n in names})
+    ctx["load_average_start"] = list(os.getloadavg())
+    rows, summaries = [], []
+    for n in names:
+        summaries.append(run_model(n, table[n][0], args, rows))
+        doc = {"format": "rematbench-torch-options", "version": 1,
+               "context": ctx, "models": summaries, "rows": rows}
+        ctx["load_average_end"] = list(os.getloadavg())
+        write(out, args.device, doc)
+
+
+def write(out, device, doc):
+    path = os.path.join(out, f"{device}.json")
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
+    from torch_options_report import report
+    report(doc, os.path.join(out, f"{device}.md"),
+           os.path.join(out, f"{device}.png"))
+    log(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    main()

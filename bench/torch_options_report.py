@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""The Markdown table and the plot of a torch_options results file
+(bench/torch_options.py; regenerate with
+`$REMAT_PYTHON bench/torch_options_report.py results/torch_options/cpu.json`)."""
+
+import json
+import os
+import sys
+
+PYTORCH = ("checkpoint_block", "checkpoint_sequential", "sac", "compile")
+
+
+def _mib(b):
+    return "-" if b is None else f"{b / 2**20:.2f}"
+
+
+def _best_rematbench(rows, model, level):
+    """The fastest rematbench row of `model` whose measured peak is at or
+    below `level` bytes (and within its own budget)."""
+    best = None
+    for r in rows:
+        if r["model"] != model or not r["method"].startswith("rematbench") \
+                or r.get("measured_peak_bytes") is None:
+            continue
+        if r["measured_peak_bytes"] > level:
+            continue
+        if best is None or r["step_seconds"] < best["step_seconds"]:
+            best = r
+    return best
+
+
+def report(doc, md_path, png_path=None):
+    rows, ctx = doc["rows"], doc["context"]
+    lines = [f"# PyTorch's options beside rematbench's plans ({ctx['device']})",
+             "",
+             f"Measured {ctx['date']} on {ctx['host']} ({ctx['cpu_model']}, "
+             f"{ctx['cpu_count']} hardware threads, torch threads "
+             f"{ctx['threads']}), torch {ctx['torch']}, torchvision "
+             f"{ctx['torchvision']}, Python {ctx['python']}, commit "
+             f"{ctx['git_commit']}; load average {ctx['load_average_start']}"
+             f" at the start, {ctx['load_average_end']} at the end (the "
+             "machine was shared). Command: `" + ctx["command_line"] + "`.",
+             "",
+             "Peak: allocator-level activation peak of one training step "
+             "(rematbench.measure: every allocation made during the step, "
+             "from the profiler's memory events, the parameters' gradients "
+             "left out), in MiB. Time: median of "
+             f"{ctx['repeats']} steps after {ctx['warmup']} warm-up steps. "
+             "`grads`: gradients equal to the plain eager step's bit for bit "
+             "(`yes`), or the largest absolute difference.", ""]
+    for m in doc["models"]:
+        name = m["model"]
+        lines += [f"## {name}", "", ctx["models"].get(name, ""), "",
+                  f"{m['parameters']:,} parameters; rematbench graph "
+                  f"{m['graph_nodes']} nodes, simulated NoRemat peak "
+                  f"{_mib(m['noremat_simulated_peak_bytes'])} MiB, memory "
+                  f"lower bound {_mib(m['lower_bound_bytes'])} MiB; eager "
+                  f"measured {_mib(m['eager_peak_bytes'])} MiB, "
+                  f"{m['eager_step_seconds']:.3f} s.", "",
+                  "| method | setting | budget MiB | peak MiB | peak / eager "
+                  "| step s | step / eager | grads | algorithm | note |",
+                  "|---|---|---:|---:|---:|---:|---:|---|---|---|"]
+        for r in rows:
+            if r["model"] != name:
+                continue
+            peak, secs = r.get("measured_peak_bytes"), r.get("step_seconds")
+            g = r.get("gradients_equal")
+            grads = "-" if g is None else "yes" if g else \
+                f"{r.get('max_grad_diff', float('nan')):.1e}"
+            note = r.get("error", "")
+            if r.get("budget_bytes") is not None and peak is not None:
+                note = "within budget" if peak <= r["budget_bytes"] else \
+                    f"OVER budget by {peak / r['budget_bytes'] - 1:.1%}"
+            if r.get("recomputations_kept") is False:
+                note += "; recomputation merged"
+            lines.append(
+                f"| {r['method']} | {r['setting']} | "
+                f"{_mib(r.get('budget_bytes'))} | {_mib(peak)} | "
+                + ("-" if peak is None else
+                   f"{peak / m['eager_peak_bytes']:.2f}") + " | "
+                + ("-" if secs is None else f"{secs:.3f}") + " | "
+                + ("-" if secs is None else
+                   f"{secs / m['eager_step_seconds']:.2f}") +
+                f" | {grads} | {r.get('algorithm', '')} | {note} |")
+        # The goal: at each level a PyTorch option reaches, the best
+        # rematbench row at or below it, and the ratio of times.
+        lines += ["", "At each PyTorch option's measured peak, the fastest "
+                  "rematbench row measured at or below that peak:", "",
+                  "| PyTorch option | its peak MiB | its step s | best "
+                  "rematbench | peak MiB | step s | time ratio (rematbench "
+                  "/ option) |", "|---|---:|---:|---|---:|---:|---:|"]
+        for r in rows:
+            if r["model"] != name or r["method"] not in PYTORCH or \
+                    r.get("measured_peak_bytes") is None:
+                continue
+            b = _best_rematbench(rows, name, r["measured_peak_bytes"])
+            if b is None:
+                lines.append(f"| {r['method']} {r['setting']} | "
+                             f"{_mib(r['measured_peak_bytes'])} | "
+                             f"{r['step_seconds']:.3f} | none | - | - | - |")
+            else:
+                lines.append(
+                    f"| {r['method']} {r['setting']} | "
+                    f"{_mib(r['measured_peak_bytes'])} | "
+                    f"{r['step_seconds']:.3f} | {b['method']} "
+                    f"({b.get('algorithm')}, {b['setting']}) | "
+                    f"{_mib(b['measured_peak_bytes'])} | "
+                    f"{b['step_seconds']:.3f} | "
+                    f"{b['step_seconds'] / r['step_seconds']:.2f} |")
+        lines.append("")
+    plans = [r for r in rows if r["method"].startswith("rematbench")
+             and r.get("measured_peak_bytes") is not None]
+    over = [r for r in plans if r["measured_peak_bytes"] > r["budget_bytes"]]
+    eq = [r for r in plans if r["method"] == "rematbench_eager"]
+    lines += ["## Summary", "",
+              f"- rematbench rows measured: {len(plans)}; measured peak "
+              f"over the budget asked for: {len(over)}"
+              + (" (" + ", ".join(f"{r['model']} {r['method']} "
+                                  f"{r['setting']} +"
+                                  f"{r['measured_peak_bytes'] / r['budget_bytes'] - 1:.1%}"
+                                  for r in over) + ")" if over else "") + ".",
+              f"- rematbench_eager rows with gradients equal bit for bit: "
+              f"{sum(1 for r in eq if r['gradients_equal'])} of {len(eq)}.",
+              ""]
+    pred = [(r["step_seconds"] / next(
+        m["eager_step_seconds"] for m in doc["models"]
+        if m["model"] == r["model"]), r["predicted_overhead"]) for r in eq
+        if r.get("predicted_overhead")]
+    if pred:
+        errs = sorted(abs(a / b - 1) for a, b in pred)
+        lines += [f"- Predicted against measured step time (rematbench_eager "
+                  f"over the eager step): median error {errs[len(errs) // 2]:.1%}"
+                  f", largest {errs[-1]:.1%}.", ""]
+    with open(md_path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    if png_path:
+        plot(doc, png_path)
+
+
+def plot(doc, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    models = [m["model"] for m in doc["models"]]
+    fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4.2),
+                             squeeze=False)
+    for ax, m in zip(axes[0], doc["models"]):
+        by = {}
+        for r in doc["rows"]:
+            if r["model"] != m["model"] or \
+                    r.get("measured_peak_bytes") is None:
+                continue
+            by.setdefault(r["method"], []).append(
+                (r["measured_peak_bytes"] / 2**20, r["step_seconds"]))
+        for method, pts in sorted(by.items()):
+            pts.sort()
+            ax.plot([p[0] for p in pts], [p[1] for p in pts],
+                    marker="o", ms=4, label=method,
+                    ls="-" if len(pts) > 1 else "")
+        ax.axvline(m["lower_bound_bytes"] / 2**20, color="grey", ls=":",
+                   lw=1)
+        ax.set_title(m["model"])
+        ax.set_xlabel("measured activation peak (MiB)")
+        ax.set_ylabel("step time (s)")
+    axes[0][0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+if __name__ == "__main__":
+    path = sys.argv[1]
+    with open(path) as f:
+        doc = json.load(f)
+    base = os.path.splitext(path)[0]
+    report(doc, base + ".md", base + ".png")
