@@ -31,9 +31,8 @@ int64_t AsBudget(const py::object& budget) {
   if (py::isinstance<py::bool_>(budget) || !py::isinstance<py::int_>(budget)) {
     throw py::type_error("budget must be None, an int (bytes) or a str");
   }
-  const int64_t bytes = budget.cast<int64_t>();
-  if (bytes < 0) throw InputError("budget: must be >= 0 bytes");
-  return bytes;
+  // Read as its decimal text, as `--budget` is: one rule for the range.
+  return ParseBytes(py::str(budget).cast<std::string>(), "budget");
 }
 
 Schedule AsSchedule(const py::object& schedule, const Graph& graph) {

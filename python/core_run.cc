@@ -2,6 +2,7 @@
 #include "harness/algorithm.h"
 #include "harness/errors.h"
 #include "harness/graph_source.h"
+#include "harness/option_limits.h"
 #include "harness/params.h"
 #include "harness/registry.h"
 #include "harness/registry_json.h"
@@ -66,6 +67,8 @@ Solution Solve(const py::object& graph_arg, const std::string& algorithm,
   const PyGraph g = AsGraph(graph_arg);
   const Graph& graph = *g.graph;
   const int64_t budget = AsBudget(budget_arg);
+  // 0, the default, is no time limit (as without `remat solve --timeout`).
+  if (timeout != 0) CheckTimeLimit(timeout, "solve: timeout");
   Attempt attempt;
   {
     py::gil_scoped_release release;
@@ -119,10 +122,11 @@ py::object Sweep(const py::object& graphs, const py::object& algorithms,
       config.algorithm_specs.push_back(a->name);
     }
   }
+  CheckRange(budgets, 1, kMaxBudgetsPerGraph, "sweep: budgets");
+  CheckRange(threads, 0, kMaxThreads, "sweep: threads");
+  CheckTimeLimit(timeout, "sweep: timeout");
   config.budgets_per_graph = budgets;
   config.threads = threads;
-  if (threads < 0) throw InputError("sweep: threads must be >= 0");
-  if (!(timeout > 0)) throw InputError("sweep: timeout must be > 0 seconds");
   config.timeout_seconds = timeout;
   config.command_line = command_line;
   config.schedules_dir = schedules_dir;

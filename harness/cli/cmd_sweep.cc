@@ -14,6 +14,7 @@
 #include "harness/cli/usage.h"
 #include "harness/errors.h"
 #include "harness/file_io.h"
+#include "harness/option_limits.h"
 #include "harness/params.h"
 #include "harness/registry.h"
 #include "harness/sweep.h"
@@ -144,15 +145,15 @@ void AddSweepCommand(CLI::App& app, int& exit_code) {
   cmd->add_option("--budgets", o->budgets,
                   "budgets per graph, evenly spaced from the memory lower "
                   "bound to the NoRemat peak")
-      ->check(CLI::Range(1, 100000))
+      ->check(CLI::Range(1, kMaxBudgetsPerGraph))
       ->capture_default_str();
   cmd->add_option("--threads", o->threads,
                   "worker threads (default: all cores)")
-      ->check(CLI::Range(0, 1024));
+      ->check(CLI::Range(0, kMaxThreads));
   cmd->add_option("--lead-threads", o->lead_threads,
                   "under MPI, rank 0's solving threads (default: --threads; "
                   "0: rank 0 only hands out tasks)")
-      ->check(CLI::Range(0, 1024));
+      ->check(CLI::Range(0, kMaxThreads));
   cmd->add_option("--timeout", o->timeout, "time limit per task in seconds")
       ->check(TimeLimit())
       ->capture_default_str();

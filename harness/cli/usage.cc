@@ -10,6 +10,7 @@
 
 #include "harness/cli/output.h"
 #include "harness/errors.h"
+#include "harness/option_limits.h"
 
 namespace remat::cli {
 
@@ -36,8 +37,7 @@ CLI::Validator PositiveNumber(const std::string& what) {
         double value = 0;
         const char* end = text.data() + text.size();
         auto [ptr, ec] = std::from_chars(text.data(), end, value);
-        if (ec != std::errc() || ptr != end || !std::isfinite(value) ||
-            value <= 0) {
+        if (ec != std::errc() || ptr != end || !IsTimeLimit(value)) {
           return fmt::format("must be a number of {} > 0 (got '{}')", what,
                              Printable(text, 40));
         }

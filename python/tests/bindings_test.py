@@ -335,6 +335,23 @@ class Errors(unittest.TestCase):
         with self.assertRaises(TypeError):
             rb.solve(42, "noremat")
 
+    def test_option_limits_as_the_cli(self):
+        """The module refuses what the command line refuses (issue 31)."""
+        huge = str(2**70)
+        self.check(lambda: rb.solve("chain:n=4", "noremat", budget=2**70),
+                   ["solve", "-a", "noremat", "-g", "chain:n=4", "-b", huge])
+        for timeout in (-1, float("nan"), float("inf")):
+            with self.assertRaises(rb.Error):
+                rb.solve("chain:n=4", "noremat", timeout=timeout)
+            with self.assertRaises(rb.Error):
+                rb.sweep(["chain:n=4"], ["noremat"], timeout=timeout)
+            cli("solve", "-a", "noremat", "-g", "chain:n=4", "--timeout",
+                str(timeout), ok=(2,))
+        with self.assertRaises(rb.Error):
+            rb.sweep(["chain:n=4"], ["noremat"], threads=10**6)
+        cli("sweep", "--graphs", "chain:n=4", "--algorithms", "noremat",
+            "--threads", str(10**6), ok=(2,))
+
     def test_bad_schedules(self):
         path = write("bad.txt", "c 0\nx 1\n")
         self.check(lambda: rb.validate("chain:n=4", path),
