@@ -25,15 +25,15 @@ inline bool IsTimeLimit(double seconds) {
 inline void CheckRange(long long value, long long low, long long high,
                        const std::string& what) {
   if (value < low || value > high) {
-    throw InputError(
-        fmt::format("{}: must be in [{}, {}] (got {})", what, low, high, value));
+    throw InputError(fmt::format("{}: must be in [{}, {}] (got {})", what, low,
+                                 high, value));
   }
 }
 
 inline void CheckTimeLimit(double seconds, const std::string& what) {
   if (!IsTimeLimit(seconds)) {
-    throw InputError(fmt::format(
-        "{}: must be a number of seconds > 0 (got {})", what, seconds));
+    throw InputError(fmt::format("{}: must be a number of seconds > 0 (got {})",
+                                 what, seconds));
   }
 }
 
