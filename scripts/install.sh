@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
+# (--config-settings spelled out: Debian's venv has pip 23.0, before -C.)
 CMAKE_GENERATOR="Unix Makefiles" "$REMAT_PYTHON" -m pip install -q \
-  --no-build-isolation --no-deps -C build-dir=build \
-  -C cmake.define.REMAT_BUILD_TESTS=ON -C cmake.define.Python_EXECUTABLE="$REMAT_PYTHON" .
+  --no-build-isolation --no-deps --config-settings=build-dir=build \
+  --config-settings=cmake.define.REMAT_BUILD_TESTS=ON \
+  --config-settings=cmake.define.Python_EXECUTABLE="$REMAT_PYTHON" .
