@@ -1,6 +1,6 @@
 // checkpoint_last — the memory end of every tradeoff curve.
 //
-// ALGORITHMS.md, "checkpoint_all, checkpoint_last": keep no forward value
+// docs/algorithms.md, "checkpoint_last": keep no forward value
 // between stages and recompute each needed forward value from the graph's
 // inputs every time it is needed. A stage is one node that is not a forward
 // value (the loss, each backward node), or a forward target. Stages run in
@@ -77,7 +77,7 @@ const bool kRegistered = RegisterAlgorithm({
     .name = "checkpoint_last",
     .description = "Keep nothing between stages: recompute every forward "
                    "value from the inputs each time it is read",
-    .citation = "trivial end of the tradeoff (ALGORITHMS.md)",
+    .citation = "trivial end of the tradeoff (docs/algorithms.md)",
     .exact = false,
     .uses_budget = false,
     .params = {{.name = "max_events",

@@ -1,6 +1,7 @@
-// exact_search — the true optimum of the DESIGN.md model on small graphs.
+// exact_search — the true optimum of the model (docs/model.md) on small
+// graphs.
 //
-// ALGORITHMS.md, "Exact methods": A* (Hart, Nilsson & Raphael 1968) over
+// docs/algorithms.md, "exact_search": A* (Hart, Nilsson & Raphael 1968) over
 // states (live set L, targets done D), from (empty, none) to (empty, all).
 // A move computes one node c whose inputs are live, preceded by the frees
 // that make room for it; its cost is cost(c). The heuristic is the cost of
@@ -380,7 +381,7 @@ const bool kRegistered = RegisterAlgorithm({
     .description = "Optimal schedule by A* over (live set, targets done), "
                    "for small graphs",
     .citation = "A* (Hart, Nilsson & Raphael 1968) on the rematbench model "
-                "(ALGORITHMS.md, Exact methods)",
+                "(docs/algorithms.md, exact_search)",
     .exact = true,
     .uses_budget = true,
     .params = {{.name = "max_nodes",

@@ -23,7 +23,7 @@
 
 namespace remat {
 
-// The statuses of DESIGN.md section 1.
+// The statuses of docs/model.md, "Statuses".
 enum class Status {
   kFeasible,
   kInfeasible,

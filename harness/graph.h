@@ -1,4 +1,4 @@
-// The computation graph of DESIGN.md section 1: an immutable DAG whose nodes
+// The computation graph of docs/model.md: an immutable DAG whose nodes
 // are values with a size, a compute cost and a workspace.
 //
 // Storage is compact (structure of arrays, both adjacency directions in CSR

@@ -1,5 +1,5 @@
-// Reader and writer of the native graph format, version 1 (DESIGN.md
-// section 2).
+// Reader and writer of the native graph format, version 1 (docs/formats.md,
+// "Native graph JSON").
 #pragma once
 
 #include <iosfwd>

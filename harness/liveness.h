@@ -1,7 +1,7 @@
-// The shared liveness pass (ALGORITHMS.md, "Shared building blocks"): turns
-// a sequence of computes into a full schedule by inserting frees. Every
-// algorithm that produces compute sequences uses it, so none writes its own
-// free logic.
+// The shared liveness pass (docs/model.md, "Liveness"; docs/algorithms.md,
+// "Shared building blocks"): turns a sequence of computes into a full
+// schedule by inserting frees. Every algorithm that produces compute
+// sequences uses it, so none writes its own free logic.
 #pragma once
 
 #include <span>

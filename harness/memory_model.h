@@ -1,4 +1,4 @@
-// The accounting rules of the memory model (DESIGN.md section 1), in one
+// The accounting rules of the memory model (docs/model.md), in one
 // place: what a compute needs, what it takes, and what a free releases.
 //
 // The simulator, the liveness pass and every algorithm that estimates

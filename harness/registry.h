@@ -1,6 +1,6 @@
 // Registries of algorithms and graph generators. Each algorithm or generator
 // registers itself from its own file with one call, so adding one means
-// adding one file (DESIGN.md section 5).
+// adding one file (docs/adding_an_algorithm.md).
 #pragma once
 
 #include <functional>

@@ -1,9 +1,9 @@
-// A schedule: a sequence of compute and free events (DESIGN.md section 1),
+// A schedule: a sequence of compute and free events (docs/model.md),
 // and its text format (`c <id>` / `f <id>`, one per line; blank lines and
 // lines starting with '#' are ignored). The format's extension for moving
-// values to host memory and back (README, "Time and offloading") adds
-// `o <id>` (offload), `w <id>` (the compute stream waits for that offload
-// to end) and `p <id>` (prefetch).
+// values to host memory and back (docs/model.md, "Time and offloading";
+// docs/formats.md, "Schedules") adds `o <id>` (offload), `w <id>` (the
+// compute stream waits for that offload to end) and `p <id>` (prefetch).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The one simulator (DESIGN.md section 1). Every peak and cost the harness
+// The one simulator (docs/model.md). Every peak and cost the harness
 // reports is measured here; no algorithm's own estimate is ever reported.
 #pragma once
 
@@ -30,7 +30,7 @@ struct SimulationResult {
   int64_t base_cost = 0;  // see BaseCost()
   double overhead = 0;    // cost / base_cost (1 when base_cost is 0)
 
-  // The timeline (README, "Time and offloading"), in the graph's cost
+  // The timeline (docs/model.md, "Time and offloading"), in the graph's cost
   // unit. makespan: when the last event ends; equal to cost when the
   // schedule has no transfers.
   double makespan = 0;

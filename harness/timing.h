@@ -1,4 +1,4 @@
-// The time model of the simulator's timeline (README, "Time and
+// The time model of the simulator's timeline (docs/model.md, "Time and
 // offloading"): how long a compute and a host<->device copy take.
 //
 // Times are in the graph's cost unit, so that a schedule without transfers

@@ -163,7 +163,7 @@ void BindGraph(py::module_& m) {
       });
 
   py::class_<PyGraph>(m, "Graph",
-                      "An immutable training graph (DESIGN.md section 1). "
+                      "An immutable training graph (docs/model.md). "
                       "Make one with load_graph or parse_graph_json.")
       .def_property_readonly("name",
                              [](const PyGraph& g) { return g.graph->name(); })

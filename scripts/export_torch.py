@@ -9,8 +9,8 @@ Usage (install torch first:
 
 One training step (forward, loss, gradients of every parameter) is traced
 into the joint forward+backward graph of ATen operations and written as a
-graph of ../shared/DESIGN.md section 2, following its "Training graphs"
-convention (section 1).
+native graph (docs/formats.md), following the "Training graphs" convention
+of docs/model.md.
 
 How the graph is obtained: python/rematbench/trace.py (shared with
 rematbench.torch).

@@ -253,7 +253,8 @@ def replay_all(results, results_dir, out_dir, args):
                                                     sort_keys=True))):
             for point in run["points"]:
                 # Offloading schedules are simulated only: the executor
-                # runs computes and frees (README, "Time and offloading").
+                # runs computes and frees (docs/model.md, "Time and
+                # offloading").
                 if point.get("status") != "feasible" or \
                         point.get("transfer_bytes"):
                     continue

@@ -7,7 +7,7 @@ graph was exported from, and measures what the simulator only predicts.
       [-p k=v ...] [--remat build/remat]
 
 GRAPH is an export of scripts/export_torch.py (its provenance names the
-model, options and seed); SCHEDULE is the text format of DESIGN.md section 2
+model, options and seed); SCHEDULE is the text format of docs/formats.md
 (`c <id>` / `f <id>`), or `--algorithm/--budget` asks `remat solve
 --schedule-out` for one.
 
@@ -29,7 +29,7 @@ What happens:
     - peak live activation bytes: bytes of the distinct storages (by data
       pointer) held by live nodes' values, counted after every op, i.e. at
       every event and inside a node between its ops. Parameters, buffers,
-      the batch, views of them and the parameter gradients (DESIGN.md's
+      the batch, views of them and the parameter gradients (docs/model.md's
       static_bytes) are excluded, as in the simulator. On CUDA also
       torch.cuda.max_memory_allocated() minus what was allocated before the
       step (this includes the parameter gradients and allocator rounding,
@@ -139,7 +139,7 @@ def read_schedule(path, n):
 
 
 def simulate(graph, events, path, per_event=None):
-    """DESIGN.md's simulator: (activation peak, cost, length); checks the
+    """The simulator of docs/model.md: (activation peak, cost, length); checks the
     schedule's legality the same way (exit 2 naming the event). Fills
     per_event[k] with the memory at compute event k."""
     nodes = graph["nodes"]

@@ -8,7 +8,8 @@
 Every "ours" figure comes from running the `remat` binary (`remat solve
 --json`, `remat graph info --json`, `remat graph convert`) through
 scripts/rematbench_client.py; the published figures are typed in, with their
-source (../shared/PAPERS.md), in scripts/reproduce/<paper>.py. For each paper
+source (docs/papers.md, "Published figures"), in
+scripts/reproduce/<paper>.py. For each paper
 the script writes results/reproductions/<paper>/solves.json (every command it
 ran and the JSON it printed) and results/reproductions/<paper>.md. The
 Markdown does not depend on timings except in columns marked "(s)", so

@@ -44,7 +44,7 @@ int64_t Binomial(int64_t n, int64_t k) {
   return static_cast<int64_t>(c);
 }
 
-// ALGORITHMS.md, revolve: t(l, s) = r*l - C(s + r, r - 1) with r the least
+// docs/algorithms.md, revolve: t(l, s) = r*l - C(s + r, r - 1) with r the least
 // integer such that C(s + r, s) >= l.
 int64_t GriewankT(int64_t l, int64_t s) {
   int64_t r = 0;

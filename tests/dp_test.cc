@@ -229,7 +229,8 @@ TEST(DpExact, PerConsumerGradientsExceedTheEstimate) {
   EXPECT_EQ(at30.status, Status::kInfeasible);
 }
 
-// Griewank's optimum for chain:n=N at budget B >= 3 (ALGORITHMS.md).
+// Griewank's optimum for chain:n=N at budget B >= 3 (docs/algorithms.md,
+// revolve).
 int64_t Binomial(int64_t n, int64_t k) {
   if (k < 0 || k > n) return 0;
   int64_t c = 1;
@@ -466,7 +467,7 @@ TEST(DpExact, MatchesBruteForceOnRandomGraphs) {
   EXPECT_GT(infeasible, 10);
 }
 
-// The authors' graphs: lower-set counts from ALGORITHMS.md, and at a few
+// The authors' graphs: lower-set counts from docs/papers.md, and at a few
 // budgets valid schedules with the exact DP never slower than the
 // approximate one (both before the liveness pass).
 TEST(DpPeerGraphs, KusumotoGraphs) {

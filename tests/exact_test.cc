@@ -1,6 +1,6 @@
 // exact_search, checkmate_milp and checkmate_lp: hand-derived optima, the
 // revolve formula on chains, and cross-checks against every registered
-// heuristic on seeded random graphs (ALGORITHMS.md, "Exact methods").
+// heuristic on seeded random graphs (docs/algorithms.md, "exact_search").
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -31,7 +31,8 @@ SolveResult Solve(const Graph& graph, const std::string& algorithm,
   return Judge(attempt, budget);
 }
 
-// Binomial checkpointing optimum on chain:n=N (ALGORITHMS.md, revolve).
+// Binomial checkpointing optimum on chain:n=N (docs/algorithms.md,
+// revolve).
 int64_t RevolveOptimum(int64_t n, int64_t budget) {
   auto binomial = [](int64_t a, int64_t b) {
     if (b < 0 || b > a) return int64_t{0};

@@ -131,8 +131,8 @@ TEST(PeerGraphs, KusumotoResNet50MatchesTheBinding) {
   EXPECT_EQ(g.static_bytes(), 223'724'480);
 }
 
-// The forward graphs are those of the paper: ALGORITHMS.md lists the
-// number of lower sets the authors' DP enumerates on each.
+// The forward graphs are those of the paper: docs/papers.md ("Kusumoto et
+// al.") lists the number of lower sets the authors' DP enumerates on each.
 TEST(PeerGraphs, KusumotoForwardGraphsHaveThePublishedLowerSets) {
   SKIP_WITHOUT_PEER_GRAPHS();
   const struct {

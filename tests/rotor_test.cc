@@ -25,9 +25,9 @@ SolveResult Solve(const std::string& algorithm, const Graph& graph,
   return Judge(attempt, budget);
 }
 
-// The chain oracle of ALGORITHMS.md (revolve): on chain:n=N at B >= 3 the
-// optimal cost is N + 1 + t(N + 1, B - 2), t(l, s) = r*l - C(s + r, r - 1)
-// with r the least integer such that C(s + r, s) >= l.
+// The chain oracle of docs/algorithms.md (revolve): on chain:n=N at B >= 3
+// the optimal cost is N + 1 + t(N + 1, B - 2), t(l, s) = r*l -
+// C(s + r, r - 1) with r the least integer such that C(s + r, s) >= l.
 int64_t Binomial(int64_t n, int64_t k) {
   if (k < 0 || k > n) return 0;
   __int128 c = 1;

@@ -44,7 +44,7 @@ inline std::vector<std::string> FixtureGraphSpecs() {
 }
 
 // The training graph of a random forward DAG with `n` nodes, following
-// DESIGN.md: a loss reading every forward sink; the backward node of f
+// docs/model.md: a loss reading every forward sink; the backward node of f
 // reads the backward nodes of f's consumers (the loss itself for the loss)
 // and, at random, f's inputs and/or f's output; it costs 2x f.
 inline Graph RandomTrainingGraph(std::mt19937& rng, int n, double p) {

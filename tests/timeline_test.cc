@@ -1,4 +1,4 @@
-// The simulator's timeline (README, "Time and offloading"): makespans,
+// The simulator's timeline (docs/model.md, "Time and offloading"): makespans,
 // critical paths and transfers against answers worked out by hand.
 #include <fmt/format.h>
 #include <gtest/gtest.h>

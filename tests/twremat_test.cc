@@ -1,5 +1,5 @@
 // TwRemat: tree decompositions, the separator hierarchy, the recursion and
-// its knobs, checked against the bounds ALGORITHMS.md derives.
+// its knobs, checked against the bounds of docs/algorithms.md, "twremat".
 #include "algorithms/twremat/twremat.h"
 
 #include <fmt/format.h>
@@ -303,10 +303,10 @@ TEST(TwRematTest, DepthZeroIsNoRemat) {
   }
 }
 
-// ALGORITHMS.md: each call recurses into a child at most once per
-// separator node it produces plus once more, and separators hold at most
-// w + 1 nodes, so a node owned at hierarchy depth d is computed at most
-// (w + 2)^d times.
+// docs/algorithms.md, "twremat": each call recurses into a child at most
+// once per separator node it produces plus once more, and separators hold
+// at most w + 1 nodes, so a node owned at hierarchy depth d is computed at
+// most (w + 2)^d times.
 TEST(TwRematTest, RecomputationsWithinTheDepthBound) {
   for (uint64_t seed = 1; seed <= 6; ++seed) {
     const Graph graph = RandomKTree(150, 1 + seed % 3, seed);
@@ -324,8 +324,8 @@ TEST(TwRematTest, RecomputationsWithinTheDepthBound) {
   }
 }
 
-// ALGORITHMS.md's memory bound: peak <= (h + 1) (w + 1 + D) max mem + max
-// workspace, with D the largest in-degree.
+// The memory bound of docs/algorithms.md, "twremat": peak <= (h + 1)
+// (w + 1 + D) max mem + max workspace, with D the largest in-degree.
 int64_t PeakBound(const Graph& graph) {
   const TreeDecomposition td = Decompose(graph);
   const SeparatorHierarchy hier(graph, td);

@@ -7,7 +7,7 @@
 // first computes them) and node t is computed in stage t; stage t may also
 // recompute nodes i < t, in increasing order. The staged class depends on
 // the stage order; Checkmate's formulation is valid for any topological one.
-// Variables (ALGORITHMS.md, "checkmate_milp"):
+// Variables (docs/algorithms.md, "checkmate_milp"):
 //   R[t,i]  compute i in stage t                 (i <= t; R[t,t] fixed 1)
 //   S[t,i]  i is live entering stage t            (i < t)
 //   F[t,i,k] free i right after computing k in stage t, for each input i of

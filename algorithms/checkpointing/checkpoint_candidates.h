@@ -1,6 +1,7 @@
-// Where a segment of the forward graph may end (ALGORITHMS.md, "Chen et
-// al."): the forward values that Chen's methods, the TensorFlow
-// gradient-checkpointing selections and revolve may keep as checkpoints.
+// Where a segment of the forward graph may end (docs/algorithms.md,
+// "Shared building blocks" and "Chen et al. 2016"): the forward values that
+// Chen's methods, the TensorFlow gradient-checkpointing selections and
+// revolve may keep as checkpoints.
 #pragma once
 
 #include <optional>

@@ -1,5 +1,6 @@
 // The segment schedule shared by Chen et al.'s methods and revolve
-// (ALGORITHMS.md, "Chen et al." and "revolve").
+// (docs/algorithms.md, "Shared building blocks", "Chen et al. 2016" and
+// "revolve").
 //
 // Checkpoints x_1..x_K (forward values in topological order) cut the needed
 // forward values into K + 1 segments: step j computes segment S_j, the

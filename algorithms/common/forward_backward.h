@@ -1,6 +1,6 @@
-// The forward / backward split of a training graph (ALGORITHMS.md, "Shared
-// building blocks"), used by the algorithms that reason about the forward
-// graph only (Chen et al., revolve, Kusumoto et al.) and derive their
+// The forward / backward split of a training graph (docs/algorithms.md,
+// "Shared building blocks"), used by the algorithms that reason about the
+// forward graph only (Chen et al., revolve, Kusumoto et al.) and derive their
 // backward schedule from `grad_of`.
 #pragma once
 

@@ -1,7 +1,7 @@
 // The dynamic program of Kusumoto et al. 2019 over a family of lower sets,
 // the strategy it picks, and that strategy's canonical schedule
-// (ALGORITHMS.md, "Kusumoto et al. 2019"). dp_exact and dp_approx differ
-// only in the family.
+// (docs/algorithms.md, "Kusumoto et al. 2019"). dp_exact and dp_approx
+// differ only in the family.
 #pragma once
 
 #include <cstdint>

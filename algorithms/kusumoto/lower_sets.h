@@ -1,5 +1,5 @@
 // Lower sets of the forward graph, the state space of Kusumoto et al.'s
-// dynamic programs (ALGORITHMS.md, "Kusumoto et al. 2019").
+// dynamic programs (docs/algorithms.md, "Kusumoto et al. 2019").
 //
 // The forward graph G is the needed forward and loss values of a training
 // graph, numbered 0..n-1 in the graph's topological order. A lower set L is

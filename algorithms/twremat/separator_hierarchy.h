@@ -1,5 +1,5 @@
-// The separator hierarchy of a tree decomposition (ALGORITHMS.md, twremat
-// step 2): a centroid decomposition of the decomposition tree.
+// The separator hierarchy of a tree decomposition (docs/algorithms.md,
+// twremat step 2): a centroid decomposition of the decomposition tree.
 //
 // The root is a bag whose removal leaves pieces of at most half the bags;
 // each piece is decomposed the same way and hangs below it, so the hierarchy

@@ -1,6 +1,6 @@
 // Tree decompositions of a computation graph by greedy vertex elimination.
 //
-// ALGORITHMS.md, twremat step 1. The DAG is viewed as an undirected simple
+// docs/algorithms.md, twremat step 1. The DAG is viewed as an undirected simple
 // graph. Vertices are eliminated one at a time — by fewest fill-in edges
 // (ties: smaller degree, then smaller id) or by smallest degree (ties:
 // smaller id) — each turning its remaining neighbourhood into a clique and

@@ -9,8 +9,8 @@
 // the separators on the current recursion path are ever kept, so memory
 // grows with w times the depth of the separator hierarchy (logarithmic in
 // n), while a node is recomputed at most (w + 2)^depth times: a polynomial
-// schedule length for bounded width. ALGORITHMS.md ("Kumar et al. 2019")
-// gives the recursion this file follows step by step:
+// schedule length for bounded width. docs/algorithms.md ("twremat") gives
+// the recursion this file follows step by step:
 //   1. tree decomposition by greedy elimination (tree_decomposition.h);
 //   2. centroid separator hierarchy (separator_hierarchy.h);
 //   3. the recursion Compute(N, C) below;
@@ -36,12 +36,12 @@
 namespace remat {
 namespace {
 
-// Compute(N, C) of ALGORITHMS.md. Emits computes only; frees come from the
-// post-pass. It tracks the recursion's own live set (with the frees the
-// recursion would make) because the memory-limit heuristic needs to know
-// what is live when it considers computing a part directly. That live set
-// is a superset of what the post-passed schedule keeps, so the heuristic's
-// estimate is an upper bound.
+// Compute(N, C) of docs/algorithms.md ("twremat"). Emits computes only;
+// frees come from the post-pass. It tracks the recursion's own live set
+// (with the frees the recursion would make) because the memory-limit
+// heuristic needs to know what is live when it considers computing a part
+// directly. That live set is a superset of what the post-passed schedule
+// keeps, so the heuristic's estimate is an upper bound.
 class Recursion {
  public:
   Recursion(const Graph& graph, const SeparatorHierarchy& hierarchy,

@@ -1,6 +1,6 @@
 // chain:n=N[,mem=M][,cost=C] — the training graph of a chain, the classic
-// simplified form of DESIGN.md's training-graph convention and the setting
-// of Chen et al. and Griewank's revolve.
+// simplified form of the training-graph convention (docs/model.md) and the
+// setting of Chen et al. and Griewank's revolve.
 //
 // Forward f1..fn (f(i+1) reads fi), a loss reading fn, gradients g1..gn with
 // grad_of = fi, where gi reads fi and g(i+1) (gn reads fn and the loss).

@@ -187,7 +187,7 @@ Graph Network::Build() && {
       g.op = std::string(info.name) + "_backward";
       g.mem = f.input_grad_bytes;
       // Backward = gradient w.r.t. the inputs + w.r.t. the parameters, each
-      // about one forward (DESIGN.md's 2x); with no activation input only
+      // about one forward (docs/model.md's 2x); with no activation input only
       // the parameter gradient is computed.
       g.cost = f.inputs.empty() ? f.flops : Mul(f.flops, 2);
       g.grad_of = v;

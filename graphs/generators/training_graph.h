@@ -1,5 +1,5 @@
 // The one routine that turns a forward network into a training graph
-// (DESIGN.md section 1, "Training graphs"), shared by every layer-level
+// (docs/model.md, "Training graphs"), shared by every layer-level
 // generator so that they all follow the same convention.
 //
 // A generator describes only the forward pass: it adds operations to a

@@ -1,6 +1,6 @@
 // Checkmate's graphs (Jain et al., MLSys 2020; the files of
 // haoming-codes/moccasin `data/`): networkx node-link JSON in two flavours,
-// mapped as ../shared/peer-graphs/README.md binds them.
+// mapped as docs/formats.md ("Checkmate node-link JSON") binds them.
 //
 // Keras models (`*_train.json`, `*_test.json`): nodes {id, name, backward,
 // cost_cpu, cost_ram}, links {source, target}. `X_backward` is the backward

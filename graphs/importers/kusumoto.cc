@@ -1,6 +1,6 @@
 // The computational graphs of Kusumoto et al., NeurIPS 2019 (pfnet-research/
 // recompute, `cg_*.txt`), mapped onto the native model exactly as
-// ../shared/peer-graphs/README.md binds it:
+// docs/formats.md ("Kusumoto et al. 2019") binds it:
 //   T F                          tensors, function records
 //   <id> <bytes> <name>          T lines: `_` activation, `/...` parameter,
 //                                anything else data (input image, labels)

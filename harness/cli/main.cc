@@ -1,4 +1,4 @@
-// remat — the rematbench command line (DESIGN.md section 3).
+// remat — the rematbench command line (docs/cli.md).
 #include <iostream>
 
 #include "harness/cli/commands.h"

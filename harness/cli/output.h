@@ -13,7 +13,7 @@ namespace remat::cli {
 
 using Json = nlohmann::ordered_json;
 
-// Exit statuses of DESIGN.md section 3.
+// Exit statuses (docs/cli.md, "Conventions").
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitNegative = 1;  // invalid schedule, infeasible
 inline constexpr int kExitBadInput = 2;  // bad usage or bad input

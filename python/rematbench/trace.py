@@ -1,11 +1,11 @@
 """Traces a PyTorch training step into the nodes of a rematbench graph
-(../shared/DESIGN.md sections 1-2: the joint forward+backward graph of ATen
-operations, or one node per leaf-module call), for scripts/export_torch.py
-and rematbench.torch.
+(docs/model.md, "Training graphs", and docs/formats.md: the joint
+forward+backward graph of ATen operations, or one node per leaf-module
+call), for scripts/export_torch.py and rematbench.torch.
 
 How the graph is obtained (mirrors aot_autograd's recipe, which
-DESIGN.md section 7 describes; we run its two tracing passes ourselves so
-that every op can be tagged with where it came from):
+docs/formats.md, "PyTorch exports", describes; we run its two tracing
+passes ourselves so that every op can be tagged with where it came from):
  1. `make_fx` traces `loss = model(batch); torch.autograd.grad(loss, params)`
     on real tensors. During the forward, a TorchFunctionMode records, for
     each autograd Function (`grad_fn`) created, the FX node that produced

@@ -69,7 +69,7 @@ def reproduce(remat, args):
         "## Published figures", "",
         "- DTR (Kirisame et al., ICLR 2021), headline claim as the authors state it "
         "on the project page (https://marisa.moe/dtr.html, \"Save 3x memory for 20% "
-        "extra compute time\") and in `../shared/PAPERS.md` (\"about 3x less memory "
+        "extra compute time\") and in `docs/papers.md` (\"about 3x less memory "
         "for about 20% extra compute\"): a budget ratio of about 0.33 for a slowdown "
         "of about 1.2x.",
         "- The paper's simulated evaluation (the figure of slowdown against memory "

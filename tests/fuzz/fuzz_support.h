@@ -1,4 +1,4 @@
-// Shared by the fuzz targets (one per reader; README.md, "Robustness"): every
+// Shared by the fuzz targets (one per reader; docs/robustness.md): every
 // input must be read or refused with an InputError; any other exception,
 // crash, hang or sanitizer report is a bug.
 #pragma once
