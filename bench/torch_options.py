@@ -286,7 +286,9 @@ def row_of(model_name, method, setting, r, **extra):
            "measured_peak_bytes": r.get("peak_bytes"),
            "step_seconds": r.get("step_seconds"),
            "gradients_equal": r.get("gradients_equal"),
-           "max_grad_diff": r.get("max_grad_diff")}
+           "max_grad_diff": r.get("max_grad_diff"),
+           "eager_step_seconds_paired": r.get("baseline_seconds"),
+           "step_ratio_to_eager": r.get("ratio_to_baseline")}
     row.update(extra)
     return row
 
@@ -306,6 +308,8 @@ def run_model(name, build, args, rows):
                               seed=0)
 
     def meas(step, **kw):
+        if kw.get("reference") is not None:
+            kw["baseline"] = plain  # paired timing against plain training
         # Every method starts from the same buffers and RNG seed (compile
         # warm-ups outside the measurement update running statistics).
         with torch.no_grad():
@@ -315,6 +319,17 @@ def run_model(name, build, args, rows):
 
     def eager():
         loss_fn(model(x), y).backward()
+
+    def plain():
+        """The eager step with no block patched by a checkpointing
+        method."""
+        saved = {b: b.__dict__.pop("forward") for b in blocks
+                 if "forward" in b.__dict__}
+        try:
+            eager()
+        finally:
+            for b, f in saved.items():
+                b.forward = f
 
     t0 = time.perf_counter()
     base = meas(eager)
@@ -436,6 +451,12 @@ def run_model(name, build, args, rows):
             # Over: plan again below by the overshoot (the simulator does
             # not see everything the allocator does).
             planned = planned - (re["peak_bytes"] - budget) - 1
+        if p is None and not attempts and why.startswith("ladder") and \
+                "smallest budget that fits is " in err:
+            # The ladder's last step: the smallest budget that fits.
+            smallest = int(err.split("smallest budget that fits is ")[1]
+                           .split(" ")[0])
+            targets.append((smallest, why + " (smallest that fits)"))
         if p is None and not attempts:
             rows.append({"model": name, "method": "rematbench_eager",
                          "setting": why, "budget_bytes": budget,

@@ -14,7 +14,18 @@ def _mib(b):
     return "-" if b is None else f"{b / 2**20:.2f}"
 
 
-def _best_rematbench(rows, model, level):
+def _ratio(r, m):
+    """Step time over plain eager's: the median of paired ratios where the
+    row has them (eager timed alternately with the method), else over the
+    eager row's median."""
+    if r.get("step_ratio_to_eager") is not None:
+        return r["step_ratio_to_eager"]
+    if r["method"] == "eager":
+        return 1.0
+    return r["step_seconds"] / m["eager_step_seconds"]
+
+
+def _best_rematbench(rows, model, level, m):
     """The fastest rematbench row of `model` whose measured peak is at or
     below `level` bytes (and within its own budget)."""
     best = None
@@ -24,7 +35,7 @@ def _best_rematbench(rows, model, level):
             continue
         if r["measured_peak_bytes"] > level:
             continue
-        if best is None or r["step_seconds"] < best["step_seconds"]:
+        if best is None or _ratio(r, m) < _ratio(best, m):
             best = r
     return best
 
@@ -46,6 +57,9 @@ def report(doc, md_path, png_path=None):
              "from the profiler's memory events, the parameters' gradients "
              "left out), in MiB. Time: median of "
              f"{ctx['repeats']} steps after {ctx['warmup']} warm-up steps. "
+             "`step / eager`: the median of step / eager over pairs of steps "
+             "timed alternately (where the file has them; the machine's load "
+             "changed during the run), else over the eager row's median. "
              "`grads`: gradients equal to the plain eager step's bit for bit "
              "(`yes`), or the largest absolute difference.", ""]
     for m in doc["models"]:
@@ -80,7 +94,7 @@ def report(doc, md_path, png_path=None):
                    f"{peak / m['eager_peak_bytes']:.2f}") + " | "
                 + ("-" if secs is None else f"{secs:.3f}") + " | "
                 + ("-" if secs is None else
-                   f"{secs / m['eager_step_seconds']:.2f}") +
+                   f"{_ratio(r, m):.2f}") +
                 f" | {grads} | {r.get('algorithm', '')} | {note} |")
         # The goal: at each level a PyTorch option reaches, the best
         # rematbench row at or below it, and the ratio of times.
@@ -93,7 +107,7 @@ def report(doc, md_path, png_path=None):
             if r["model"] != name or r["method"] not in PYTORCH or \
                     r.get("measured_peak_bytes") is None:
                 continue
-            b = _best_rematbench(rows, name, r["measured_peak_bytes"])
+            b = _best_rematbench(rows, name, r["measured_peak_bytes"], m)
             if b is None:
                 lines.append(f"| {r['method']} {r['setting']} | "
                              f"{_mib(r['measured_peak_bytes'])} | "
@@ -106,7 +120,7 @@ def report(doc, md_path, png_path=None):
                     f"({b.get('algorithm')}, {b['setting']}) | "
                     f"{_mib(b['measured_peak_bytes'])} | "
                     f"{b['step_seconds']:.3f} | "
-                    f"{b['step_seconds'] / r['step_seconds']:.2f} |")
+                    f"{_ratio(b, m) / _ratio(r, m):.2f} |")
         lines.append("")
     plans = [r for r in rows if r["method"].startswith("rematbench")
              and r.get("measured_peak_bytes") is not None]
@@ -122,10 +136,10 @@ def report(doc, md_path, png_path=None):
               f"- rematbench_eager rows with gradients equal bit for bit: "
               f"{sum(1 for r in eq if r['gradients_equal'])} of {len(eq)}.",
               ""]
-    pred = [(r["step_seconds"] / next(
-        m["eager_step_seconds"] for m in doc["models"]
-        if m["model"] == r["model"]), r["predicted_overhead"]) for r in eq
-        if r.get("predicted_overhead")]
+    pred = [(_ratio(r, next(m for m in doc["models"]
+                            if m["model"] == r["model"])),
+             r["predicted_overhead"]) for r in eq
+            if r.get("predicted_overhead")]
     if pred:
         errs = sorted(abs(a / b - 1) for a, b in pred)
         lines += [f"- Predicted against measured step time (rematbench_eager "

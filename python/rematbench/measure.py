@@ -97,7 +97,7 @@ def peak_of(events, exclude_ptrs=()):
 
 
 def measure_step(step, model, repeats=5, warmup=2, reference=None,
-                 peak=True, timing=True, seed=None):
+                 peak=True, timing=True, seed=None, baseline=None):
     """Measures `step` (a callable: one forward + backward on `model`,
     gradients left in .grad). Returns a dict: `peak_bytes` (allocator-level
     activation peak, see the module's docstring), `end_bytes` (what the
@@ -108,7 +108,11 @@ def measure_step(step, model, repeats=5, warmup=2, reference=None,
     compared), `cuda_peak_bytes` (CUDA only). With `seed`, every run
     starts from torch.manual_seed(seed) rather than from the generator's
     state at the call (so that runs measured at different times draw the
-    same dropout masks)."""
+    same dropout masks). With `baseline` (another step on the same model,
+    plain training's), the timed runs alternate the two, and
+    `baseline_seconds` and `ratio_to_baseline` (the median over the pairs
+    of step / baseline) come back too: on a shared machine whose load
+    changes, only the paired ratio compares."""
     params = list(model.parameters())
     device = params[0].device
     cuda = device.type == "cuda"
@@ -148,17 +152,28 @@ def measure_step(step, model, repeats=5, warmup=2, reference=None,
             (a is not None and b is not None and torch.equal(a, b))
             for a, b in zip(grads, reference))
     if timing:
-        times = []
-        for k in range(warmup + repeats):
+        times, base = [], []
+
+        def timed(fn):
             reset()
             sync()
             t0 = time.perf_counter()
-            step()
+            fn()
             sync()
+            return time.perf_counter() - t0
+
+        for k in range(warmup + repeats):
+            t = timed(step)
+            b = timed(baseline) if baseline is not None else None
             if k >= warmup:
-                times.append(time.perf_counter() - t0)
+                times.append(t)
+                base.append(b)
         out["times"] = times
         out["step_seconds"] = statistics.median(times)
+        if baseline is not None:
+            out["baseline_seconds"] = statistics.median(base)
+            out["ratio_to_baseline"] = statistics.median(
+                t / b for t, b in zip(times, base))
     if peak:
         reset()
         sync()

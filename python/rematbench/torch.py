@@ -15,9 +15,14 @@ scripts/export_torch.py: the joint forward+backward graph of ATen ops,
 costs measured on the model's device), solves it with every registered
 algorithm that suits the graph's size, judges every schedule with the
 harness's simulator and keeps the feasible one with the least predicted
-overhead. plan.step runs that schedule with rematbench.executor (the
-replayer of scripts/replay_torch.py), which gives the gradients, loss and
-batch-norm statistics of plain training (bit for bit on the CPU).
+overhead. plan.step runs that schedule compiled into a program
+(rematbench.program: an FX GraphModule of the schedule's ops in order, run
+eagerly or, after plan.compile(), by inductor), which gives the gradients,
+loss and batch-norm statistics of plain training (bit for bit on the CPU,
+eagerly). plan.replay() interprets the schedule with rematbench.executor
+(the replayer of scripts/replay_torch.py) to count live storages.
+remat(model, loss_fn, budget) is the same in one line: a callable training
+step that plans on its first call.
 """
 
 import concurrent.futures
