@@ -8,6 +8,10 @@ import os
 import sys
 
 PYTORCH = ("checkpoint_block", "checkpoint_sequential", "sac", "compile")
+COLORS = {"eager": "black", "checkpoint_block": "tab:blue",
+          "checkpoint_sequential": "tab:orange", "sac": "tab:pink",
+          "compile": "tab:green", "rematbench_eager": "tab:red",
+          "rematbench_compiled": "tab:purple"}
 
 
 def _mib(b):
@@ -55,7 +59,9 @@ def report(doc, md_path, png_path=None):
              "Peak: allocator-level activation peak of one training step "
              "(rematbench.measure: every allocation made during the step, "
              "from the profiler's memory events, the parameters' gradients "
-             "left out), in MiB. Time: median of "
+             "left out), in MiB (measured, whatever the row's budget: the "
+             "comparison below takes every rematbench row by its measured "
+             "peak). Time: median of "
              f"{ctx['repeats']} steps after {ctx['warmup']} warm-up steps. "
              "`step / eager`: the median of step / eager over pairs of steps "
              "timed alternately (where the file has them; the machine's load "
@@ -169,13 +175,14 @@ def plot(doc, path):
         for method, pts in sorted(by.items()):
             pts.sort()
             ax.plot([p[0] for p in pts], [p[1] for p in pts],
-                    marker="o", ms=4, label=method,
+                    marker="o", ms=4, label=method, color=COLORS[method],
                     ls="-" if len(pts) > 1 else "")
+        ax.set_yscale("log")
         ax.axvline(m["lower_bound_bytes"] / 2**20, color="grey", ls=":",
                    lw=1)
         ax.set_title(m["model"])
         ax.set_xlabel("measured activation peak (MiB)")
-        ax.set_ylabel("step time (s)")
+        ax.set_ylabel("step time (s, log)")
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
