@@ -44,6 +44,34 @@ def _is_random(target):
     return any(w in name for w in RANDOM_WORDS)
 
 
+def _bernoulli_in_layout(x, p=0.5, *, generator=None):
+    """aten.bernoulli.p as plain training ran it. Dropout draws its mask
+    in place, `bernoulli_(empty_like(x), p)`, into a tensor with x's
+    strides; functionalization made that the out-of-place
+    `bernoulli.p(empty_like(x), p)`, whose result is contiguous. The random
+    numbers fill memory in order, so on a transposed x (attention with
+    batch_first=True) they would land on other elements than in plain
+    training, and the masks would differ."""
+    import torch
+    return torch.empty_like(x).bernoulli_(p, generator=generator)
+
+
+def eager_op(target):
+    """The callable that runs traced op `target` as plain training does."""
+    import torch
+    if target is torch.ops.aten.bernoulli.p:
+        return _bernoulli_in_layout
+    return target
+
+
+def traced_op(run):
+    """The traced op that callable `run` (from eager_op) stands for."""
+    import torch
+    if run is _bernoulli_in_layout:
+        return torch.ops.aten.bernoulli.p
+    return run
+
+
 def _writes(target):
     """Argument positions an op writes: declared in its schema (`Tensor(a!)`)
     or known (running statistics)."""
@@ -160,7 +188,7 @@ class Program:
         self.check_reads()
         # Each op's argument fetching compiled once: the replay loop is
         # timed, and fx's map_arg per call would add to every op's time.
-        self.fetch = {m: (fx[m].target, _fetcher(fx[m].args, idx),
+        self.fetch = {m: (eager_op(fx[m].target), _fetcher(fx[m].args, idx),
                           _fetcher(fx[m].kwargs, idx))
                       for ms in self.members for m in ms}
         self.rng_states = self.record_rng(step.seed) \

@@ -33,6 +33,8 @@ import operator
 import torch
 import torch.fx
 
+from rematbench.executor import eager_op, traced_op
+
 
 def _replay_random(state, target, *args, **kwargs):
     """Runs random op `target` from generator state `state` (CPU, CUDA)
@@ -40,7 +42,7 @@ def _replay_random(state, target, *args, **kwargs):
     saved = _rng_get(state[1] is not None)
     _rng_set(state)
     try:
-        return target(*args, **kwargs)
+        return eager_op(target)(*args, **kwargs)
     finally:
         _rng_set(saved)
 
@@ -246,7 +248,7 @@ def build(program, events, rng_from_inputs=False):
             new = g.call_function(operator.getitem, args, kwargs)
         elif isinstance(n.target, torch._ops.OpOverload):
             counts[str(n.target.overloadpacket)] += 1
-            new = g.call_function(n.target, args, kwargs)
+            new = g.call_function(eager_op(n.target), args, kwargs)
         else:
             new = g.call_function(n.target, args, kwargs)
         new.meta.update({k: v for k, v in n.meta.items()
@@ -323,8 +325,8 @@ def build(program, events, rng_from_inputs=False):
     g.eliminate_dead_code()  # recomputations no later op reads
     module = torch.fx.GraphModule(program.step.g2, g)
     counts = collections.Counter(
-        str(n.target.overloadpacket) for n in g.nodes
-        if n.op == "call_function" and isinstance(n.target,
+        str(traced_op(n.target).overloadpacket) for n in g.nodes
+        if n.op == "call_function" and isinstance(traced_op(n.target),
                                                   torch._ops.OpOverload))
     counts += collections.Counter(
         str(n.args[1].overloadpacket) for n in g.nodes

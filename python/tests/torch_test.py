@@ -206,5 +206,39 @@ class Training(unittest.TestCase):
             self.assertTrue(torch.equal(a, b))
 
 
+class TransposedDropout(unittest.TestCase):
+    """Dropout on a transposed tensor (attention with batch_first=True):
+    the masks must land where plain training's land, although the traced
+    out-of-place bernoulli would give a contiguous result."""
+
+    def test_batch_first_attention_with_dropout(self):
+        torch.manual_seed(0)
+        layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.1,
+                                           batch_first=True)
+        net = nn.Sequential(layer, nn.Flatten(), nn.Linear(6 * 16, 5))
+        x, y = torch.randn(3, 6, 16), torch.tensor([0, 1, 2])
+        loss_fn = nn.CrossEntropyLoss()
+        plan = rt.plan(net, (x, y), loss_fn, budget=0.5,
+                       algorithms=["checkpoint_last", "dtr"], timeout=5)
+        for name in ("checkpoint_last", "dtr"):
+            plan.use(name)
+            results = []
+            for planned in (True, False):
+                for p in net.parameters():
+                    p.grad = None
+                torch.manual_seed(1)
+                if planned:
+                    loss = plan.step(x, y)
+                else:
+                    loss = loss_fn(net(x), y)
+                    loss.backward()
+                results.append((loss.detach(),
+                                [p.grad.clone() for p in net.parameters()]))
+            (l1, g1), (l2, g2) = results
+            self.assertTrue(torch.equal(l1, l2), name)
+            for a, b in zip(g1, g2):
+                self.assertTrue(torch.equal(a, b), name)
+
+
 if __name__ == "__main__":
     unittest.main()
