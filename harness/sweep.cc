@@ -21,6 +21,7 @@
 #include "harness/errors.h"
 #include "harness/file_io.h"
 #include "harness/graph_source.h"
+#include "harness/json_text.h"
 #include "harness/registry.h"
 #include "harness/results.h"
 #include "harness/runner.h"
@@ -47,12 +48,7 @@ std::vector<int64_t> BudgetGrid(int64_t lower_bound, int64_t noremat_peak,
 }
 
 std::vector<std::string> ReadCorpus(const std::string& path) {
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(ReadFile(path));
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(fmt::format("{}: not valid JSON: {}", path, e.what()));
-  }
+  nlohmann::json doc = ParseJson(ReadFile(path), path);
   if (!doc.is_object() || !doc.contains("format") ||
       doc["format"] != "rematbench-corpus" ||
       !doc.contains("graphs") || !doc["graphs"].is_array()) {

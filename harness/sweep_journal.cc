@@ -11,6 +11,7 @@
 
 #include "harness/errors.h"
 #include "harness/file_io.h"
+#include "harness/json_text.h"
 
 namespace remat {
 
@@ -33,9 +34,8 @@ JournalContents ReadJournal(const std::string& path) {
     const size_t end = text.find('\n', start);
     const bool complete = end != std::string::npos;
     const bool last = !complete || end + 1 == text.size();
-    nlohmann::json line = nlohmann::json::parse(
-        text.begin() + start, complete ? text.begin() + end : text.end(),
-        nullptr, /*allow_exceptions=*/false);
+    nlohmann::json line = ParseJsonLine(std::string_view(text).substr(
+        start, complete ? end - start : std::string_view::npos));
     if (line_number == 1) {
       if (!complete || !line.is_object() ||
           line.value("format", "") != kJournalFormat ||
@@ -71,9 +71,12 @@ JournalContents ReadJournal(const std::string& path) {
   return contents;
 }
 
-void CheckSameConfiguration(const nlohmann::json& expected,
+void CheckSameConfiguration(const nlohmann::json& expected_here,
                             const nlohmann::json& found,
                             const std::string& what) {
+  // As written: a name that is not UTF-8 was written with U+FFFD.
+  const nlohmann::json expected =
+      nlohmann::json::parse(DumpJson(expected_here));
   if (found == expected) return;
   std::string field = "its form";
   if (found.is_object()) {
@@ -86,8 +89,8 @@ void CheckSameConfiguration(const nlohmann::json& expected,
   }
   std::string detail;
   if (field != "its form" && expected[field].is_primitive()) {
-    detail = fmt::format(": {} here, {} there", expected[field].dump(),
-                         found.value(field, nlohmann::json()).dump());
+    detail = fmt::format(": {} here, {} there", DescribeJson(expected[field]),
+                         DescribeJson(found.value(field, nlohmann::json())));
   }
   throw InputError(fmt::format("{}: from another configuration ({} differs{})",
                                what, field, detail));
@@ -112,7 +115,7 @@ SweepJournal::SweepJournal(const std::string& path,
           e.what()));
     }
     for (auto& [key, points] : contents.entries) {
-      finished_.emplace(key.dump(), std::move(points));
+      finished_.emplace(DumpJson(key), std::move(points));
     }
     // Cut off an incomplete last line, so that the next one starts clean.
     if (contents.valid_bytes < fs::file_size(path)) {
@@ -128,7 +131,7 @@ SweepJournal::SweepJournal(const std::string& path,
                                    {"configuration", configuration},
                                    {"graphs", graphs}};
     WriteFileAtomically(
-        path, [&](std::ostream& out) { out << header.dump() << "\n"; });
+        path, [&](std::ostream& out) { out << DumpJson(header) << "\n"; });
   }
   fd_ = open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
   if (fd_ < 0) {
@@ -149,14 +152,14 @@ SweepJournal::~SweepJournal() {
 }
 
 const nlohmann::json* SweepJournal::Find(const nlohmann::json& key) const {
-  auto it = finished_.find(key.dump());
+  auto it = finished_.find(DumpJson(key));
   return it == finished_.end() ? nullptr : &it->second;
 }
 
 void SweepJournal::Append(const nlohmann::json& key,
                           const nlohmann::json& points) {
   const std::string line =
-      nlohmann::json{{"key", key}, {"points", points}}.dump() + "\n";
+      DumpJson(nlohmann::json{{"key", key}, {"points", points}}) + "\n";
   std::lock_guard<std::mutex> lock(mutex_);
   if (!error_.empty()) throw InputError(error_);
   pending_ += line;

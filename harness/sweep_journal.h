@@ -62,7 +62,7 @@ class SweepJournal {
 
   std::string path_;
   int fd_ = -1;
-  std::map<std::string, nlohmann::json> finished_;  // key.dump() -> points
+  std::map<std::string, nlohmann::json> finished_;  // DumpJson(key) -> points
   std::mutex mutex_;
   std::condition_variable queued_, synced_;
   std::string pending_;  // lines not yet written

@@ -6,6 +6,7 @@
 
 #include "harness/errors.h"
 #include "harness/file_io.h"
+#include "harness/json_text.h"
 #include "harness/results.h"
 #include "harness/sweep.h"
 #include "harness/sweep_journal.h"
@@ -21,8 +22,8 @@ struct Part {
 // Adds the points of the file at `path` and returns its configuration.
 Part ReadPart(const std::string& path, SweepPoints& points) {
   const std::string text = ReadFile(path);
-  const nlohmann::json first_line = nlohmann::json::parse(
-      text.substr(0, text.find('\n')), nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json first_line =
+      ParseJsonLine(std::string_view(text).substr(0, text.find('\n')));
   if (first_line.is_object() &&
       first_line.value("format", "") == "rematbench-journal") {
     JournalContents journal = ReadJournal(path);
@@ -31,8 +32,7 @@ Part ReadPart(const std::string& path, SweepPoints& points) {
     }
     return {journal.header["configuration"], journal.header["graphs"]};
   }
-  const nlohmann::json doc =
-      nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json doc = ParseJson(text, path);
   if (!doc.is_object() || doc.value("format", "") != "rematbench-results" ||
       !doc.contains("runs") || !doc.contains("graphs")) {
     throw InputError(

@@ -14,6 +14,7 @@
 #include "harness/cli/usage.h"
 #include "harness/errors.h"
 #include "harness/file_io.h"
+#include "harness/json_text.h"
 #include "harness/params.h"
 #include "harness/registry.h"
 #include "harness/sweep.h"
@@ -103,11 +104,11 @@ int RunSweepCommand(const SweepOptions& o, const std::string& command_line,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   if (o.out.empty()) {
-    std::cout << results.dump(2) << "\n";
+    std::cout << DumpJson(results, 2) << "\n";
     return kExitOk;
   }
   WriteFileAtomically(
-      o.out, [&](std::ostream& out) { out << results.dump(2) << "\n"; });
+      o.out, [&](std::ostream& out) { out << DumpJson(results, 2) << "\n"; });
   Json summary = {{"out", o.out},
                   {"graphs", results["graphs"].size()},
                   {"runs", results["runs"].size()},

@@ -1,0 +1,201 @@
+// Inputs nobody tried before issue 31, by class of fault: deep nesting,
+// bytes that are not UTF-8, sizes and costs that overflow, malformed
+// results files and journals, write failures. Each is refused with exit
+// status 2 and one printable line naming the file and the node or line (and
+// the system's reason), or (bytes that are not UTF-8 in names and paths)
+// read and written as JSON without a crash.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "harness/file_io.h"
+#include "tests/cli_support.h"
+
+namespace remat {
+namespace {
+
+using testing::Cli;
+using testing::Outcome;
+
+// Exit 2 and one line on stderr holding `expected`, all of it printable,
+// and nothing on stdout.
+void ExpectRefused(const Outcome& run, const std::string& expected,
+                   const std::string& what) {
+  EXPECT_EQ(run.status, 2) << what << "\n" << run.err.substr(0, 2000);
+  EXPECT_NE(run.err.find(expected), std::string::npos)
+      << what << "\n"
+      << run.err.substr(0, 2000);
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1)
+      << what << "\n"
+      << run.err.substr(0, 2000);
+  EXPECT_TRUE(
+      std::all_of(run.err.begin(), run.err.end() - 1,
+                  [](unsigned char c) { return c >= 0x20 && c < 0x7f; }))
+      << what << "\n"
+      << run.err.substr(0, 2000);
+  EXPECT_TRUE(run.out.empty()) << what << "\n" << run.out.substr(0, 2000);
+}
+
+// `depth` nested arrays around `inner`.
+std::string Nested(int depth, const std::string& inner = "") {
+  return std::string(depth, '[') + inner + std::string(depth, ']');
+}
+
+std::string NativeGraph(const std::string& mem, const std::string& extra = "",
+                        const std::string& kind = "\"forward\"") {
+  return "{\"format\": \"rematbench-graph\", \"version\": 1, " + extra +
+         "\"nodes\": [{\"id\": 0, \"mem\": " + mem +
+         ", \"cost\": 1, \"kind\": " + kind +
+         ", \"inputs\": []}, {\"id\": 1, \"mem\": 2, \"cost\": 3, "
+         "\"inputs\": [0]}]}";
+}
+
+// --- Class 1: nesting -----------------------------------------------------
+
+TEST_F(Cli, DeepNestingInAnyJsonReaderIsRefusedWithTheLine) {
+  const std::string deep = Nested(100000, "1");
+  ExpectRefused(Remat("graph info " + Write("mem.json", NativeGraph(deep))),
+                "mem.json:1: not valid JSON here: arrays and objects nested "
+                "deeper than 256 levels",
+                "mem");
+  ExpectRefused(
+      Remat("graph info " + Write("kind.json", NativeGraph("1", "", deep))),
+      "kind.json:1: not valid JSON here", "kind");
+  ExpectRefused(
+      Remat("graph info " +
+            Write("version.json",
+                  "{\"format\": \"rematbench-graph\",\n\"version\": " + deep +
+                      ", \"nodes\": []}")),
+      "version.json:2: not valid JSON here", "version");
+  // Accepted before, and then the crash of every command that wrote it.
+  const std::string provenance =
+      Write("provenance.json",
+            NativeGraph("1", "\"provenance\": {\"x\": " + deep + "}, "));
+  ExpectRefused(Remat("graph info " + provenance),
+                "provenance.json:1: not valid JSON here", "provenance");
+  ExpectRefused(Remat("graph convert " + provenance + " --to json -o " +
+                      (dir_ / "out.json").string()),
+                "provenance.json:1: not valid JSON here", "convert");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "out.json"));
+
+  // Checkmate's node-link JSON.
+  std::string checkmate = ReadFile(std::string(REMAT_SOURCE_DIR) +
+                                   "/tests/importers/tiny_train.json");
+  const size_t at = checkmate.find("\"cost_cpu\": ");
+  ASSERT_NE(at, std::string::npos);
+  checkmate.insert(at + 12, deep + ", \"was\": ");
+  ExpectRefused(Remat("graph info " + Write("checkmate.json", checkmate)),
+                "checkmate.json:", "checkmate");
+  // Kusumoto's attribute lines: the line is named, not the nesting.
+  std::string kusumoto =
+      ReadFile(std::string(REMAT_SOURCE_DIR) + "/tests/importers/cg_tiny.txt");
+  const size_t rank = kusumoto.find("\"rank\": 1");
+  ASSERT_NE(rank, std::string::npos);
+  kusumoto.replace(rank + 8, 1, Nested(100000, "1"));
+  ExpectRefused(Remat("graph info " + Write("cg_deep.txt", kusumoto)),
+                "the attributes are not a one-line JSON object", "kusumoto");
+  // A corpus manifest.
+  ExpectRefused(
+      Remat("sweep --corpus " +
+            Write("corpus.json",
+                  "{\"format\": \"rematbench-corpus\", \"graphs\": " + deep +
+                      "}") +
+            " --algorithms noremat --out " + (dir_ / "r.json").string()),
+      "corpus.json:1: not valid JSON here", "corpus");
+}
+
+TEST_F(Cli, NestingUpToTheLimitIsRead) {
+  // 255 levels inside "provenance" (256 with the document's own object)
+  // are kept and written back.
+  const std::string graph = Write(
+      "ok.json",
+      NativeGraph("1", "\"provenance\": {\"x\": " + Nested(254, "1") + "}, "));
+  Outcome run = Remat("graph convert " + graph + " --to json -o -");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["provenance"]["x"].dump(),
+            Nested(254, "1"));
+  ExpectRefused(Remat("graph info " +
+                      Write("one_more.json",
+                            NativeGraph("1", "\"provenance\": {\"x\": " +
+                                                 Nested(255, "1") + "}, "))),
+                "one_more.json:1: not valid JSON here", "257 levels");
+}
+
+// --- Class 2: bytes that are not UTF-8 -------------------------------------
+
+// The text of the JSON document `text`, which must parse.
+nlohmann::json ParsedOrFail(const std::string& text, const std::string& what) {
+  nlohmann::json doc =
+      nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  EXPECT_FALSE(doc.is_discarded()) << what << "\n" << text.substr(0, 2000);
+  return doc;
+}
+
+TEST_F(Cli, NamesAndPathsThatAreNotUtf8AreWrittenAsJson) {
+  // A remat2 graph is named after its file.
+  const std::string graph = Write("x\xff.remat2",
+                                  "p remat2\nnode 0 cpu 1 mem 1\n"
+                                  "node 1 deps 0 cpu 1 mem 2\n");
+  const std::string quoted = "'" + graph + "'";
+  Outcome info = Remat("graph info --json " + quoted);
+  ASSERT_EQ(info.status, 0) << info.err;
+  EXPECT_EQ(ParsedOrFail(info.out, "info")["name"], "x\xef\xbf\xbd");
+
+  Outcome solve = Remat("solve -a noremat -g " + quoted + " --json");
+  ASSERT_EQ(solve.status, 0) << solve.err;
+  EXPECT_EQ(ParsedOrFail(solve.out, "solve")["peak_bytes"], 3);
+
+  const std::string converted = (dir_ / "c\xfe.json").string();
+  Outcome convert =
+      Remat("graph convert " + quoted + " --to json -o '" + converted + "'");
+  ASSERT_EQ(convert.status, 0) << convert.err;
+  Outcome again = Remat("graph info --json '" + converted + "'");
+  ASSERT_EQ(again.status, 0) << again.err;
+  EXPECT_EQ(ParsedOrFail(again.out, "again")["nodes"], 2);
+
+  // A sweep writes its results and journal under such names, and resumes.
+  const std::string out = (dir_ / "r\xfe.json").string();
+  const std::string journal = (dir_ / "j\xfe.journal").string();
+  const std::string sweep = "sweep --graphs " + quoted +
+                            ",chain:n=4 --algorithms noremat,checkpoint_last "
+                            "--budgets 2 --out '" +
+                            out + "' --journal '" + journal + "'";
+  Outcome first = Remat(sweep);
+  ASSERT_EQ(first.status, 0) << first.err;
+  nlohmann::json results = ParsedOrFail(ReadFile(out), "results");
+  EXPECT_EQ(results["runs"].size(), 4u);
+  Outcome resumed = Remat(sweep + " --resume");
+  ASSERT_EQ(resumed.status, 0) << resumed.err;
+  results = ParsedOrFail(ReadFile(out), "resumed results");
+  EXPECT_EQ(results["context"]["tasks_run"], 0) << results["context"];
+  EXPECT_EQ(results["context"]["resumed_tasks"], 4) << results["context"];
+}
+
+TEST_F(Cli, KusumotoFunctionTypesThatAreNotUtf8AreWrittenAsJson) {
+  std::string kusumoto =
+      ReadFile(std::string(REMAT_SOURCE_DIR) + "/tests/importers/cg_tiny.txt");
+  // The forward record and its backward name the type.
+  int replaced = 0;
+  for (size_t relu = kusumoto.find("\nReLU\n"); relu != std::string::npos;
+       relu = kusumoto.find("\nReLU\n", relu + 1), ++replaced) {
+    kusumoto.replace(relu + 1, 4, "Re\xffLU");
+  }
+  ASSERT_EQ(replaced, 2);
+  const std::string graph = Write("cg_ff.txt", kusumoto);
+  Outcome info = Remat("graph info --json " + graph);
+  ASSERT_EQ(info.status, 0) << info.err;
+  ParsedOrFail(info.out, "info");
+  Outcome convert = Remat("graph convert " + graph + " --to json -o -");
+  ASSERT_EQ(convert.status, 0) << convert.err;
+  EXPECT_NE(convert.out.find("Re\xef\xbf\xbdLU"), std::string::npos);
+  ParsedOrFail(convert.out, "convert");
+}
+
+}  // namespace
+}  // namespace remat
