@@ -197,5 +197,41 @@ TEST_F(Cli, KusumotoFunctionTypesThatAreNotUtf8AreWrittenAsJson) {
   ParsedOrFail(convert.out, "convert");
 }
 
+// --- Class 3: sizes and costs beyond int64 ---------------------------------
+
+TEST_F(Cli, SumsThatOverflowAreRefusedNamingTheNodeNeverWrapped) {
+  // static_bytes near 2^63 and a node of 2^62: total_peak_bytes was
+  // printed negative with exit status 0.
+  ExpectRefused(
+      Remat("solve -a noremat --json -g " +
+            Write("static.json",
+                  "{\"format\": \"rematbench-graph\", \"version\": 1, "
+                  "\"static_bytes\": 9223372036854775000, \"nodes\": "
+                  "[{\"id\": 0, \"mem\": 4611686018427387904, \"cost\": 1, "
+                  "\"inputs\": []}]}")),
+      "static.json: node 0: total memory of the graph, static_bytes "
+      "included, overflows int64",
+      "static_bytes");
+  // A chain whose recomputations cost more than int64 holds: the schedule
+  // is invalid at the compute that passes it, and no figure is wrapped.
+  Outcome run = Remat(
+      "solve -a checkpoint_last -g chain:n=100,cost=40000000000000000 --json");
+  ASSERT_EQ(run.status, 1) << run.err;
+  const nlohmann::json result = nlohmann::json::parse(run.out);
+  EXPECT_EQ(result["valid"], false) << result;
+  EXPECT_NE(result["message"].get<std::string>().find(
+                "takes the total cost past int64"),
+            std::string::npos)
+      << result;
+  EXPECT_GE(result["cost"].get<int64_t>(), 0) << result;
+  EXPECT_GE(result["makespan"].get<double>(), 0) << result;
+  EXPECT_GE(result["parallelism"].get<double>(), 0) << result;
+  // The same costs without recomputation fit and are exact.
+  run = Remat("solve -a noremat -g chain:n=100,cost=40000000000000000 --json");
+  ASSERT_EQ(run.status, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["cost"], 8040000000000000000)
+      << run.out;
+}
+
 }  // namespace
 }  // namespace remat
