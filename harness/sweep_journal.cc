@@ -12,6 +12,7 @@
 #include "harness/errors.h"
 #include "harness/file_io.h"
 #include "harness/json_text.h"
+#include "harness/sweep.h"
 
 namespace remat {
 
@@ -19,12 +20,31 @@ namespace {
 
 constexpr char kJournalFormat[] = "rematbench-journal";
 
-bool IsEntry(const nlohmann::json& line) {
-  return line.is_object() && line.contains("key") && line["key"].is_object() &&
-         line.contains("points") && line["points"].is_array();
+// Why a parsed line is not a task's entry, or "" when it is.
+std::string EntryProblem(const nlohmann::json& line) {
+  if (line.is_discarded()) return "not valid JSON";
+  if (!line.is_object() || !line.contains("key") || !line.contains("points") ||
+      !line["points"].is_array()) {
+    return "not a JSON object with \"key\" and \"points\"";
+  }
+  if (std::string problem = KeyProblem(line["key"]); !problem.empty()) {
+    return problem;
+  }
+  const nlohmann::json& points = line["points"];
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (std::string problem = PointProblem(points[i]); !problem.empty()) {
+      return fmt::format("points[{}]: {}", i, problem);
+    }
+  }
+  return "";
 }
 
 }  // namespace
+
+bool IsJournalHeader(const nlohmann::json& line) {
+  return line.is_object() && line.contains("format") &&
+         line["format"] == kJournalFormat;
+}
 
 JournalContents ReadJournal(const std::string& path) {
   const std::string text = ReadFile(path);
@@ -37,21 +57,30 @@ JournalContents ReadJournal(const std::string& path) {
     nlohmann::json line = ParseJsonLine(std::string_view(text).substr(
         start, complete ? end - start : std::string_view::npos));
     if (line_number == 1) {
-      if (!complete || !line.is_object() ||
-          line.value("format", "") != kJournalFormat ||
+      if (!complete || !IsJournalHeader(line) ||
           !line.contains("configuration") || !line.contains("graphs")) {
         throw InputError(fmt::format(
             "{}:1: not a rematbench journal (a header line with \"format\": "
             "\"{}\", \"configuration\" and \"graphs\")",
             path, kJournalFormat));
       }
+      for (const std::string& problem :
+           {ConfigurationProblem(line["configuration"]),
+            GraphsProblem(line["graphs"])}) {
+        if (!problem.empty()) {
+          throw InputError(
+              fmt::format("{}:1: corrupt journal header: {}", path, problem));
+        }
+      }
       contents.header = std::move(line);
-    } else if (!complete || !IsEntry(line)) {
-      if (!last) {
-        throw InputError(fmt::format(
-            "{}:{}: corrupt journal line (a JSON object with \"key\" and "
-            "\"points\")",
-            path, line_number));
+    } else if (std::string problem = EntryProblem(line);
+               !complete || !problem.empty()) {
+      // A killed writer leaves a last line cut short: without its newline,
+      // or not JSON. A whole line of JSON that is no entry was written so.
+      if (!last || (complete && !line.is_discarded())) {
+        throw InputError(fmt::format("{}:{}: corrupt journal line: {}", path,
+                                     line_number,
+                                     problem.empty() ? "no newline" : problem));
       }
       std::cerr << fmt::format(
           "remat: {}:{}: ignoring the incomplete last line (the end of an "

@@ -26,9 +26,14 @@ struct JournalContents {
   size_t valid_bytes = 0;  // up to the end of the last complete line
 };
 
-// Reads a journal. A truncated or corrupt last line (what a killed writer
-// leaves) is ignored with a note on stderr; any other bad line is an
-// InputError naming the file and line.
+// Whether a parsed first line is a journal's header ("format" says so).
+bool IsJournalHeader(const nlohmann::json& line);
+
+// Reads a journal. A last line cut short (no newline, or not JSON: what a
+// killed writer leaves) is ignored with a note on stderr; any other bad
+// line, and any entry or header whose fields lack their types (a point
+// without budget_bytes, "points": [5]), is an InputError naming the file
+// and line.
 JournalContents ReadJournal(const std::string& path);
 
 // Throws InputError "<what>: from another configuration (<field> differs

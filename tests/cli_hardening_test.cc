@@ -233,5 +233,175 @@ TEST_F(Cli, SumsThatOverflowAreRefusedNamingTheNodeNeverWrapped) {
       << run.out;
 }
 
+// --- Class 6: malformed results files and journals -------------------------
+
+class Malformed : public Cli {
+ protected:
+  void SetUp() override {
+    Cli::SetUp();
+    results_ = (dir_ / "r.json").string();
+    journal_ = results_ + ".journal";
+    sweep_ =
+        "sweep --graphs chain:n=6,chain:n=4 --algorithms noremat,revolve "
+        "--budgets 3 --out " +
+        results_;
+    Outcome run = Remat(sweep_);
+    ASSERT_EQ(run.status, 0) << run.err;
+    results_text_ = ReadFile(results_);
+    journal_text_ = ReadFile(journal_);
+  }
+
+  // The results file with `change` applied, written as `name`.
+  std::string ChangedResults(
+      const std::string& name,
+      const std::function<void(nlohmann::json&)>& change) {
+    nlohmann::json doc = nlohmann::json::parse(results_text_);
+    change(doc);
+    return Write(name, doc.dump(2));
+  }
+
+  // The journal with line `line` (1-based) replaced by `text`.
+  std::string ChangedJournal(const std::string& name, size_t line,
+                             const std::string& text) {
+    std::string journal = journal_text_;
+    size_t start = 0;
+    for (size_t i = 1; i < line; ++i) start = journal.find('\n', start) + 1;
+    journal.replace(start, journal.find('\n', start) - start, text);
+    return Write(name, journal);
+  }
+
+  // The JSON of line `line` of the journal.
+  nlohmann::json JournalLine(size_t line) {
+    size_t start = 0;
+    for (size_t i = 1; i < line; ++i) {
+      start = journal_text_.find('\n', start) + 1;
+    }
+    return nlohmann::json::parse(
+        journal_text_.substr(start, journal_text_.find('\n', start) - start));
+  }
+
+  size_t JournalLines() const {
+    return std::count(journal_text_.begin(), journal_text_.end(), '\n');
+  }
+
+  std::string Merge(const std::string& file) {
+    return "merge " + results_ + " " + file + " -o " +
+           (dir_ / "merged.json").string();
+  }
+
+  std::string results_, journal_, sweep_, results_text_, journal_text_;
+};
+
+TEST_F(Malformed, MergeRefusesResultsWithoutTheFieldsItReads) {
+  ExpectRefused(
+      Remat(Merge(ChangedResults(
+          "runs5.json", [](nlohmann::json& doc) { doc["runs"] = {5}; }))),
+      "runs5.json: runs[0]: must be an object", "runs [5]");
+  ExpectRefused(Remat(Merge(ChangedResults("budget.json",
+                                           [](nlohmann::json& doc) {
+                                             doc["runs"][1]["points"][0].erase(
+                                                 "budget_bytes");
+                                           }))),
+                "budget.json: runs[1]: points[0]: a point's \"budget_bytes\" "
+                "is missing",
+                "no budget_bytes");
+  ExpectRefused(Remat(Merge(ChangedResults(
+                    "status.json",
+                    [](nlohmann::json& doc) {
+                      doc["runs"][0]["points"][0]["status"] = {1, 2};
+                    }))),
+                "status.json: runs[0]: points[0]: a point's \"status\" must "
+                "be a string (got an array of 2)",
+                "status");
+  ExpectRefused(
+      Remat(Merge(ChangedResults("cost.json",
+                                 [](nlohmann::json& doc) {
+                                   doc["runs"][0]["points"][0]["cost"] =
+                                       "a lot";
+                                 }))),
+      "cost.json: runs[0]: points[0]: a point's \"cost\" must be", "cost");
+  ExpectRefused(
+      Remat(Merge(ChangedResults("params.json",
+                                 [](nlohmann::json& doc) {
+                                   doc["runs"][0]["params"] = {{"k", 1}};
+                                 }))),
+      "params.json: runs[0]: params.k must be a string", "params");
+  ExpectRefused(
+      Remat(Merge(ChangedResults("graphs.json",
+                                 [](nlohmann::json& doc) {
+                                   doc["graphs"][0].erase("lower_bound_bytes");
+                                 }))),
+      "graphs.json: graphs[0]: \"lower_bound_bytes\" is missing", "graphs");
+  // The first file's configuration is the one every other must match.
+  ExpectRefused(
+      Remat("merge " +
+            ChangedResults(
+                "config.json",
+                [](nlohmann::json& doc) {
+                  doc["context"]["configuration"]["budgets_per_graph"] =
+                      1000000000;
+                }) +
+            " " + results_ + " -o " + (dir_ / "merged.json").string()),
+      "config.json: the configuration's \"budgets_per_graph\" must be an "
+      "integer from 1 to 100000",
+      "budgets_per_graph");
+  ExpectRefused(
+      Remat(Merge(ChangedResults(
+          "format.json", [](nlohmann::json& doc) { doc["format"] = 5; }))),
+      "format.json: not a rematbench results file or journal", "format 5");
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "merged.json"));
+  // The unchanged files merge.
+  EXPECT_EQ(Remat(Merge(results_)).status, 0);
+}
+
+TEST_F(Malformed, MergeAndResumeRefuseJournalLinesNamingTheLine) {
+  ASSERT_GE(JournalLines(), 4u);
+  nlohmann::json entry = JournalLine(2);
+  entry["points"] = {5};
+  const std::string points5 =
+      ChangedJournal("points5.journal", 2, entry.dump());
+  ExpectRefused(Remat(Merge(points5)),
+                "points5.journal:2: corrupt journal line: points[0]: a point "
+                "must be an object (got 5)",
+                "merge points [5]");
+  entry = JournalLine(3);
+  entry["points"][0].erase("budget_bytes");
+  const std::string budget = ChangedJournal("budget.journal", 3, entry.dump());
+  ExpectRefused(Remat(Merge(budget)),
+                "budget.journal:3: corrupt journal line: points[0]: a point's "
+                "\"budget_bytes\" is missing",
+                "merge no budget_bytes");
+  ExpectRefused(Remat(Merge(ChangedJournal(
+                    "deep.journal", 2, "{\"key\": " + Nested(100000) + "}"))),
+                "deep.journal:2: corrupt journal line: not valid JSON",
+                "merge deep");
+  ExpectRefused(Remat(Merge(ChangedJournal(
+                    "header.journal", 1,
+                    "{\"format\": \"rematbench-journal\", \"configuration\": "
+                    "5, \"graphs\": []}"))),
+                "header.journal:1: corrupt journal header: the configuration "
+                "must be an object (got 5)",
+                "merge header");
+
+  // --resume reads its own journal the same way, the last line included
+  // when it is whole; the results file is left as it was.
+  const std::string last_line = [&] {
+    nlohmann::json last = JournalLine(JournalLines());
+    last["points"][0]["budget_bytes"] = "x";
+    return last.dump();
+  }();
+  for (const auto& [text, line] :
+       {std::pair{points5, 2}, std::pair{budget, 3},
+        std::pair{ChangedJournal("last.journal", JournalLines(), last_line),
+                  static_cast<int>(JournalLines())}}) {
+    std::filesystem::copy_file(
+        text, journal_, std::filesystem::copy_options::overwrite_existing);
+    ExpectRefused(Remat(sweep_ + " --resume"),
+                  fmt::format("r.json.journal:{}: corrupt journal line", line),
+                  "resume line " + std::to_string(line));
+    EXPECT_EQ(ReadFile(results_), results_text_);
+  }
+}
+
 }  // namespace
 }  // namespace remat
