@@ -403,5 +403,31 @@ TEST_F(Malformed, MergeAndResumeRefuseJournalLinesNamingTheLine) {
   }
 }
 
+// --- Class 10: messages that say why ---------------------------------------
+
+TEST_F(Cli, WriteFailuresGiveTheSystemsReason) {
+  // A device that is full, written in place.
+  ExpectRefused(Remat("graph convert chain:n=8 --to json -o /dev/full"),
+                "/dev/full: write failed (No space left on device)",
+                "/dev/full");
+  ExpectRefused(Remat("graph convert chain:n=8 --to json -o - >/dev/full"),
+                "stdout: write failed (No space left on device)", "stdout");
+  // A regular file past the file size limit (ulimit -f, in 1 KiB blocks;
+  // SIGXFSZ ignored so that the write fails with EFBIG): the temporary file
+  // is removed and nothing is left under the name.
+  const std::string out = (dir_ / "big.json").string();
+  const std::string err = (dir_ / "err.txt").string();
+  const int raw = std::system(
+      ("sh -c \"trap '' XFSZ; ulimit -f 4; exec " + std::string(REMAT_BINARY) +
+       " graph convert chain:n=200 --to json -o " + out + "\" 2>" + err)
+          .c_str());
+  Outcome run{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, "", ReadFile(err)};
+  ExpectRefused(run, "big.json: write failed (File too large)", "ulimit -f");
+  for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
+    EXPECT_EQ(entry.path().string().find("big.json"), std::string::npos)
+        << entry.path();
+  }
+}
+
 }  // namespace
 }  // namespace remat
