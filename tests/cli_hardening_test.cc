@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
-#include <cstdlib>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -54,6 +54,27 @@ std::string NativeGraph(const std::string& mem, const std::string& extra = "",
          ", \"cost\": 1, \"kind\": " + kind +
          ", \"inputs\": []}, {\"id\": 1, \"mem\": 2, \"cost\": 3, "
          "\"inputs\": [0]}]}";
+}
+
+// Runs `remat <args>` in a shell after `setup` (ulimit, trap), as Remat.
+Outcome Limited(const std::string& setup, const std::string& args) {
+  const std::string err_file = std::filesystem::temp_directory_path() /
+                               ("remat_limited_" + std::to_string(getpid()));
+  const std::string command =
+      "sh -c \"" + setup + "; exec timeout -s KILL 60 " +
+      std::string(REMAT_BINARY) + " " + args + "\" 2>" + err_file;
+  Outcome run;
+  FILE* pipe = popen(command.c_str(), "r");
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof buffer, pipe)) > 0) {
+    run.out.append(buffer, n);
+  }
+  const int raw = pclose(pipe);
+  run.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  run.err = ReadFile(err_file);
+  std::filesystem::remove(err_file);
+  return run;
 }
 
 // --- Class 1: nesting -----------------------------------------------------
@@ -416,17 +437,34 @@ TEST_F(Cli, WriteFailuresGiveTheSystemsReason) {
   // SIGXFSZ ignored so that the write fails with EFBIG): the temporary file
   // is removed and nothing is left under the name.
   const std::string out = (dir_ / "big.json").string();
-  const std::string err = (dir_ / "err.txt").string();
-  const int raw = std::system(
-      ("sh -c \"trap '' XFSZ; ulimit -f 4; exec " + std::string(REMAT_BINARY) +
-       " graph convert chain:n=200 --to json -o " + out + "\" 2>" + err)
-          .c_str());
-  Outcome run{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, "", ReadFile(err)};
-  ExpectRefused(run, "big.json: write failed (File too large)", "ulimit -f");
+  ExpectRefused(Limited("trap '' XFSZ; ulimit -f 4",
+                        "graph convert chain:n=200 --to json -o " + out),
+                "big.json: write failed (File too large)", "ulimit -f");
   for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
     EXPECT_EQ(entry.path().string().find("big.json"), std::string::npos)
         << entry.path();
   }
+}
+
+// --- Class 7: memory limits ------------------------------------------------
+
+TEST_F(Cli, AnAddressSpaceLimitBoundsWhatIsRead) {
+  // A 44 MB native graph needs about 0.5 GB to parse. Under ulimit -v
+  // 500000 (488 MiB) the limit was not seen: the parse ran out of memory
+  // (std::bad_alloc; "out of memory" here, an abort with exit 134 on a
+  // 100 MB file, thrown in nlohmann's noexcept destructor). The address
+  // space left is now a memory limit like MemAvailable: refused before
+  // reading, with the estimate.
+  const std::string graph = (dir_ / "big.json").string();
+  ASSERT_EQ(Remat("graph convert chain:n=200000 --to json -o " + graph).status,
+            0);
+  Outcome run = Limited("ulimit -v 500000", "graph info " + graph);
+  ExpectRefused(run, "big.json (", "ulimit -v");
+  EXPECT_NE(run.err.find("of address space left under ulimit -v"),
+            std::string::npos)
+      << run.err;
+  // --max-memory still decides when given.
+  EXPECT_EQ(Remat("graph info " + graph + " --max-memory 4GiB").status, 0);
 }
 
 }  // namespace
