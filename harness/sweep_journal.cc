@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -125,10 +127,51 @@ void CheckSameConfiguration(const nlohmann::json& expected_here,
                                what, field, detail));
 }
 
+SweepJournal::Lock::Lock(const std::string& journal)
+    : path_(journal + ".lock") {
+  // The lock file is removed on release, so a file opened just before that
+  // may be locked after it: the lock holds only if the name still names
+  // the locked file.
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd_ < 0) {
+      throw InputError(fmt::format("{}: cannot create the journal's lock ({})",
+                                   path_, std::strerror(errno)));
+    }
+    if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      const int error = errno;
+      close(fd_);
+      fd_ = -1;
+      if (error == EWOULDBLOCK) {
+        throw InputError(fmt::format(
+            "{}: in use by another sweep (it holds {}); wait for it to end, "
+            "or give this one another --out or --journal",
+            journal, path_));
+      }
+      throw InputError(
+          fmt::format("{}: cannot lock ({})", path_, std::strerror(error)));
+    }
+    struct stat held, named;
+    if (fstat(fd_, &held) == 0 && stat(path_.c_str(), &named) == 0 &&
+        held.st_dev == named.st_dev && held.st_ino == named.st_ino) {
+      return;
+    }
+    close(fd_);
+    fd_ = -1;
+  }
+  throw InputError(
+      fmt::format("{}: cannot lock (it keeps being replaced)", path_));
+}
+
+SweepJournal::Lock::~Lock() {
+  unlink(path_.c_str());  // while held: no other sweep holds this file
+  close(fd_);
+}
+
 SweepJournal::SweepJournal(const std::string& path,
                            const nlohmann::json& configuration,
                            const nlohmann::json& graphs, bool resume)
-    : path_(path) {
+    : path_(path), lock_(path) {
   namespace fs = std::filesystem;
   std::error_code error;  // a name the system refuses fails at the write
   const bool exists = fs::exists(path, error);

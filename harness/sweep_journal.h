@@ -46,7 +46,10 @@ class SweepJournal {
  public:
   // Starts a new journal at `path` (replacing any), or with `resume`
   // continues the one there: it must be of the same configuration, and a
-  // truncated last line is cut off before appending.
+  // truncated last line is cut off before appending. One sweep at a time
+  // owns a journal: it holds "<path>.lock" (flock) from here to its
+  // destruction, and a second sweep on the same path is refused
+  // (InputError) before it reads or replaces anything.
   SweepJournal(const std::string& path, const nlohmann::json& configuration,
                const nlohmann::json& graphs, bool resume);
   ~SweepJournal();
@@ -63,9 +66,23 @@ class SweepJournal {
   void Flush();
 
  private:
+  // An exclusive flock on "<journal>.lock", removed when released.
+  class Lock {
+   public:
+    explicit Lock(const std::string& journal);
+    ~Lock();
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+
+   private:
+    std::string path_;
+    int fd_ = -1;
+  };
+
   void Write();  // the writer thread
 
   std::string path_;
+  Lock lock_;  // before anything reads or writes the journal
   int fd_ = -1;
   std::map<std::string, nlohmann::json> finished_;  // DumpJson(key) -> points
   std::mutex mutex_;

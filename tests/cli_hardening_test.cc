@@ -4,9 +4,12 @@
 // status 2 and one printable line naming the file and the node or line (and
 // the system's reason), or (bytes that are not UTF-8 in names and paths)
 // read and written as JSON without a crash.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -465,6 +468,64 @@ TEST_F(Cli, AnAddressSpaceLimitBoundsWhatIsRead) {
       << run.err;
   // --max-memory still decides when given.
   EXPECT_EQ(Remat("graph info " + graph + " --max-memory 4GiB").status, 0);
+}
+
+// --- Class 5: one sweep per journal ----------------------------------------
+
+TEST_F(Cli, AJournalIsOwnedByOneSweepAndIsNoInput) {
+  const std::string out = (dir_ / "r.json").string();
+  const std::string sweep =
+      "sweep --graphs chain:n=6 --algorithms noremat,revolve --budgets 2 "
+      "--out " +
+      out;
+  ASSERT_EQ(Remat(sweep).status, 0);
+  EXPECT_FALSE(std::filesystem::exists(out + ".journal.lock"));
+  const std::string journal = ReadFile(out + ".journal");
+  {
+    // As a running sweep holds it: another configuration is refused, and
+    // so is a resume, before either touches the journal.
+    const int fd = open((out + ".journal.lock").c_str(),
+                        O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(flock(fd, LOCK_EX), 0);
+    ExpectRefused(Remat("sweep --graphs chain:n=6 --algorithms noremat "
+                        "--budgets 3 --out " +
+                        out),
+                  "r.json.journal: in use by another sweep (it holds ",
+                  "locked");
+    ExpectRefused(Remat(sweep + " --resume"), "in use by another sweep",
+                  "locked resume");
+    close(fd);
+  }
+  EXPECT_EQ(ReadFile(out + ".journal"), journal);
+  EXPECT_EQ(Remat(sweep + " --resume").status, 0);
+
+  // A journal or results file that is one of the sweep's inputs.
+  const std::string graph_text =
+      ReadFile(std::string(REMAT_SOURCE_DIR) + "/tests/fixtures/diamond.json");
+  const std::string graph = Write("g.json", graph_text);
+  ExpectRefused(
+      Remat("sweep --graphs " + graph + " --algorithms noremat --out " +
+            (dir_ / "r2.json").string() + " --journal " + graph),
+      "--journal " + graph + " is one of the sweep's inputs",
+      "journal over a graph");
+  ExpectRefused(
+      Remat("sweep --graphs " + graph + " --algorithms noremat --out " + graph),
+      "--out " + graph + " is one of the sweep's inputs", "out over a graph");
+  const std::string corpus =
+      Write("corpus.json",
+            "{\"format\": \"rematbench-corpus\", \"graphs\": [{\"path\": "
+            "\"g.json\"}]}");
+  ExpectRefused(
+      Remat("sweep --corpus " + corpus + " --algorithms noremat --out " +
+            corpus + ".out" + " --journal " + corpus),
+      "is one of the sweep's inputs", "journal over the corpus");
+  ExpectRefused(Remat("sweep --graphs chain:n=4 --algorithms noremat --out " +
+                      out + " --journal " + out),
+                "--journal and --out name the same file", "journal is out");
+  EXPECT_EQ(ReadFile(graph), graph_text);
+  EXPECT_EQ(ReadFile(corpus).rfind("{\"format\": \"rematbench-corpus\"", 0),
+            0u);
 }
 
 }  // namespace
