@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -526,6 +527,24 @@ TEST_F(Cli, AJournalIsOwnedByOneSweepAndIsNoInput) {
   EXPECT_EQ(ReadFile(graph), graph_text);
   EXPECT_EQ(ReadFile(corpus).rfind("{\"format\": \"rematbench-corpus\"", 0),
             0u);
+}
+
+// --- Class 4: deadlines ----------------------------------------------------
+
+TEST_F(Cli, CheckmateLpKeepsItsTimeLimitThroughClpsPresolve) {
+  // Clp's presolve ignored the time limit: --timeout 3 on this 690-node
+  // graph ran past 100 s (1.7 GB). Now the isolated process's watchdog
+  // answers 2 s after the limit.
+  const auto start = std::chrono::steady_clock::now();
+  Outcome run = Remat(
+      "solve -a checkmate_lp -g resnet:depth=101 -p max_nodes=2000 "
+      "--timeout 3 --json");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  ASSERT_EQ(run.status, 1) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)["status"], "timeout") << run.out;
+  EXPECT_LT(seconds, 30);  // generous for a loaded machine; before, > 100
 }
 
 }  // namespace
