@@ -547,5 +547,29 @@ TEST_F(Cli, CheckmateLpKeepsItsTimeLimitThroughClpsPresolve) {
   EXPECT_LT(seconds, 30);  // generous for a loaded machine; before, > 100
 }
 
+// --- Class 9: what a killed final write leaves -----------------------------
+
+TEST_F(Cli, ASweepRemovesTheTemporaryFileOfAKilledRun) {
+  const std::string out = (dir_ / "r.json").string();
+  // The temporary file of a run killed while writing (its process gone),
+  // and one of a process still running (this test), which stays.
+  pid_t gone = fork();
+  if (gone == 0) _exit(0);
+  ASSERT_GT(gone, 0);
+  ASSERT_EQ(waitpid(gone, nullptr, 0), gone);
+  const std::string stale = Write("r.json.tmp." + std::to_string(gone), "{");
+  const std::string live = Write("r.json.tmp." + std::to_string(getpid()), "{");
+  const std::string other = Write("r.json.tmp.x", "{");
+  ASSERT_EQ(Remat("sweep --graphs chain:n=4 --algorithms noremat --budgets 2 "
+                  "--out " +
+                  out + " --resume")
+                .status,
+            0);
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(live));
+  EXPECT_TRUE(std::filesystem::exists(other));
+  EXPECT_TRUE(std::filesystem::exists(out));
+}
+
 }  // namespace
 }  // namespace remat

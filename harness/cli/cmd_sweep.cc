@@ -144,6 +144,9 @@ int RunSweepCommand(const SweepOptions& o, const std::string& command_line,
     std::cout << DumpJson(results, 2) << "\n";
     return kExitOk;
   }
+  // A run killed while it wrote the results left "<out>.tmp.<pid>"; this
+  // one, which holds the journal's lock, removes it.
+  RemoveStaleTemporaries(o.out);
   WriteFileAtomically(
       o.out, [&](std::ostream& out) { out << DumpJson(results, 2) << "\n"; });
   Json summary = {{"out", o.out},
