@@ -1,6 +1,8 @@
 #include "harness/file_io.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -67,11 +69,107 @@ std::string ReadFile(const std::string& path) {
   return std::move(buffer).str();
 }
 
+namespace {
+
+// An output stream buffer on a file descriptor that keeps the errno of a
+// failed write, so that the message can say why (no space, read-only, ...):
+// std::ofstream only says that it failed.
+class FdBuffer : public std::streambuf {
+ public:
+  explicit FdBuffer(int fd) : fd_(fd) { setp(buffer_, buffer_ + kSize); }
+  // The errno of the first failed write, or 0.
+  int error() const { return error_; }
+
+ protected:
+  int overflow(int c) override {
+    if (!Drain()) return traits_type::eof();
+    if (c != traits_type::eof()) {
+      *pptr() = static_cast<char>(c);
+      pbump(1);
+    }
+    return traits_type::not_eof(c);
+  }
+  int sync() override { return Drain() ? 0 : -1; }
+
+ private:
+  static constexpr size_t kSize = 1 << 16;
+
+  bool Drain() {
+    for (const char* p = pbase(); p < pptr() && error_ == 0;) {
+      const ssize_t n = ::write(fd_, p, pptr() - p);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        error_ = n < 0 ? errno : EIO;
+      } else {
+        p += n;
+      }
+    }
+    setp(buffer_, buffer_ + kSize);
+    return error_ == 0;
+  }
+
+  int fd_;
+  int error_ = 0;
+  char buffer_[kSize];
+};
+
+// Writes through `write` to `fd` and closes it; "" or why it failed
+// (strerror's reason).
+std::string WriteAndClose(int fd,
+                          const std::function<void(std::ostream&)>& write) {
+  FdBuffer buffer(fd);
+  std::ostream out(&buffer);
+  try {
+    write(out);
+  } catch (...) {
+    close(fd);
+    throw;
+  }
+  out.flush();
+  int error = buffer.error();
+  if (error == 0 && !out) error = EIO;
+  if (close(fd) != 0 && error == 0) error = errno;
+  return error == 0 ? "" : std::strerror(error);
+}
+
+}  // namespace
+
+void RemoveStaleTemporaries(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path file(path);
+  const std::string prefix = file.filename().string() + ".tmp.";
+  const fs::path folder =
+      file.has_parent_path() ? file.parent_path() : fs::path(".");
+  std::error_code error;  // an unreadable folder: nothing to remove
+  for (fs::directory_iterator it(folder, error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (name.size() <= prefix.size() ||
+        name.compare(0, prefix.size(), prefix) != 0) {
+      continue;
+    }
+    const std::string digits = name.substr(prefix.size());
+    if (digits.size() > 9 ||
+        digits.find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    const pid_t pid = static_cast<pid_t>(std::stol(digits));
+    if (pid > 0 && pid != getpid() && kill(pid, 0) != 0 && errno == ESRCH) {
+      std::error_code ignored;
+      fs::remove(it->path(), ignored);
+    }
+  }
+}
+
 void WriteFileAtomically(const std::string& path,
                          const std::function<void(std::ostream&)>& write) {
   if (path == "-") {
     write(std::cout);
     std::cout.flush();
+    if (!std::cout) {
+      throw InputError(fmt::format("stdout: write failed ({})",
+                                   std::strerror(errno ? errno : EIO)));
+    }
     return;
   }
   // A device or pipe (/dev/stdout, a FIFO) is written in place: renaming
@@ -80,36 +178,33 @@ void WriteFileAtomically(const std::string& path,
   const auto status = std::filesystem::status(path, ec);
   if (!ec && std::filesystem::exists(status) &&
       !std::filesystem::is_regular_file(status)) {
-    std::ofstream out(path, std::ios::binary);
-    if (!out) {
+    const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) {
       throw InputError(
           fmt::format("{}: cannot write ({})", path, std::strerror(errno)));
     }
-    write(out);
-    out.flush();
-    if (!out) throw InputError(fmt::format("{}: write failed", path));
+    if (std::string error = WriteAndClose(fd, write); !error.empty()) {
+      throw InputError(fmt::format("{}: write failed ({})", path, error));
+    }
     return;
   }
   const std::string temp = fmt::format("{}.tmp.{}", path, getpid());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      throw InputError(fmt::format("{}: cannot write file ({})", path,
-                                   std::strerror(errno)));
-    }
-    try {
-      write(out);
-    } catch (...) {
-      out.close();
-      std::remove(temp.c_str());
-      throw;
-    }
-    out.flush();
-    if (!out) {
-      out.close();
-      std::remove(temp.c_str());
-      throw InputError(fmt::format("{}: write failed", path));
-    }
+  const int fd =
+      open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) {
+    throw InputError(
+        fmt::format("{}: cannot write file ({})", path, std::strerror(errno)));
+  }
+  std::string error;
+  try {
+    error = WriteAndClose(fd, write);
+  } catch (...) {
+    std::remove(temp.c_str());
+    throw;
+  }
+  if (!error.empty()) {
+    std::remove(temp.c_str());
+    throw InputError(fmt::format("{}: write failed ({})", path, error));
   }
   if (std::rename(temp.c_str(), path.c_str()) != 0) {
     std::remove(temp.c_str());

@@ -24,4 +24,9 @@ std::string ReadFile(const std::string& path);
 void WriteFileAtomically(const std::string& path,
                          const std::function<void(std::ostream&)>& write);
 
+// Removes what WriteFileAtomically(path) left when its process was killed
+// while writing: "<path>.tmp.<pid>" files whose process is gone. Those of
+// running processes (another sweep writing the same file) are kept.
+void RemoveStaleTemporaries(const std::string& path);
+
 }  // namespace remat

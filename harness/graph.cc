@@ -143,7 +143,9 @@ Graph GraphBuilder::Build() && {
   g.in_offsets_.assign(n + 1, 0);
   g.out_offsets_.assign(n + 1, 0);
 
-  int64_t total_mem = 0, total_workspace = 0, total_cost = 0;
+  // Memory sums start from static_bytes, so that static_bytes plus any
+  // peak (total_peak_bytes) fits in int64 too.
+  int64_t total_mem = static_bytes_, total_workspace = 0, total_cost = 0;
   std::vector<int32_t> seen_as_input_of(n, -1);
   for (NodeId v = 0; v < n; ++v) {
     NodeSpec& node = nodes_[slot[v]];
@@ -157,7 +159,10 @@ Graph GraphBuilder::Build() && {
     if (!AddChecked(total_mem, node.mem) ||
         !AddChecked(total_workspace, node.workspace) ||
         !AddChecked(total_mem, node.workspace)) {
-      Fail(node, "total memory of the graph overflows int64");
+      Fail(node, static_bytes_ > 0
+                     ? "total memory of the graph, static_bytes included, "
+                       "overflows int64"
+                     : "total memory of the graph overflows int64");
     }
     if (!AddChecked(total_cost, node.cost)) {
       Fail(node, "total cost of the graph overflows int64");

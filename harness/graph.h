@@ -5,8 +5,8 @@
 // form) because the simulator and the algorithms walk it in hot loops. A
 // Graph can only be made by GraphBuilder, which checks everything once, so
 // code that receives a Graph may rely on: ids 0..n-1, no cycles, no duplicate
-// inputs, non-negative sizes, and no int64 overflow when summing all sizes,
-// workspaces or costs.
+// inputs, non-negative sizes, and no int64 overflow when summing all sizes
+// and workspaces (with static_bytes) or all costs.
 #pragma once
 
 #include <cstdint>

@@ -9,6 +9,7 @@
 
 #include "harness/errors.h"
 #include "harness/file_io.h"
+#include "harness/json_text.h"
 
 namespace remat {
 
@@ -16,29 +17,24 @@ namespace {
 
 using nlohmann::json;
 
-// Line number of a byte offset, for syntax errors.
-int64_t LineOf(std::string_view text, size_t byte) {
-  byte = std::min(byte, text.size());
-  return 1 + std::count(text.begin(), text.begin() + byte, '\n');
-}
-
 // Reads the int64 at `value`; `where` names it in the error.
 int64_t ToInt64(const json& value, const std::string& where) {
   if (value.is_number_unsigned()) {
     if (value.get<uint64_t>() >
         static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
       throw InputError(
-          fmt::format("{} overflows int64 ({})", where, value.dump()));
+          fmt::format("{} overflows int64 ({})", where, DescribeJson(value)));
     }
     return static_cast<int64_t>(value.get<uint64_t>());
   }
   if (value.is_number_integer()) return value.get<int64_t>();
   if (value.is_number_float()) {
-    throw InputError(fmt::format(
-        "{} must be an integer in int64 range (got {})", where, value.dump()));
+    throw InputError(
+        fmt::format("{} must be an integer in int64 range (got {})", where,
+                    DescribeJson(value)));
   }
-  throw InputError(
-      fmt::format("{} must be an integer (got {})", where, value.dump()));
+  throw InputError(fmt::format("{} must be an integer (got {})", where,
+                               DescribeJson(value)));
 }
 
 class NodeReader {
@@ -115,7 +111,7 @@ NodeSpec ReadNode(const std::string& source, const json& node, size_t index) {
     if (!parsed) {
       r.Fail(fmt::format(
           "'kind' must be forward, backward, loss or other (got {})",
-          kind->dump()));
+          DescribeJson(*kind)));
     }
     spec.kind = *parsed;
   }
@@ -139,27 +135,7 @@ NodeSpec ReadNode(const std::string& source, const json& node, size_t index) {
 }  // namespace
 
 Graph ParseGraphJson(std::string_view text, const std::string& source) {
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // e.byte is one past the offending character.
-    size_t byte = e.byte > 0 ? e.byte - 1 : 0;
-    std::string what = e.what();
-    if (auto pos = what.find("syntax error"); pos != std::string::npos) {
-      what = what.substr(pos);
-    }
-    throw InputError(fmt::format("{}:{}: not valid JSON: {}", source,
-                                 LineOf(text, byte), what));
-  } catch (const json::exception& e) {
-    // Not a syntax error: a number beyond double's range (out_of_range.406).
-    std::string what = e.what();
-    if (auto pos = what.find("] "); pos != std::string::npos) {
-      what = what.substr(pos + 2);
-    }
-    throw InputError(
-        fmt::format("{}: not valid JSON: {}", source, Printable(what, 100)));
-  }
+  json doc = ParseJson(text, source);
   if (!doc.is_object() || !doc.contains("format") ||
       doc["format"] != "rematbench-graph") {
     throw InputError(fmt::format(
@@ -170,7 +146,7 @@ Graph ParseGraphJson(std::string_view text, const std::string& source) {
       doc["version"].get<int64_t>() != 1) {
     throw InputError(fmt::format(
         "{}: unsupported graph format version {} (this reader knows 1)", source,
-        doc.contains("version") ? doc["version"].dump() : "(missing)"));
+        doc.contains("version") ? DescribeJson(doc["version"]) : "(missing)"));
   }
   auto nodes = doc.find("nodes");
   if (nodes == doc.end() || !nodes->is_array()) {
@@ -215,14 +191,14 @@ Graph ReadGraphJsonFile(const std::string& path) {
 }
 
 void WriteGraphJson(std::ostream& out, const Graph& g) {
-  auto quote = [](const std::string& s) { return json(s).dump(); };
+  auto quote = [](const std::string& s) { return DumpJson(json(s)); };
   std::string text = fmt::format(
       "{{\n  \"format\": \"rematbench-graph\",\n  \"version\": 1,\n"
       "  \"name\": {},\n  \"static_bytes\": {},\n"
       "  \"units\": {{\"memory\": {}, \"cost\": {}}},\n"
       "  \"provenance\": {},\n  \"nodes\": [\n",
       quote(g.name()), g.static_bytes(), quote(g.memory_unit()),
-      quote(g.cost_unit()), g.provenance().dump());
+      quote(g.cost_unit()), DumpJson(g.provenance()));
   for (NodeId v = 0; v < g.num_nodes(); ++v) {
     fmt::format_to(std::back_inserter(text),
                    "    {{\"id\": {}, \"name\": {}, \"kind\": \"{}\"", v,

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "harness/graph_json.h"
+#include "harness/json_text.h"
 #include "harness/runner.h"
 #include "harness/schedule.h"
 
@@ -112,7 +113,7 @@ std::atomic<bool> child_answered{false};
   if (child_answered.exchange(true)) {
     for (;;) pause();
   }
-  std::cout << OutputToJson(output).dump() << std::flush;
+  std::cout << DumpJson(OutputToJson(output)) << std::flush;
   std::_Exit(0);
 }
 
@@ -225,12 +226,12 @@ AlgorithmOutput RunIsolated(const Graph& graph, const AlgorithmInfo& algorithm,
   for (const auto& [key, value] : params.given()) {
     items.push_back(key + "=" + value);
   }
-  const std::string request = nlohmann::json{
-      {"algorithm", algorithm.name},
-      {"params", items},
-      {"budget_bytes", budget_bytes},
-      {"timeout_seconds", timeout_seconds},
-      {"graph", graph_text.str()}}.dump();
+  const std::string request =
+      DumpJson(nlohmann::json{{"algorithm", algorithm.name},
+                              {"params", items},
+                              {"budget_bytes", budget_bytes},
+                              {"timeout_seconds", timeout_seconds},
+                              {"graph", graph_text.str()}});
 
   // One socket is the child's stdin and stdout. Close-on-exec keeps it out
   // of children that other threads spawn meanwhile, which would hold it

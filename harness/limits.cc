@@ -1,7 +1,9 @@
 #include "harness/limits.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <fstream>
 #include <limits>
 #include <mutex>
@@ -20,6 +22,7 @@ struct Limit {
   std::once_flag read;
   int64_t bytes = kUnlimited;
   bool set = false;
+  const char* source = "available memory (/proc/meminfo)";
 };
 
 Limit& TheLimit() {
@@ -42,18 +45,46 @@ int64_t ReadMemAvailable() {
   return kUnlimited;
 }
 
+// What an address-space limit (ulimit -v, RLIMIT_AS) leaves beyond what
+// the process has mapped already (VmSize), or kUnlimited. Allocations past
+// it fail with bad_alloc, some where nothing can catch it (nlohmann's
+// destructor allocates while freeing a partly parsed document).
+int64_t AddressSpaceLeft() {
+  struct rlimit limit;
+  if (getrlimit(RLIMIT_AS, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) {
+    return kUnlimited;
+  }
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  int64_t mapped = 0;
+  while (std::getline(status, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    int64_t kib = 0;
+    if (fields >> key >> kib && key == "VmSize:") mapped = kib * 1024;
+  }
+  const int64_t cap = static_cast<int64_t>(
+      std::min<rlim_t>(limit.rlim_cur, static_cast<rlim_t>(kUnlimited)));
+  return std::max<int64_t>(0, cap - mapped);
+}
+
 }  // namespace
 
 int64_t MemoryLimit() {
   Limit& limit = TheLimit();
   std::call_once(limit.read, [&] {
-    if (!limit.set) limit.bytes = ReadMemAvailable();
+    if (limit.set) return;
+    limit.bytes = ReadMemAvailable();
+    if (const int64_t left = AddressSpaceLeft(); left < limit.bytes) {
+      limit.bytes = left;
+      limit.source = "address space left under ulimit -v";
+    }
   });
   return limit.bytes;
 }
 
 std::string MemoryLimitSource() {
-  return TheLimit().set ? "--max-memory" : "available memory (/proc/meminfo)";
+  return TheLimit().set ? "--max-memory" : TheLimit().source;
 }
 
 void SetMemoryLimit(int64_t bytes) {

@@ -18,7 +18,9 @@ inline constexpr int64_t kBytesPerEdge = 16;
 inline constexpr int64_t kBytesPerFileByte = 12;
 
 // The memory a run may plan to use: the --max-memory option if given,
-// else MemAvailable of /proc/meminfo (unlimited if that cannot be read).
+// else MemAvailable of /proc/meminfo (unlimited if that cannot be read),
+// or less under an address-space limit (ulimit -v): what it leaves beyond
+// the process's mappings when first asked.
 int64_t MemoryLimit();
 // Where MemoryLimit() comes from, for messages: "--max-memory" or
 // "available memory".

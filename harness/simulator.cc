@@ -16,9 +16,14 @@ namespace remat {
 namespace {
 
 // Checked accumulation: the builder guarantees that one copy of everything
-// fits in int64, but a long schedule can recompute past that.
+// fits in int64, but a long schedule can recompute past that. On overflow
+// `sum` keeps its value, so that an invalid schedule's figures are those
+// of the events before, never a wrapped (negative) sum.
 bool AddChecked(int64_t& sum, int64_t value) {
-  return !__builtin_add_overflow(sum, value, &sum);
+  int64_t result;
+  if (__builtin_add_overflow(sum, value, &result)) return false;
+  sum = result;
+  return true;
 }
 
 // A value instance's times on unlimited lanes: when it is usable, and
@@ -86,7 +91,8 @@ template <typename Time>
                                          : "not live");
     }
   }
-  return "total cost overflows int64";
+  return fmt::format("compute {}: '{}' takes the total cost past int64", v,
+                     graph.node_name(v));
 }
 
 [[gnu::cold, gnu::noinline]] std::string FreeError(const Graph& graph,

@@ -21,6 +21,7 @@
 #include "harness/errors.h"
 #include "harness/file_io.h"
 #include "harness/graph_source.h"
+#include "harness/json_text.h"
 #include "harness/registry.h"
 #include "harness/results.h"
 #include "harness/runner.h"
@@ -47,12 +48,7 @@ std::vector<int64_t> BudgetGrid(int64_t lower_bound, int64_t noremat_peak,
 }
 
 std::vector<std::string> ReadCorpus(const std::string& path) {
-  nlohmann::json doc;
-  try {
-    doc = nlohmann::json::parse(ReadFile(path));
-  } catch (const nlohmann::json::exception& e) {
-    throw InputError(fmt::format("{}: not valid JSON: {}", path, e.what()));
-  }
+  nlohmann::json doc = ParseJson(ReadFile(path), path);
   if (!doc.is_object() || !doc.contains("format") ||
       doc["format"] != "rematbench-corpus" ||
       !doc.contains("graphs") || !doc["graphs"].is_array()) {
@@ -378,6 +374,144 @@ nlohmann::json ErrorPoints(const SweepPlan& plan, size_t task,
     for (int64_t b : plan.budgets[t.graph]) points.push_back(ToJson(error, b));
   }
   return points;
+}
+
+namespace {
+
+// An integer that fits int64.
+bool IsInt64(const nlohmann::json& value) {
+  return value.is_number_integer() &&
+         !(value.is_number_unsigned() &&
+           value.get<uint64_t>() >
+               static_cast<uint64_t>(std::numeric_limits<int64_t>::max()));
+}
+
+// "" if `object[key]` is there and `test` holds for it, else what is wrong.
+template <typename Test>
+std::string FieldProblem(const nlohmann::json& object, const char* key,
+                         const char* what, Test test) {
+  auto it = object.find(key);
+  if (it == object.end()) return fmt::format("\"{}\" is missing", key);
+  if (!test(*it)) {
+    return fmt::format("\"{}\" must be {} (got {})", key, what,
+                       DescribeJson(*it));
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string PointProblem(const nlohmann::json& point) {
+  if (!point.is_object()) {
+    return fmt::format("a point must be an object (got {})",
+                       DescribeJson(point));
+  }
+  const auto is_string = [](const nlohmann::json& v) { return v.is_string(); };
+  const auto is_number = [](const nlohmann::json& v) { return v.is_number(); };
+  for (std::string problem :
+       {FieldProblem(point, "budget_bytes", "an integer", IsInt64),
+        FieldProblem(point, "status", "a string", is_string),
+        FieldProblem(point, "solve_seconds", "a number", is_number)}) {
+    if (!problem.empty()) return "a point's " + problem;
+  }
+  const bool feasible = point["status"] == "feasible";
+  if (std::string problem =
+          FieldProblem(point, "cost",
+                       feasible ? "an integer (the point is feasible)"
+                                : "an integer or null",
+                       [&](const nlohmann::json& v) {
+                         return IsInt64(v) || (!feasible && v.is_null());
+                       });
+      !problem.empty()) {
+    return "a point's " + problem;
+  }
+  if (point.contains("lower_bound_cost") &&
+      !point["lower_bound_cost"].is_number()) {
+    return fmt::format(
+        "a point's \"lower_bound_cost\" must be a number (got {})",
+        DescribeJson(point["lower_bound_cost"]));
+  }
+  return "";
+}
+
+std::string KeyProblem(const nlohmann::json& key) {
+  if (!key.is_object()) {
+    return fmt::format("a key must be an object (got {})", DescribeJson(key));
+  }
+  for (const char* field : {"graph", "algorithm", "params"}) {
+    if (std::string problem =
+            FieldProblem(key, field, "a string",
+                         [](const nlohmann::json& v) { return v.is_string(); });
+        !problem.empty()) {
+      return "the key's " + problem;
+    }
+  }
+  return "";
+}
+
+std::string ConfigurationProblem(const nlohmann::json& configuration) {
+  if (!configuration.is_object()) {
+    return fmt::format("the configuration must be an object (got {})",
+                       DescribeJson(configuration));
+  }
+  if (std::string problem = FieldProblem(
+          configuration, "budgets_per_graph", "an integer from 1 to 100000",
+          [](const nlohmann::json& v) {
+            return IsInt64(v) && v.get<int64_t>() >= 1 &&
+                   v.get<int64_t>() <= 100000;
+          });
+      !problem.empty()) {
+    return "the configuration's " + problem;
+  }
+  const auto is_array = [](const nlohmann::json& v) { return v.is_array(); };
+  const auto is_number = [](const nlohmann::json& v) { return v.is_number(); };
+  for (std::string problem :
+       {FieldProblem(configuration, "algorithms", "an array", is_array),
+        FieldProblem(configuration, "timeout_seconds", "a number",
+                     is_number)}) {
+    if (!problem.empty()) return "the configuration's " + problem;
+  }
+  const nlohmann::json& algorithms = configuration["algorithms"];
+  for (size_t i = 0; i < algorithms.size(); ++i) {
+    const nlohmann::json& algorithm = algorithms[i];
+    bool good = algorithm.is_object() && algorithm.contains("name") &&
+                algorithm["name"].is_string() && algorithm.contains("params") &&
+                algorithm["params"].is_object();
+    if (good) {
+      for (const auto& [name, value] : algorithm["params"].items()) {
+        good = good && value.is_string();
+      }
+    }
+    if (!good) {
+      return fmt::format(
+          "the configuration's algorithms[{}] must be an object with a string "
+          "\"name\" and \"params\" of strings (got {})",
+          i, DescribeJson(algorithm));
+    }
+  }
+  return "";
+}
+
+std::string GraphsProblem(const nlohmann::json& graphs) {
+  if (!graphs.is_array()) {
+    return fmt::format("\"graphs\" must be an array (got {})",
+                       DescribeJson(graphs));
+  }
+  for (size_t i = 0; i < graphs.size(); ++i) {
+    const nlohmann::json& graph = graphs[i];
+    if (!graph.is_object()) {
+      return fmt::format("graphs[{}] must be an object (got {})", i,
+                         DescribeJson(graph));
+    }
+    for (std::string problem :
+         {FieldProblem(graph, "name", "a string",
+                       [](const nlohmann::json& v) { return v.is_string(); }),
+          FieldProblem(graph, "lower_bound_bytes", "an integer", IsInt64),
+          FieldProblem(graph, "noremat_peak_bytes", "an integer", IsInt64)}) {
+      if (!problem.empty()) return fmt::format("graphs[{}]: {}", i, problem);
+    }
+  }
+  return "";
 }
 
 void AddPoints(SweepPoints& points, const nlohmann::json& key,

@@ -120,6 +120,24 @@ std::string CanonicalParams(const nlohmann::json& params);
 using PointKey = std::tuple<std::string, std::string, std::string, int64_t>;
 using SweepPoints = std::map<PointKey, nlohmann::json>;
 
+// Why a value read from a journal or results file cannot be used, or ""
+// when it can: what AddPoints, AssembleResults and the summaries read must
+// be there with its type, so that a malformed file is refused with one line
+// rather than a type error.
+// A point: an object with an integer budget_bytes, a string status, a
+// number solve_seconds, and an integer (or null) cost, an integer when
+// feasible.
+std::string PointProblem(const nlohmann::json& point);
+// A task's key: an object with strings graph, algorithm, params.
+std::string KeyProblem(const nlohmann::json& key);
+// A configuration: an object with budgets_per_graph in 1..100000, a number
+// timeout_seconds and algorithms, an array of {"name": string, "params":
+// {string: string}}.
+std::string ConfigurationProblem(const nlohmann::json& configuration);
+// Graph summaries: an array of objects with a string name and integers
+// lower_bound_bytes and noremat_peak_bytes.
+std::string GraphsProblem(const nlohmann::json& graphs);
+
 // Adds a finished task's points (from SolveTask or a journal) for the run
 // of graph `graph` and algorithm `algorithm` ("params" canonical).
 void AddPoints(SweepPoints& points, const nlohmann::json& key,

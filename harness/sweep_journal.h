@@ -26,9 +26,14 @@ struct JournalContents {
   size_t valid_bytes = 0;  // up to the end of the last complete line
 };
 
-// Reads a journal. A truncated or corrupt last line (what a killed writer
-// leaves) is ignored with a note on stderr; any other bad line is an
-// InputError naming the file and line.
+// Whether a parsed first line is a journal's header ("format" says so).
+bool IsJournalHeader(const nlohmann::json& line);
+
+// Reads a journal. A last line cut short (no newline, or not JSON: what a
+// killed writer leaves) is ignored with a note on stderr; any other bad
+// line, and any entry or header whose fields lack their types (a point
+// without budget_bytes, "points": [5]), is an InputError naming the file
+// and line.
 JournalContents ReadJournal(const std::string& path);
 
 // Throws InputError "<what>: from another configuration (<field> differs
@@ -41,7 +46,10 @@ class SweepJournal {
  public:
   // Starts a new journal at `path` (replacing any), or with `resume`
   // continues the one there: it must be of the same configuration, and a
-  // truncated last line is cut off before appending.
+  // truncated last line is cut off before appending. One sweep at a time
+  // owns a journal: it holds "<path>.lock" (flock) from here to its
+  // destruction, and a second sweep on the same path is refused
+  // (InputError) before it reads or replaces anything.
   SweepJournal(const std::string& path, const nlohmann::json& configuration,
                const nlohmann::json& graphs, bool resume);
   ~SweepJournal();
@@ -58,11 +66,25 @@ class SweepJournal {
   void Flush();
 
  private:
+  // An exclusive flock on "<journal>.lock", removed when released.
+  class Lock {
+   public:
+    explicit Lock(const std::string& journal);
+    ~Lock();
+    Lock(const Lock&) = delete;
+    Lock& operator=(const Lock&) = delete;
+
+   private:
+    std::string path_;
+    int fd_ = -1;
+  };
+
   void Write();  // the writer thread
 
   std::string path_;
+  Lock lock_;  // before anything reads or writes the journal
   int fd_ = -1;
-  std::map<std::string, nlohmann::json> finished_;  // key.dump() -> points
+  std::map<std::string, nlohmann::json> finished_;  // DumpJson(key) -> points
   std::mutex mutex_;
   std::condition_variable queued_, synced_;
   std::string pending_;  // lines not yet written

@@ -6,6 +6,7 @@
 
 #include "harness/errors.h"
 #include "harness/file_io.h"
+#include "harness/json_text.h"
 #include "harness/results.h"
 #include "harness/sweep.h"
 #include "harness/sweep_journal.h"
@@ -21,34 +22,73 @@ struct Part {
 // Adds the points of the file at `path` and returns its configuration.
 Part ReadPart(const std::string& path, SweepPoints& points) {
   const std::string text = ReadFile(path);
-  const nlohmann::json first_line = nlohmann::json::parse(
-      text.substr(0, text.find('\n')), nullptr, /*allow_exceptions=*/false);
-  if (first_line.is_object() &&
-      first_line.value("format", "") == "rematbench-journal") {
+  const nlohmann::json first_line =
+      ParseJsonLine(std::string_view(text).substr(0, text.find('\n')));
+  if (IsJournalHeader(first_line)) {
     JournalContents journal = ReadJournal(path);
     for (const auto& [key, task_points] : journal.entries) {
       AddPoints(points, key, task_points);
     }
     return {journal.header["configuration"], journal.header["graphs"]};
   }
-  const nlohmann::json doc =
-      nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!doc.is_object() || doc.value("format", "") != "rematbench-results" ||
-      !doc.contains("runs") || !doc.contains("graphs")) {
+  const nlohmann::json doc = ParseJson(text, path);
+  if (!doc.is_object() || !doc.contains("format") ||
+      doc["format"] != "rematbench-results" || !doc.contains("runs") ||
+      !doc.contains("graphs")) {
     throw InputError(
         fmt::format("{}: not a rematbench results file or journal", path));
   }
-  if (!doc.contains("context") || !doc["context"].contains("configuration")) {
+  if (!doc.contains("context") || !doc["context"].is_object() ||
+      !doc["context"].contains("configuration")) {
     throw InputError(fmt::format(
         "{}: results without context.configuration (written by a remat "
         "older than `remat merge`)",
         path));
   }
-  for (const auto& run : doc["runs"]) {
-    const nlohmann::json key = {{"graph", run["graph"]},
-                                {"algorithm", run["algorithm"]},
-                                {"params", CanonicalParams(run["params"])}};
-    AddPoints(points, key, run["points"]);
+  for (const std::string& problem :
+       {ConfigurationProblem(doc["context"]["configuration"]),
+        GraphsProblem(doc["graphs"])}) {
+    if (!problem.empty())
+      throw InputError(fmt::format("{}: {}", path, problem));
+  }
+  const nlohmann::json& runs = doc["runs"];
+  if (!runs.is_array()) {
+    throw InputError(fmt::format("{}: \"runs\" must be an array (got {})", path,
+                                 DescribeJson(runs)));
+  }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const nlohmann::json& run = runs[i];
+    const auto fail = [&](const std::string& problem) {
+      throw InputError(fmt::format("{}: runs[{}]: {}", path, i, problem));
+    };
+    if (!run.is_object() || !run.contains("params") ||
+        !run["params"].is_object() || !run.contains("points") ||
+        !run["points"].is_array()) {
+      fail(
+          fmt::format("must be an object with \"graph\", \"algorithm\", "
+                      "\"params\" and \"points\" (got {})",
+                      DescribeJson(run)));
+    }
+    for (const auto& [name, value] : run["params"].items()) {
+      if (!value.is_string()) {
+        fail(fmt::format("params.{} must be a string (got {})",
+                         Printable(name, 60), DescribeJson(value)));
+      }
+    }
+    const nlohmann::json key = {
+        {"graph", run.value("graph", nlohmann::json())},
+        {"algorithm", run.value("algorithm", nlohmann::json())},
+        {"params", CanonicalParams(run["params"])}};
+    if (std::string problem = KeyProblem(key); !problem.empty()) {
+      fail(problem.substr(problem.find('"')));  // not "the key's"
+    }
+    const nlohmann::json& run_points = run["points"];
+    for (size_t j = 0; j < run_points.size(); ++j) {
+      if (std::string problem = PointProblem(run_points[j]); !problem.empty()) {
+        fail(fmt::format("points[{}]: {}", j, problem));
+      }
+    }
+    AddPoints(points, key, run_points);
   }
   return {doc["context"]["configuration"], doc["graphs"]};
 }

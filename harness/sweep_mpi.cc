@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "harness/errors.h"
+#include "harness/json_text.h"
 
 namespace remat {
 
@@ -308,7 +309,7 @@ class OpenMpiRanks : public MpiRanks {
     SendText(std::to_string(threads), kHello);
     while (true) {
       for (auto& [task, points] : pool.TakeFinished()) {
-        SendText(fmt::format("{}\n{}", task, points.dump()), kResult);
+        SendText(fmt::format("{}\n{}", task, DumpJson(points)), kResult);
       }
       int flag = 1;
       while (flag) {

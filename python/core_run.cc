@@ -2,6 +2,7 @@
 #include "harness/algorithm.h"
 #include "harness/errors.h"
 #include "harness/graph_source.h"
+#include "harness/json_text.h"
 #include "harness/option_limits.h"
 #include "harness/params.h"
 #include "harness/registry.h"
@@ -95,7 +96,7 @@ Solution Solve(const py::object& graph_arg, const std::string& algorithm,
   doc["message"] = r.message;
   if (r.lower_bound_cost) doc["lower_bound_cost"] = *r.lower_bound_cost;
   if (r.optimal) doc["optimal"] = true;
-  if (!r.extra.empty()) doc["details"] = Json::parse(r.extra.dump());
+  if (!r.extra.empty()) doc["details"] = Json::parse(DumpJson(r.extra));
   return {std::move(doc), std::move(attempt.output.schedule)};
 }
 

@@ -13,7 +13,8 @@ seconds=${1:-60}
 shift || true
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
-  targets=(graph_json kusumoto checkmate remat2 schedule corpus generator budget)
+  targets=(graph_json kusumoto checkmate remat2 schedule corpus generator budget
+    json_shapes)
 fi
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)

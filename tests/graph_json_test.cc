@@ -7,6 +7,7 @@
 #include "harness/errors.h"
 #include "harness/graph_json.h"
 #include "harness/graph_source.h"
+#include "harness/json_text.h"
 #include "tests/test_support.h"
 
 namespace remat {
@@ -153,6 +154,41 @@ TEST(GraphJson, RefusesBadOptionalFields) {
   ExpectError(R"({"format": "rematbench-graph", "version": 1,
                   "static_bytes": -5, "nodes": []})",
               "static_bytes is negative");
+}
+
+TEST(GraphJson, BoundsNestingWhereverItIs) {
+  // Brackets inside strings, escaped quotes included, do not count.
+  EXPECT_EQ(FindExcessNesting(R"({"a": "[[[[\"[[[", "b": [[1]]})", 3),
+            std::string_view::npos);
+  EXPECT_EQ(FindExcessNesting(R"({"a": "]]]\\", "b": [[[1]]]})", 3), 22u);
+  EXPECT_EQ(FindExcessNesting(std::string(kMaxJsonDepth, '[')),
+            std::string_view::npos);
+  EXPECT_EQ(FindExcessNesting(std::string(kMaxJsonDepth + 1, '[')),
+            static_cast<size_t>(kMaxJsonDepth));
+  // Every field of a node, the document's own fields and unknown ones.
+  const std::string deep =
+      std::string(100000, '[') + "1" + std::string(100000, ']');
+  ExpectError(Header() + "[{\"id\": 0, \"mem\": " + deep +
+                  ", \"cost\": 1, \"inputs\": []}]}",
+              "bad.json:1: not valid JSON here: arrays and objects nested "
+              "deeper than 256 levels");
+  ExpectError(
+      "{\"format\": \"rematbench-graph\",\n \"version\": 1,\n"
+      " \"future\": " +
+          deep + ", \"nodes\": []}",
+      "bad.json:3: not valid JSON here");
+  EXPECT_TRUE(ParseJsonLine(deep).is_discarded());
+  EXPECT_EQ(ParseJsonLine("[[1]]"), nlohmann::json::parse("[[1]]"));
+}
+
+TEST(GraphJson, DescribesUserValuesWithoutRecursionOrBadBytes) {
+  EXPECT_EQ(DescribeJson(nlohmann::json::parse("[[[1]]]")), "an array of 1");
+  EXPECT_EQ(DescribeJson(nlohmann::json::parse("{}")), "an empty object");
+  EXPECT_EQ(DescribeJson(nlohmann::json(std::string("a\xff"))),
+            "\"a\xef\xbf\xbd\"");
+  EXPECT_EQ(DescribeJson(nlohmann::json(std::string(100, 'x'))),
+            "\"" + std::string(60, 'x') + "\"...");
+  EXPECT_EQ(DescribeJson(nlohmann::json(2.5)), "2.5");
 }
 
 }  // namespace

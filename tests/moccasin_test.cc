@@ -162,5 +162,25 @@ TEST(MoccasinSolvers, GecodeAgreesWithCbcWhereItEnds) {
   EXPECT_GE(settled, 6);
 }
 
+// Without a budget (kUnboundedBudget) Gecode's memory scaling overflowed
+// and Gecode refused the numbers ("Int::cumulative: Number out of limits",
+// issue 31): the capacity is the most any moment can hold, so the answer
+// is the NoRemat schedule's cost, proven, on graphs with small and with
+// byte-sized values.
+TEST(MoccasinSolvers, GecodeSolvesWithoutABudget) {
+  for (const std::string& spec :
+       {std::string("chain:n=10"), std::string("chain:n=10,mem=3"),
+        std::string("resnet:depth=18,batch=1,image=32"),
+        testing::SourceDir() + "/tests/fixtures/skip_connections.json"}) {
+    const Graph g = LoadGraph(spec);
+    const SolveResult gecode =
+        Solve(g, "moccasin", kUnboundedBudget, {"solver=gecode"}, 20);
+    ASSERT_EQ(gecode.status, Status::kFeasible)
+        << spec << ": " << gecode.message;
+    EXPECT_EQ(gecode.cost, BaseCost(g)) << spec;
+    EXPECT_TRUE(gecode.optimal) << spec << ": " << gecode.message;
+  }
+}
+
 }  // namespace
 }  // namespace remat

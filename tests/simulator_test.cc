@@ -1,6 +1,11 @@
 // The simulator against hand-computed answers on tiny inline graphs.
 #include <gtest/gtest.h>
 
+#include <limits>
+#include <optional>
+#include <random>
+
+#include "harness/errors.h"
 #include "harness/graph_source.h"
 #include "harness/simulator.h"
 #include "tests/test_support.h"
@@ -133,6 +138,100 @@ TEST(Bounds, ChainByFormula) {
   Graph scaled = LoadGraph("chain:n=16,mem=1KiB,cost=7");
   EXPECT_EQ(NoRematPeak(scaled), 18 * 1024);
   EXPECT_EQ(BaseCost(scaled), 33 * 7);
+}
+
+// Property (issue 31): sizes and costs near int64's end either make the
+// graph refused (naming a node) or give figures that are exact, never a
+// wrapped sum: a schedule whose cost passes int64 is invalid, naming the
+// compute, with the cost of the events before it.
+TEST(Simulator, SumsNeverWrapOnExtremeSizesAndCosts) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  const std::vector<int64_t> values = {0,
+                                       1,
+                                       1000,
+                                       int64_t{1} << 40,
+                                       int64_t{1} << 61,
+                                       int64_t{1} << 62,
+                                       kMax / 3,
+                                       kMax / 2,
+                                       kMax - 1,
+                                       kMax};
+  std::mt19937_64 rng(31);
+  const auto draw = [&] { return values[rng() % values.size()]; };
+  int built = 0, refused = 0, overflowed = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int n = 2 + static_cast<int>(rng() % 5);
+    GraphBuilder builder("extreme");
+    const int64_t static_bytes = trial % 3 == 0 ? draw() : 0;
+    builder.set_static_bytes(static_bytes);
+    __int128 memory = static_bytes, cost = 0;
+    for (NodeId v = 0; v < n; ++v) {
+      NodeSpec node;
+      node.id = v;
+      node.mem = draw();
+      node.cost = trial % 4 < 2 ? draw() : static_cast<int64_t>(rng() % 100);
+      node.workspace = trial % 2 == 0 ? draw() : 0;
+      if (v > 0) node.inputs = {static_cast<NodeId>(rng() % v)};
+      memory += node.mem;
+      memory += node.workspace;
+      cost += node.cost;
+      builder.add_node(std::move(node));
+    }
+    const bool fits = memory <= kMax && cost <= kMax;
+    std::optional<Graph> g;
+    try {
+      g.emplace(std::move(builder).Build());
+    } catch (const InputError& e) {
+      EXPECT_FALSE(fits) << "refused a graph whose sums fit: " << e.what();
+      EXPECT_NE(std::string(e.what()).find("extreme: node "), std::string::npos)
+          << e.what();
+      ++refused;
+      continue;
+    }
+    ASSERT_TRUE(fits) << "trial " << trial << ": built a graph whose sums "
+                      << "overflow int64";
+    ++built;
+    EXPECT_GE(MemoryLowerBound(*g), 0);
+    EXPECT_GE(BaseCost(*g), 0);
+    EXPECT_GE(LongestPathCost(*g), 0);
+    const int64_t noremat_peak = NoRematPeak(*g);
+    EXPECT_GE(noremat_peak, 0);
+    EXPECT_LE(noremat_peak, kMax - g->static_bytes());  // total_peak fits
+
+    // Every node in id order, all freed, `rounds` times: recomputation.
+    Schedule schedule;
+    __int128 schedule_cost = 0;
+    const int rounds = 1 + static_cast<int>(rng() % 4);
+    for (int round = 0; round < rounds; ++round) {
+      for (NodeId v = 0; v < n; ++v) {
+        schedule.push_back(Event::Compute(v));
+        schedule_cost += g->cost(v);
+      }
+      for (NodeId v = 0; v < n; ++v) schedule.push_back(Event::Free(v));
+    }
+    SimulationResult r = Simulate(*g, schedule, {.critical_path = true});
+    EXPECT_GE(r.cost, 0) << "trial " << trial;
+    EXPECT_GE(r.peak_bytes, 0) << "trial " << trial;
+    EXPECT_LE(r.peak_bytes, kMax - g->static_bytes()) << "trial " << trial;
+    EXPECT_GE(r.makespan, 0) << "trial " << trial;
+    EXPECT_GE(r.critical_path, 0) << "trial " << trial;
+    EXPECT_GE(r.parallelism, 0) << "trial " << trial;
+    if (schedule_cost <= kMax) {
+      EXPECT_TRUE(r.valid) << "trial " << trial << ": " << r.error;
+      EXPECT_EQ(r.cost, static_cast<int64_t>(schedule_cost));
+    } else {
+      ++overflowed;
+      EXPECT_FALSE(r.valid) << "trial " << trial;
+      EXPECT_NE(r.error.find("takes the total cost past int64"),
+                std::string::npos)
+          << r.error;
+      EXPECT_LE(r.makespan, static_cast<double>(kMax));
+    }
+  }
+  // Each branch is taken often enough to mean something.
+  EXPECT_GT(built, 300);
+  EXPECT_GT(refused, 300);
+  EXPECT_GT(overflowed, 30);
 }
 
 }  // namespace

@@ -106,6 +106,38 @@ TEST_F(Journal, IgnoresAnIncompleteLastLineAndRefusesACorruptEarlierOne) {
   EXPECT_THROW(RunSweep(config), InputError);
 }
 
+// Issue 31: a second sweep on the same journal renamed a new one over it
+// while the first kept appending to the deleted file; the first's points
+// were lost. The second is now refused before it reads or writes.
+TEST_F(Journal, IsOwnedByOneSweepAtATime) {
+  const nlohmann::json configuration = {{"budgets_per_graph", 1}};
+  const nlohmann::json graphs = nlohmann::json::array();
+  {
+    SweepJournal first(Path("j"), configuration, graphs, /*resume=*/false);
+    EXPECT_TRUE(fs::exists(Path("j.lock")));
+    const std::string header = ReadFile(Path("j"));
+    for (bool resume : {false, true}) {
+      try {
+        SweepJournal second(Path("j"), {{"budgets_per_graph", 2}}, graphs,
+                            resume);
+        FAIL() << "a second journal on the same path";
+      } catch (const InputError& e) {
+        EXPECT_NE(std::string(e.what()).find(
+                      "/j: in use by another sweep (it holds "),
+                  std::string::npos)
+            << e.what();
+      }
+    }
+    EXPECT_EQ(ReadFile(Path("j")), header);
+    // Another path is another journal.
+    SweepJournal other(Path("k"), configuration, graphs, false);
+  }
+  // Released and removed with the journal's owner.
+  EXPECT_FALSE(fs::exists(Path("j.lock")));
+  EXPECT_FALSE(fs::exists(Path("k.lock")));
+  SweepJournal again(Path("j"), configuration, graphs, false);
+}
+
 TEST_F(Journal, RefusesToResumeAnotherConfiguration) {
   SweepConfig config = Small();
   config.journal_path = Path("j");

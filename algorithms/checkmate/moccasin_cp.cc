@@ -206,20 +206,31 @@ std::optional<Problem> MakeProblem(const Graph& graph,
   const std::vector<int64_t>& mem = model.mem_bytes();
   const std::vector<int64_t>& workspace = model.workspace_bytes();
   const int64_t cost_gcd = model.cost_scale();
-  int64_t mem_gcd = 0, total_cost = 0;
+  int64_t mem_gcd = 0, total_cost = 0, total_mem = 0, max_workspace = 0;
   for (int k = 0; k < p.n; ++k) {
     mem_gcd = std::gcd(mem_gcd, std::gcd(mem[k], workspace[k]));
     total_cost += graph.cost(model.order()[k]) / cost_gcd * computes;
+    total_mem += mem[k];  // the graph's sizes fit int64 together
+    max_workspace = std::max(max_workspace, workspace[k]);
   }
+  // No moment holds more than every value once and one workspace, so a
+  // larger budget (no budget: kUnboundedBudget) constrains nothing and is
+  // the capacity that needs no rounding; without this bound the scaling
+  // below overflowed and Gecode refused the numbers.
+  const int64_t capacity_bytes =
+      std::min(budget_bytes, total_mem + max_workspace);
   p.mem_unit = std::max<int64_t>(mem_gcd, 1);
-  if (budget_bytes / p.mem_unit > kIntLimit) {
-    p.mem_unit = (budget_bytes + kIntLimit - 1) / kIntLimit;
+  if (capacity_bytes / p.mem_unit > kIntLimit) {
+    p.mem_unit = capacity_bytes / kIntLimit +
+                 (capacity_bytes % kIntLimit != 0 ? 1 : 0);  // rounded up
     p.exact_memory = false;
   }
-  p.capacity = static_cast<int>(budget_bytes / p.mem_unit);
+  p.capacity = static_cast<int>(capacity_bytes / p.mem_unit);
+  // A size above the capacity never fits, whatever its exact figure.
   auto units = [&](int64_t bytes) {
     return static_cast<int>(
-        std::min((bytes + p.mem_unit - 1) / p.mem_unit, 2 * kIntLimit));
+        std::min(bytes / p.mem_unit + (bytes % p.mem_unit != 0 ? 1 : 0),
+                 int64_t{p.capacity} + 1));
   };
   while ((total_cost >> p.cost_shift) > kIntLimit) ++p.cost_shift;
   if (int64_t{p.n} * computes << p.cost_shift > kIntLimit) return std::nullopt;

@@ -6,7 +6,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <memory>
 #include <queue>
+#include <unordered_map>
 
 namespace remat {
 namespace {
@@ -23,27 +25,36 @@ namespace {
 // no longer matches, or whose vertex is gone) are skipped when popped.
 class Eliminator {
  public:
-  Eliminator(const Graph& graph, EliminationOrder order)
+  // Stops early (Run then returns nullopt) when `deadline` expires while
+  // the initial fill-in counts are taken.
+  Eliminator(const Graph& graph, EliminationOrder order,
+             const Deadline& deadline)
       : order_(order),
         adj_(graph.num_nodes()),
+        index_(graph.num_nodes()),
         fill_(graph.num_nodes(), 0),
         mark_(graph.num_nodes(), 0),
         touched_(graph.num_nodes(), 0),
         eliminated_(graph.num_nodes(), 0) {
     for (NodeId v = 0; v < graph.num_nodes(); ++v) {
       for (NodeId u : graph.inputs(v)) {
-        adj_[v].push_back(u);
-        adj_[u].push_back(v);
+        Append(v, u);
+        Append(u, v);
       }
       remaining_edges_ += static_cast<int64_t>(graph.inputs(v).size());
     }
     for (NodeId v = 0; v < graph.num_nodes(); ++v) {
+      if ((v & 1023) == 1023 && deadline.Expired()) {
+        expired_ = true;
+        return;
+      }
       if (order_ == EliminationOrder::kMinFill) fill_[v] = InitialFill(v);
       Push(v);
     }
   }
 
   std::optional<TreeDecomposition> Run(const Deadline& deadline) {
+    if (expired_) return std::nullopt;
     const auto n = static_cast<int64_t>(adj_.size());
     TreeDecomposition td;
     if (n == 0) return td;
@@ -107,6 +118,9 @@ class Eliminator {
   void Push(NodeId v) { heap_.push({fill_[v], Degree(v), v}); }
 
   int64_t InitialFill(NodeId v) {
+    // No pairs: without this a star's leaves each walked the hub's list,
+    // quadratic in the hub's degree (10^6 leaves: hours).
+    if (Degree(v) <= 1) return 0;
     const int64_t stamp = ++stamp_;
     for (NodeId u : adj_[v]) mark_[u] = stamp;
     int64_t twice_edges = 0;
@@ -115,6 +129,43 @@ class Eliminator {
     }
     const int64_t d = Degree(v);
     return d * (d - 1) / 2 - twice_edges / 2;
+  }
+
+  // Lists longer than this keep an index of positions, so that removing a
+  // neighbour is not a search: a hub's list lost one leaf per elimination,
+  // each found by a linear search (quadratic on a star or a wide fan-in).
+  static constexpr size_t kIndexedLength = 512;
+
+  void Append(NodeId a, NodeId b) {
+    auto& list = adj_[a];
+    list.push_back(b);
+    if (index_[a]) {
+      (*index_[a])[b] = static_cast<int32_t>(list.size() - 1);
+    } else if (list.size() > kIndexedLength) {
+      index_[a] = std::make_unique<std::unordered_map<NodeId, int32_t>>();
+      index_[a]->reserve(2 * list.size());
+      for (size_t i = 0; i < list.size(); ++i) {
+        (*index_[a])[list[i]] = static_cast<int32_t>(i);
+      }
+    }
+  }
+
+  // Removes v from u's list: the last entry takes its place.
+  void Remove(NodeId u, NodeId v) {
+    auto& list = adj_[u];
+    size_t i;
+    if (index_[u]) {
+      auto it = index_[u]->find(v);
+      i = static_cast<size_t>(it->second);
+      index_[u]->erase(it);
+    } else {
+      i = static_cast<size_t>(std::find(list.begin(), list.end(), v) -
+                              list.begin());
+    }
+    const NodeId moved = list.back();
+    list[i] = moved;
+    list.pop_back();
+    if (index_[u] && moved != v) (*index_[u])[moved] = static_cast<int32_t>(i);
   }
 
   void Touch(NodeId v) {
@@ -137,18 +188,23 @@ class Eliminator {
     for (NodeId u : nbrs_) {
       auto& list = adj_[u];
       if (track_fill) {
-        // Pairs (v, x) with x not a neighbour of v were missing edges.
-        int64_t lost_pairs = -1;  // x = v itself is in the list
-        for (NodeId x : list) lost_pairs += mark_[x] != in_nbrs;
+        // Pairs (v, x) with x not a neighbour of v were missing edges:
+        // every x but v when u is v's only neighbour (a leaf hanging off
+        // u, counted without walking u's list).
+        int64_t lost_pairs = static_cast<int64_t>(list.size()) - 1;
+        if (nbrs_.size() > 1) {
+          lost_pairs = -1;  // x = v itself is in the list
+          for (NodeId x : list) lost_pairs += mark_[x] != in_nbrs;
+        }
         fill_[u] -= lost_pairs;
       }
-      *std::find(list.begin(), list.end(), v) = list.back();
-      list.pop_back();
+      Remove(u, v);
       Touch(u);
     }
     remaining_edges_ -= static_cast<int64_t>(nbrs_.size());
-    // Make the neighbourhood a clique.
-    for (size_t i = 0; i < nbrs_.size(); ++i) {
+    // Make the neighbourhood a clique. The last neighbour pairs with none
+    // after it: marking its list (a hub's, for each leaf) is skipped.
+    for (size_t i = 0; i + 1 < nbrs_.size(); ++i) {
       if ((i & 63) == 63 && deadline.Expired()) return false;
       const NodeId a = nbrs_[i];
       const int64_t near_a = ++stamp_;
@@ -168,8 +224,8 @@ class Eliminator {
           fill_[a] += Degree(a) - common;
           fill_[b] += Degree(b) - common;
         }
-        adj_[a].push_back(b);
-        adj_[b].push_back(a);
+        Append(a, b);
+        Append(b, a);
         mark_[b] = near_a;
         ++remaining_edges_;
       }
@@ -180,6 +236,8 @@ class Eliminator {
 
   EliminationOrder order_;
   std::vector<std::vector<NodeId>> adj_;
+  // Positions in adj_[v], for lists longer than kIndexedLength.
+  std::vector<std::unique_ptr<std::unordered_map<NodeId, int32_t>>> index_;
   std::vector<int64_t> fill_;
   std::vector<int64_t> mark_;
   int64_t stamp_ = 0;
@@ -190,6 +248,7 @@ class Eliminator {
   std::vector<NodeId> nbrs_;
   int64_t remaining_edges_ = 0;
   std::priority_queue<Entry> heap_;
+  bool expired_ = false;  // in the constructor
 };
 
 }  // namespace
@@ -204,7 +263,7 @@ int32_t TreeDecomposition::width() const {
 
 std::optional<TreeDecomposition> DecomposeByElimination(
     const Graph& graph, EliminationOrder order, const Deadline& deadline) {
-  return Eliminator(graph, order).Run(deadline);
+  return Eliminator(graph, order, deadline).Run(deadline);
 }
 
 std::string CheckTreeDecomposition(const Graph& graph,

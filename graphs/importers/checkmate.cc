@@ -19,6 +19,7 @@
 #include "harness/errors.h"
 #include "harness/file_io.h"
 #include "harness/graph_source.h"
+#include "harness/json_text.h"
 
 namespace remat {
 namespace {
@@ -39,7 +40,7 @@ int64_t Count(const json& object, const char* key, const std::string& where) {
       it->get<int64_t>() < 0) {
     throw InputError(fmt::format(
         "{}: '{}' must be a non-negative integer in int64 range (got {})",
-        where, key, it->dump()));
+        where, key, DescribeJson(*it)));
   }
   return it->get<int64_t>();
 }
@@ -101,28 +102,7 @@ void LinkGradients(std::vector<NodeSpec>& nodes, const std::string& path) {
 
 Graph ReadCheckmate(const std::string& path) {
   const std::string text = ReadFile(path);
-  json doc;
-  try {
-    doc = json::parse(text);
-  } catch (const json::parse_error& e) {
-    // e.byte is one past the offending character; the message says what
-    // was read there, which matters in files that are one long line.
-    const size_t byte =
-        std::min<size_t>(e.byte > 0 ? e.byte - 1 : 0, text.size());
-    std::string what = e.what();
-    what = what.substr(std::min(what.find("syntax error"), what.size()));
-    throw InputError(fmt::format(
-        "{}:{}: not valid JSON: {}", path,
-        1 + std::count(text.begin(), text.begin() + byte, '\n'), what));
-  } catch (const json::exception& e) {
-    // Not a syntax error: a number beyond double's range (out_of_range.406).
-    std::string what = e.what();
-    if (auto pos = what.find("] "); pos != std::string::npos) {
-      what = what.substr(pos + 2);
-    }
-    throw InputError(
-        fmt::format("{}: not valid JSON: {}", path, Printable(what, 100)));
-  }
+  const json doc = ParseJson(text, path);
   auto nodes = doc.find("nodes");
   auto links = doc.find("links");
   if (!doc.is_object() || nodes == doc.end() || !nodes->is_array() ||

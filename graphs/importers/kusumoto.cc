@@ -32,6 +32,7 @@
 #include "harness/errors.h"
 #include "harness/file_io.h"
 #include "harness/graph_source.h"
+#include "harness/json_text.h"
 
 namespace remat {
 namespace {
@@ -102,7 +103,7 @@ Record ReadRecord(TextLines& lines, const File& file, bool forward) {
   r.type = type[0];
   std::string_view attributes = lines.Expect("the attributes (JSON)");
   r.attributes_line = lines.line_number();
-  r.attributes = json::parse(attributes, nullptr, /*allow_exceptions=*/false);
+  r.attributes = ParseJsonLine(attributes);
   if (!r.attributes.is_object()) {
     lines.Fail("the attributes are not a one-line JSON object");
   }
@@ -170,7 +171,7 @@ std::vector<int64_t> Retained(const TextLines& lines, const Record& r,
         index.get<int64_t>() >= static_cast<int64_t>(count)) {
       lines.FailAt(r.attributes_line,
                    fmt::format("'{}' holds {}, not an index below {}", key,
-                               index.dump(), count));
+                               DescribeJson(index), count));
     }
     indexes.push_back(index.get<int64_t>());
   }

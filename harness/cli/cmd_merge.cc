@@ -3,6 +3,7 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/output.h"
 #include "harness/file_io.h"
+#include "harness/json_text.h"
 #include "harness/sweep_merge.h"
 
 namespace remat::cli {
@@ -22,7 +23,7 @@ void AddMergeCommand(CLI::App& app, int& exit_code) {
   cmd->callback([=, &exit_code] {
     const Json results = MergeSweeps(*files, CommandLine());
     WriteFileAtomically(
-        *out, [&](std::ostream& os) { os << results.dump(2) << "\n"; });
+        *out, [&](std::ostream& os) { os << DumpJson(results, 2) << "\n"; });
     if (*out != "-") {
       Print({{"out", *out},
              {"files", files->size()},

@@ -9,6 +9,7 @@
 #include "harness/errors.h"
 #include "harness/file_io.h"
 #include "harness/graph_source.h"
+#include "harness/json_text.h"
 #include "harness/registry.h"
 #include "harness/results.h"
 #include "harness/runner.h"
@@ -66,7 +67,7 @@ int RunSolve(const SolveOptions& o, bool as_json) {
   result["message"] = r.message;
   if (r.lower_bound_cost) result["lower_bound_cost"] = *r.lower_bound_cost;
   if (r.optimal) result["optimal"] = true;
-  if (!r.extra.empty()) result["details"] = Json::parse(r.extra.dump());
+  if (!r.extra.empty()) result["details"] = Json::parse(DumpJson(r.extra));
   Print(result, as_json);
   return r.status == Status::kFeasible ? kExitOk : kExitNegative;
 }

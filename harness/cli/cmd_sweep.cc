@@ -14,6 +14,7 @@
 #include "harness/cli/usage.h"
 #include "harness/errors.h"
 #include "harness/file_io.h"
+#include "harness/json_text.h"
 #include "harness/option_limits.h"
 #include "harness/params.h"
 #include "harness/registry.h"
@@ -46,13 +47,44 @@ std::vector<std::string> SplitAll(const std::vector<std::string>& lists) {
   return specs;
 }
 
+// Whether two output paths, which need not exist yet, name one file.
+bool SameFile(const std::string& a, const std::string& b) {
+  namespace fs = std::filesystem;
+  std::error_code error;
+  if (fs::equivalent(a, b, error)) return true;
+  const fs::path x = fs::weakly_canonical(a, error);
+  if (error) return false;
+  return x == fs::weakly_canonical(b, error) && !error;
+}
+
+// Refuses (InputError) an output file (the journal, the results) that is
+// one of `inputs` (graph files, the corpus manifest): the sweep would
+// replace what it reads.
+void RefuseOutputThatIsAnInput(const std::string& output, const char* option,
+                               const std::vector<std::string>& inputs) {
+  if (output.empty() || output == "-") return;
+  for (const std::string& input : inputs) {
+    std::error_code error;  // false when either does not exist
+    if (std::filesystem::equivalent(output, input, error)) {
+      throw InputError(fmt::format(
+          "sweep: {} {} is one of the sweep's inputs ({}); it would be "
+          "replaced",
+          option, output, input));
+    }
+  }
+}
+
 int RunSweepCommand(const SweepOptions& o, const std::string& command_line,
                     bool as_json) {
   SweepConfig config;
   config.graph_specs = SplitAll(o.graphs);
+  std::vector<std::string> inputs = config.graph_specs;
   if (!o.corpus.empty() || config.graph_specs.empty()) {
-    for (std::string& spec :
-         ReadCorpus(o.corpus.empty() ? REMAT_DEFAULT_CORPUS : o.corpus)) {
+    const std::string corpus =
+        o.corpus.empty() ? REMAT_DEFAULT_CORPUS : o.corpus;
+    inputs.push_back(corpus);
+    for (std::string& spec : ReadCorpus(corpus)) {
+      inputs.push_back(spec);
       config.graph_specs.push_back(spec);
     }
   }
@@ -85,6 +117,12 @@ int RunSweepCommand(const SweepOptions& o, const std::string& command_line,
   if (o.resume && config.journal_path.empty()) {
     throw InputError("sweep: --resume needs --journal or --out");
   }
+  RefuseOutputThatIsAnInput(config.journal_path, "--journal", inputs);
+  RefuseOutputThatIsAnInput(o.out, "--out", inputs);
+  if (!o.out.empty() && o.out != "-" && SameFile(config.journal_path, o.out)) {
+    throw InputError(fmt::format(
+        "sweep: --journal and --out name the same file ({})", o.out));
+  }
   if (!o.shard.empty()) {
     int index = -1, count = 0, used = 0;
     if (std::sscanf(o.shard.c_str(), "%d/%d%n", &index, &count, &used) != 2 ||
@@ -104,11 +142,14 @@ int RunSweepCommand(const SweepOptions& o, const std::string& command_line,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   if (o.out.empty()) {
-    std::cout << results.dump(2) << "\n";
+    std::cout << DumpJson(results, 2) << "\n";
     return kExitOk;
   }
+  // A run killed while it wrote the results left "<out>.tmp.<pid>"; this
+  // one, which holds the journal's lock, removes it.
+  RemoveStaleTemporaries(o.out);
   WriteFileAtomically(
-      o.out, [&](std::ostream& out) { out << results.dump(2) << "\n"; });
+      o.out, [&](std::ostream& out) { out << DumpJson(results, 2) << "\n"; });
   Json summary = {{"out", o.out},
                   {"graphs", results["graphs"].size()},
                   {"runs", results["runs"].size()},

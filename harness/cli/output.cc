@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "harness/json_text.h"
 #include "harness/params.h"
 
 namespace remat::cli {
@@ -18,7 +19,7 @@ std::string Render(const std::string& key, const Json& value) {
     return fmt::format("{} ({})", value.get<int64_t>(),
                        FormatBytes(value.get<int64_t>()));
   }
-  return value.dump();
+  return DumpJson(value);
 }
 
 void PrintRows(const Json& object, const std::string& indent) {
@@ -52,7 +53,7 @@ std::string& CommandLine() {
 
 void Print(const Json& object, bool as_json) {
   if (as_json) {
-    std::cout << object.dump(2) << "\n";
+    std::cout << DumpJson(object, 2) << "\n";
     return;
   }
   PrintRows(object, "");
