@@ -32,16 +32,7 @@ import time
 
 import torch
 
-
-def _rng_get(cuda):
-    return (torch.get_rng_state(),
-            torch.cuda.get_rng_state() if cuda else None)
-
-
-def _rng_set(s):
-    torch.set_rng_state(s[0])
-    if s[1] is not None:
-        torch.cuda.set_rng_state(s[1])
+from rematbench.program import _rng_get, _rng_set
 
 
 def allocation_events(fn, device):
