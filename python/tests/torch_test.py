@@ -219,8 +219,14 @@ class TransposedDropout(unittest.TestCase):
         x, y = torch.randn(3, 6, 16), torch.tensor([0, 1, 2])
         loss_fn = nn.CrossEntropyLoss()
         plan = rt.plan(net, (x, y), loss_fn, budget=0.5,
-                       algorithms=["checkpoint_last", "dtr"], timeout=5)
-        for name in ("checkpoint_last", "dtr"):
+                       algorithms=["checkpoint_last", "dtr", "chen_greedy"],
+                       timeout=5)
+        # Costs are measured op times, so which rows fit can vary;
+        # checkpoint_last (every forward value recomputed) always does.
+        feasible = [r["algorithm"] for r in plan.table
+                    if r["status"] == "feasible"]
+        self.assertIn("checkpoint_last", feasible)
+        for name in feasible:
             plan.use(name)
             results = []
             for planned in (True, False):
