@@ -445,6 +445,7 @@ def run_model(name, build, args, rows):
             attempts.append({"planned_bytes": planned,
                              "algorithm": p.algorithm,
                              "simulated_peak_bytes": p.solution.peak_bytes,
+                             "predicted_peak_bytes": p.predicted_peak_bytes,
                              "measured_peak_bytes": re["peak_bytes"]})
             if re["peak_bytes"] <= budget:
                 break
@@ -470,6 +471,7 @@ def run_model(name, build, args, rows):
         extra = {"budget_bytes": budget, "planned_budget_bytes": planned,
                  "algorithm": p.algorithm,
                  "simulated_peak_bytes": p.solution.peak_bytes,
+                 "predicted_peak_bytes": p.predicted_peak_bytes,
                  "predicted_overhead": p.solution.overhead,
                  "attempts": attempts}
         rows.append(row_of(name, "rematbench_eager", why, re, **extra))
@@ -584,7 +586,7 @@ def main():
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads (and solver threads)")
     ap.add_argument("--solve-timeout", type=float, default=20)
-    ap.add_argument("--calibrate", type=int, default=2,
+    ap.add_argument("--calibrate", type=int, default=0,
                     help="plan again this many times below a budget whose "
                          "measured peak went over it")
     ap.add_argument("--compiled-max", type=int, default=2,

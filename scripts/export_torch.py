@@ -56,6 +56,14 @@ def parse_args(argv):
                    "in nanoseconds on --device (units.cost = ns)")
     p.add_argument("--repeats", type=int, default=5,
                    help="runs per op for --cost measured (median)")
+    p.add_argument("--workspace", choices=("measured", "none"),
+                   default="measured",
+                   help="measured: what each op allocates beyond its "
+                   "outputs (oneDNN's reordered weights, cuDNN's "
+                   "workspaces), seen by the allocator in one run on "
+                   "--device, becomes the node's workspace, so the "
+                   "simulated peak bounds the allocator's; none: 0 (aten "
+                   "granularity), as the papers' graphs have it")
     p.add_argument("--device", default="cpu",
                    help="cpu or cuda (cuda:N): where the step is traced "
                    "and timed; the model and batch are drawn on the CPU "
@@ -110,7 +118,7 @@ def main(argv):
     t0 = time.time()
     step, inputs = build(args, args.device)
     out, fx_nodes = export(step, inputs, args.granularity, args.cost,
-                           args.repeats)
+                           args.repeats, args.workspace == "measured")
     n_params = sum(p.numel() for p in step.parameters())
     p_bytes = sum(p.numel() * p.element_size() for p in step.parameters())
     in_bytes = sum(t.numel() * t.element_size() for t in inputs)
@@ -120,6 +128,7 @@ def main(argv):
         "command": command,
         "model": args.model,
         "granularity": args.granularity,
+        "workspace": args.workspace,
         # Everything scripts/replay_torch.py needs to rebuild the step:
         # torch_models.build(model_args) after torch.manual_seed(seed).
         "model_args": model_args_dict(args),

@@ -274,7 +274,7 @@ def build(program, events, rng_from_inputs=False):
             pending.remove(i)
 
     run_side()
-    ran, states = set(), {}
+    ran, states, firsts = set(), {}, set()
     rng_order = sorted(random)
     done, segment = set(), [0]
     for kind, v, _ in events:
@@ -305,7 +305,7 @@ def build(program, events, rng_from_inputs=False):
                     else:
                         states[m] = g.call_function(_rng_get, (cuda,))
                         if m not in ran:  # first execution: as it stands
-                            emit(m)
+                            firsts.add(emit(m))
                             ran.add(m)
                             continue
                 args, kwargs = args_of(n)
@@ -314,7 +314,9 @@ def build(program, events, rng_from_inputs=False):
                                          (states[m], n.target) + tuple(args),
                                          kwargs)
             else:
-                emit(m)
+                new = emit(m)
+                if w and m not in ran:
+                    firsts.add(new)
             ran.add(m)
         if pending:
             run_side()
@@ -322,7 +324,12 @@ def build(program, events, rng_from_inputs=False):
     out = fx[-1]
     outs = [cur[index[o]] for o in out.args[0]]
     g.output(tuple(outs))
-    g.eliminate_dead_code()  # recomputations no later op reads
+    # Recomputations no later op reads go; a first execution that writes
+    # buffers (running statistics) or draws random numbers stays, read or
+    # not: plain training runs it, and later masks and statistics depend
+    # on it.
+    g.eliminate_dead_code(
+        is_impure_node=lambda n: n in firsts or n.is_impure())
     module = torch.fx.GraphModule(program.step.g2, g)
     counts = collections.Counter(
         str(traced_op(n.target).overloadpacket) for n in g.nodes

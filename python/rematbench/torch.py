@@ -25,6 +25,7 @@ remat(model, loss_fn, budget) is the same in one line: a callable training
 step that plans on its first call.
 """
 
+import collections
 import concurrent.futures
 import json
 import math
@@ -111,7 +112,66 @@ def _solve_all(graph, specs, budget, timeout, threads):
         return {s: f.result() for s, f in futures.items()}
 
 
-def _row(spec, solution):
+def _program_peak(program, traced, schedule):
+    """The activation peak of `schedule` run as a program: the simulated
+    one (docs/model.md) plus what the program holds beside the schedule's
+    values. A random op that the schedule computes more than once keeps
+    the generator's state from its first execution to its last (CPU: the
+    state is a 5,056-byte tensor on the model's device; on CUDA the states
+    are in host memory), and each replay saves the state it interrupts
+    while it runs; states of random ops run out of eager order are
+    recorded before the step and held through it. The loss is returned,
+    so it is held from its computation to the end."""
+    nodes = traced.graph["nodes"]
+    events = Plan._as_events(schedule)
+    random = collections.Counter(program.owner[m] for m in program.random)
+    on_device = traced.device == "cpu"
+    state = torch.get_rng_state().numel() if on_device and random else 0
+    computed = collections.Counter(v for k, v, _ in events if k == "c")
+    last = {v: i for i, (k, v, _) in enumerate(events) if k == "c"}
+    in_order = program.random_in_eager_order(events)
+    loss = next((n["id"] for n in nodes if n["kind"] == "loss"), None)
+    mem = peak = 0
+    extra = 0 if in_order else state * sum(random.values())
+    seen, loss_held = set(), False
+    for i, (k, v, _) in enumerate(events):
+        n = nodes[v]
+        if k == "f":
+            mem -= n["mem"]
+            if v == loss:
+                loss_held = True
+                extra += n["mem"]
+            continue
+        if v == loss and loss_held:
+            loss_held = False
+            extra -= n["mem"]
+        if in_order and v in random and computed[v] > 1 and v not in seen:
+            extra += state * random[v]  # saved at the first execution
+        # A replay saves the generator's state while it runs from the
+        # op's own.
+        replay = state if v in random and (v in seen or not in_order) \
+            else 0
+        peak = max(peak,
+                   mem + n["mem"] + n.get("workspace", 0) + extra + replay)
+        mem += n["mem"]
+        if in_order and v in random and computed[v] > 1 and last[v] == i:
+            extra -= state * random[v]  # dropped after the last
+        seen.add(v)
+    return peak
+
+
+def _most_held(program, traced):
+    """The most _program_peak can add to a schedule's simulated peak: every
+    random op's state, one more while a replay runs, and the loss."""
+    random = len(program.random)
+    state = torch.get_rng_state().numel() \
+        if traced.device == "cpu" and random else 0
+    loss = sum(n["mem"] for n in traced.graph["nodes"]
+               if n["kind"] == "loss")
+    return state * (random + 1) + loss
+
+
+def _row(spec, solution, held=0, budget=None):
     if solution.json.get("transfer_bytes"):
         # The executor runs computes and frees; offloads (vdnn, swap_remat
         # under a tight budget) are simulated only (README, "Time and
@@ -120,11 +180,18 @@ def _row(spec, solution):
                 "overhead": None, "solve_seconds": solution.solve_seconds,
                 "message": "moves values to host memory, which replay does "
                            "not run"}
-    return {"algorithm": spec, "status": solution.status,
-            "peak_bytes": solution.peak_bytes,
+    status, message = solution.status, solution.message
+    if status == "feasible" and solution.peak_bytes + held > budget:
+        status = "infeasible"
+        message = (f"fits the budget only without the {held} bytes the "
+                   "program holds beside the schedule (generator states, "
+                   "the loss)")
+    return {"algorithm": spec, "status": status,
+            "peak_bytes": solution.peak_bytes + held if solution.valid
+            else solution.peak_bytes,
             "overhead": solution.overhead,
             "solve_seconds": solution.solve_seconds,
-            "message": solution.message}
+            "message": message}
 
 
 def _rank(row):
@@ -200,31 +267,59 @@ def plan(model, example_inputs, loss_fn, budget, algorithms="all",
 
 def _solve_plan(model, traced, graph, budget, algorithms, timeout,
                 exact_max_nodes, threads, trace_seconds, program):
-    budget_bytes = _budget_bytes(budget, graph.noremat_peak_bytes)
+    program = program or executor.Program(traced)
+    if not hasattr(traced, "noremat_peak_bytes"):
+        traced.noremat_peak_bytes = _program_peak(
+            program, traced, rematbench.solve(graph, "noremat").schedule)
+    noremat = traced.noremat_peak_bytes
+    budget_bytes = _budget_bytes(budget, noremat)
     specs, skipped = _chosen_algorithms(algorithms, graph, exact_max_nodes)
     threads = threads or os.cpu_count() or 1
     solutions = _solve_all(graph, specs, budget_bytes, timeout, threads)
-    rows = [_row(s, solutions[s]) for s in specs]
+    # The program also holds what the schedule does not model (the
+    # generator states of recomputed random ops, the returned loss): a
+    # schedule that fits only without them is solved once more, below the
+    # budget by the most they can add.
+    held = {s: _program_peak(program, traced, sol.schedule) - sol.peak_bytes
+            for s, sol in solutions.items() if sol.status == "feasible"}
+    most = _most_held(program, traced)
+    again = [s for s, e in held.items()
+             if e > 0 and solutions[s].peak_bytes + e > budget_bytes]
+    for s in again:
+        if budget_bytes >= most:
+            solutions[s] = rematbench.solve(graph, s, budget_bytes - most,
+                                            None, timeout)
+        held[s] = _program_peak(program, traced, solutions[s].schedule) - \
+            solutions[s].peak_bytes if solutions[s].status == "feasible" \
+            else 0
+    rows = [_row(s, solutions[s], held.get(s, 0), budget_bytes)
+            for s in specs]
     rows += [{"algorithm": n, "status": "skipped", "peak_bytes": None,
               "overhead": None, "solve_seconds": None, "message": why}
              for n, why in skipped.items()]
     rows.sort(key=_rank)
     if rows[0]["status"] != "feasible":
         raise rematbench.Error(_nothing_fits(graph, budget_bytes, specs,
-                                             solutions, timeout, threads))
+                                             solutions, timeout, threads,
+                                             program, traced))
     plan = Plan(model, traced, graph, budget_bytes, rows, solutions,
                 trace_seconds, program)
     plan._solve_args = (algorithms, timeout, exact_max_nodes, threads)
     return plan
 
 
-def _nothing_fits(graph, budget, specs, solutions, timeout, threads):
+def _nothing_fits(graph, budget, specs, solutions, timeout, threads,
+                  program, traced):
     """The error text when no schedule fits: the budget against the NoRemat
     peak, and the smallest budget at which one of these algorithms finds a
-    schedule (bisection between the budget and the least peak found)."""
-    peaks = [(s.peak_bytes, spec) for spec, s in solutions.items()
-             if s.valid]
-    hi, who = min(peaks) if peaks else (graph.noremat_peak_bytes, "noremat")
+    schedule that fits as a program (bisection between the budget and the
+    least peak found)."""
+    def peak(s):
+        return _program_peak(program, traced, s.schedule)
+
+    peaks = [(peak(s), spec) for spec, s in solutions.items() if s.valid]
+    noremat = traced.noremat_peak_bytes
+    hi, who = min(peaks) if peaks else (noremat, "noremat")
     # Probe with the heuristics: the exact methods would spend their whole
     # time limit at every probe.
     exact = {a.name for a in rematbench.algorithms() if a.exact}
@@ -232,16 +327,16 @@ def _nothing_fits(graph, budget, specs, solutions, timeout, threads):
     lo = max(budget, graph.lower_bound_bytes - 1)  # lo never fits
     while hi - lo > max(1, hi // 100):  # to 1%
         mid = (lo + hi) // 2
-        found = [(s.peak_bytes, spec) for spec, s in
+        found = [(peak(s), spec) for spec, s in
                  _solve_all(graph, probes, mid, timeout, threads).items()
-                 if s.status == "feasible"]
+                 if s.status == "feasible" and peak(s) <= mid]
         if found:
             hi, who = min(found)
         else:
             lo = mid
     return (f"{graph.name}: no algorithm fits the budget of {budget} bytes "
-            f"({budget / graph.noremat_peak_bytes:.0%} of the NoRemat "
-            f"activation peak {graph.noremat_peak_bytes} bytes); the "
+            f"({budget / noremat:.0%} of the NoRemat activation peak "
+            f"{noremat} bytes); the "
             f"smallest budget that fits is {hi} bytes ({who}; the memory "
             f"lower bound is {graph.lower_bound_bytes})")
 
@@ -254,15 +349,26 @@ class Plan:
                  trace_seconds, program=None):
         self.model, self.traced, self.graph = model, traced, graph
         self.budget_bytes, self.table = budget_bytes, table
+        self._program = program or executor.Program(traced)
+        # Plain training's activation peak as the program holds it (the
+        # graph's NoRemat peak and the returned loss): budget 1.0.
+        self.noremat_peak_bytes = traced.noremat_peak_bytes
         self.trace_seconds = trace_seconds
         self.algorithm = table[0]["algorithm"]
         self.solution = solutions[self.algorithm]
         self.schedule = self.solution.schedule
         self._solutions = solutions
         self._events = self._as_events(self.schedule)
-        self._program = program or executor.Program(traced)
         self._built = {}  # (algorithm, rng_from_inputs) -> BuiltProgram
         self.compiled = False
+
+    @property
+    def predicted_peak_bytes(self):
+        """The activation peak the plan's program will have: the schedule's
+        simulated peak and what the program holds beside it (generator
+        states of recomputed random ops, the returned loss)."""
+        return next(r["peak_bytes"] for r in self.table
+                    if r["algorithm"] == self.algorithm)
 
     @staticmethod
     def _as_events(schedule):
@@ -280,7 +386,9 @@ class Plan:
     def use(self, algorithm):
         """Runs later steps with another feasible row of the table."""
         s = self._solutions.get(algorithm)
-        if s is None or s.status != "feasible":
+        row = next((r for r in self.table if r["algorithm"] == algorithm),
+                   None)
+        if s is None or row is None or row["status"] != "feasible":
             raise rematbench.Error(f"plan: {algorithm} has no feasible "
                                    "schedule at this budget")
         self.algorithm, self.solution, self.schedule = algorithm, s, \
@@ -439,7 +547,7 @@ class Plan:
         }
 
     def format_table(self):
-        peak = self.graph.noremat_peak_bytes
+        peak = self.noremat_peak_bytes
         lines = [f"{self.graph.name}: {self.graph.num_nodes} nodes, budget "
                  f"{self.budget_bytes} bytes ({self.budget_bytes / peak:.0%} "
                  f"of the NoRemat peak {peak}); using {self.algorithm}",

@@ -248,6 +248,7 @@ def trace_joint(step, inputs):
 
     _reset_stack_trace()
     g2 = make_fx(functionalize(replay))(*flat)
+    _copy_saved_parts(g2)
     with torch.no_grad():
         for b, v in zip(buffers, saved_buffers):
             b.copy_(v)
@@ -255,6 +256,73 @@ def trace_joint(step, inputs):
                 fwd_node=fwd_node, grad_name=grad_name, calls=calls,
                 g1=g1)
     return g2, info
+
+
+def _copy_saved_parts(g2):
+    """A multi-output op is one node, whose outputs live until the last
+    use of any of them: batch norm's output would be held, in the model,
+    until the backward reads the small batch statistics beside it. Plain
+    training frees the output after its forward reader, and so does the
+    program. So that the model holds what training holds: when the parts
+    of an op that the backward does not read have one reader R (relu
+    after batch norm), each small part (at most an eighth of the op's
+    outputs) that the backward reads is cloned just before R, and the
+    backward reads the clone. The op's node is then freed after R. When
+    the backward reads R's value too (relu), the clone joins R's node
+    (meta `remat_with`): it lives as long as R's value, which is kept
+    anyway, and the forward stays the chain that the chain methods
+    segment. Otherwise (batch norm before a residual add) the clone is a
+    node of its own. Cloning is exact and costs one copy of a few
+    kilobytes."""
+    graph = g2.graph
+    order = {n: i for i, n in enumerate(graph.nodes)}
+    changed = False
+    for n in list(graph.nodes):
+        parts = [u for u in n.users if u.target is operator.getitem]
+        if n.op != "call_function" or len(parts) < 2:
+            continue
+        total = sum(_bytes(u) for u in parts)
+        late = {u: [r for r in _readers(u) if _in_backward(r)]
+                for u in parts}
+        early = {r for u in parts if not late[u] for r in _readers(u)}
+        if len(early) != 1:
+            continue
+        (reader,) = early
+        if reader.op != "call_function":
+            continue
+        for u in parts:
+            if not late[u] or 8 * _bytes(u) > total or \
+                    order[u] > order[reader]:
+                continue
+            with graph.inserting_before(reader):
+                c = graph.call_function(aten.clone.default, (u,))
+            c.meta.update({k: v for k, v in u.meta.items()
+                           if k in ("val", "tensor_meta")})
+            if any(_in_backward(r) for r in _readers(reader)):
+                c.meta["remat_with"] = reader.name
+            # An origin of its own: no backward op takes the clone for
+            # the forward op it differentiates.
+            tag = (reader.stack_trace or "").split("\n")[0].partition("|")[2]
+            c.stack_trace = f"{c.name}|{tag}"
+            for r in list(u.users):
+                if r is not c and _in_backward(r):
+                    r.replace_input_with(u, c)
+            changed = True
+    if changed:
+        g2.recompile()
+
+
+def _readers(n):
+    """The ops that read n's value, directly or through views."""
+    out = []
+    for u in n.users:
+        out.extend(_readers(u) if _is_alias(u) else [u])
+    return out
+
+
+def _in_backward(n):
+    tag = (n.stack_trace or "").split("\n")[0].partition("|")[2]
+    return n.op == "output" or tag.startswith(("bwd:", "acc:", "seed"))
 
 
 def seed_like(params):
@@ -392,11 +460,102 @@ def measure(g2, flat, repeats):
     return {k: int(statistics.median(v[1:])) for k, v in samples.items()}
 
 
-def to_native(g2, info, cost_of):
+def op_memory(g2, flat, workspace=True):
+    """What each op did with memory in a run of the traced step: returns
+    (peak, aliases). With `workspace` (a second run, under the profiler,
+    after the first), `peak[name]` is the largest sum of the blocks op
+    `name` allocated and had not freed at any moment while it ran: outputs,
+    workspaces and temporaries alike, leaving out the blocks that end up
+    as parameter gradients (static memory, as for rematbench.measure).
+    `aliases[name]` is the
+    input node whose storage an op returned although its schema does not
+    say it returns a view (only for ops with one tensor input: the memory
+    is then that input's)."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+    device = next(t.device for t in flat if isinstance(t, torch.Tensor))
+    aliases = {}
+
+    class Run(torch.fx.Interpreter):
+
+        def run_node(self, n):
+            if n.op != "call_function":
+                return super().run_node(n)
+            with record_function(_OP_MARK + n.name):
+                r = super().run_node(n)
+            ins = [x for x in n.all_input_nodes
+                   if isinstance(self.env.get(x), torch.Tensor)]
+            if isinstance(r, torch.Tensor) and len(ins) == 1 and \
+                    not _is_alias(n) and r.untyped_storage().nbytes() and \
+                    _ptr(r) == _ptr(self.env[ins[0]]):
+                aliases[n.name] = ins[0]
+            return r
+
+    acts = [ProfilerActivity.CPU]
+    if device.type == "cuda":
+        acts.append(ProfilerActivity.CUDA)
+    with torch.no_grad():
+        Run(g2).run(*flat)
+        if not workspace:
+            return {}, aliases
+        with profile(activities=acts, profile_memory=True) as prof:
+            out = Run(g2).run(*flat)
+    grad_ptrs = {_ptr(t) for t in tree_flatten(out[1:])[0]
+                 if isinstance(t, torch.Tensor)}
+    per_op, every = {}, []
+    stack = [(e, None) for e in
+             prof.profiler.kineto_results.experimental_event_tree()]
+    while stack:
+        e, op = stack.pop()
+        if e.name.startswith(_OP_MARK):
+            op = e.name[len(_OP_MARK):]
+        ef = e.extra_fields
+        if type(ef).__name__ == "_ExtraFields_Allocation" and \
+                ef.device.type == device.type:
+            key = (e.start_time_ns, ef.id, ef.ptr, ef.alloc_size)
+            every.append(key)
+            if op is not None:
+                per_op.setdefault(op, []).append(key)
+        stack.extend((c, op) for c in e.children)
+    # A gradient's block: the last one allocated at a gradient's address.
+    last = {}
+    for key in sorted(every):
+        if key[3] > 0:
+            last[key[2]] = key
+    grads = {last[p] for p in grad_ptrs if p in last}
+    peak = {}
+    for op, keys in per_op.items():
+        cur, total, top = {}, 0, 0
+        for key in sorted(keys):
+            _, _, p, b = key
+            if b > 0 and key not in grads:
+                cur[p] = b
+                total += b
+            elif b < 0 and p in cur:
+                total -= cur.pop(p)
+            top = max(top, total)
+        peak[op] = top
+    return peak, aliases
+
+
+_OP_MARK = "rematbench.op:"
+
+
+def _ptr(t):
+    return t.untyped_storage().data_ptr()
+
+
+def to_native(g2, info, cost_of, memory=None):
     """Returns the aten-granularity nodes (FX order, which is topological):
-    a list of dicts with name, kind, op, mem, cost, inputs (indices),
-    grad_of (index or None), fx (member FX names), call (module call id of a
-    forward op or None)."""
+    a list of dicts with name, kind, op, mem, workspace, cost, inputs
+    (indices), grad_of (index or None), fx (member FX names), call (module
+    call id of a forward op or None). With `memory` (op_memory's result),
+    a node's workspace is what its op allocated beyond the node's mem, and
+    ops that returned their input's storage are views of it."""
+    peak, aliases = memory or ({}, {})
+
+    def is_alias(n):
+        return _is_alias(n) or n.name in aliases
+
     nodes = list(g2.graph.nodes)
     index = {n: i for i, n in enumerate(nodes)}
     place = [n for n in nodes if n.op == "placeholder"]
@@ -420,12 +579,21 @@ def to_native(g2, info, cost_of):
         if n.op == "placeholder":
             rep[n] = None
         elif n.op == "call_function" and n in live:
-            if _is_alias(n):
-                base = n.args[0]
+            if is_alias(n):
+                base = aliases.get(n.name, n.args[0])
                 rep[n] = rep.get(base) if isinstance(base,
                                                      torch.fx.Node) else None
             else:
                 rep[n] = n
+    # Clones of saved parts join their reader's node (_copy_saved_parts).
+    by_name = {n.name: n for n in nodes}
+    joined = collections.defaultdict(list)
+    for n in nodes:
+        with_ = n.meta.get("remat_with")
+        if with_ is not None and rep.get(n) is n and \
+                rep.get(by_name[with_]) is not None:
+            rep[n] = rep[by_name[with_]]
+            joined[rep[n]].append(n)
 
     counted = {}
 
@@ -435,7 +603,7 @@ def to_native(g2, info, cost_of):
         # are read only by the graph output and belong to static_bytes.
         if v not in counted:
             counted[v] = v is loss_val or any(
-                u in live and (is_counted(u) if _is_alias(u) else True)
+                u in live and (is_counted(u) if is_alias(u) else True)
                 for u in v.users)
         return counted[v]
 
@@ -486,7 +654,8 @@ def to_native(g2, info, cost_of):
         if not missing:
             break
         for n in reversed(missing):
-            readers = sorted((rep[u] for u in _real_users(n, rep, live)
+            readers = sorted((rep[u] for u in _real_users(n, rep, live,
+                                                          is_alias)
                               if rep[u] in grad_of), key=index.get)
             if readers:
                 grad_of[n] = grad_of[readers[0]]
@@ -514,17 +683,20 @@ def to_native(g2, info, cost_of):
     for n in reals:
         outs = [u for u in n.users if u.target is operator.getitem]
         if outs:
-            mem = sum(_bytes(u) for u in outs if is_counted(u))
+            own = sum(_bytes(u) for u in outs if is_counted(u))
         else:
-            mem = _bytes(n) if is_counted(n) else 0
-        ins = sorted({pos[rep[x]] for x in n.all_input_nodes
-                      if rep.get(x) is not None})
+            own = _bytes(n) if is_counted(n) else 0
+        mem = own + sum(_bytes(c) for c in joined[n] if is_counted(c))
+        ins = sorted({pos[rep[x]] for y in [n] + joined[n]
+                      for x in y.all_input_nodes
+                      if rep.get(x) is not None and rep[x] is not n})
         tag = tags[n]
         result.append({
             "name": n.name,
             "kind": kind[n],
             "op": str(n.target),
             "mem": mem,
+            "workspace": max(0, peak.get(n.name, 0) - own),
             "cost": cost_of(n, members[n]),
             "inputs": ins,
             "grad_of": pos[grad_of[n]] if n in grad_of else None,
@@ -534,7 +706,7 @@ def to_native(g2, info, cost_of):
     return result
 
 
-def _real_users(n, rep, live):
+def _real_users(n, rep, live, is_alias):
     """Users of n's value through views."""
     out, stack = [], list(n.users)
     while stack:
@@ -543,7 +715,7 @@ def _real_users(n, rep, live):
             continue
         if rep.get(u) is u:
             out.append(u)
-        elif _is_alias(u):
+        elif is_alias(u):
             stack.extend(u.users)
     return out
 
@@ -618,7 +790,10 @@ def by_module(aten_nodes, calls):
             fwd_name[k] = name
         mem = sum(aten_nodes[i]["mem"] for i in members
                   if i in read_outside or i not in read)
-        total = sum(n["mem"] for n in ns)
+        # Members' values that stay inside the call, held while it runs,
+        # and the largest of the members' own workspaces.
+        total = sum(n["mem"] for n in ns) + max(
+            n.get("workspace", 0) for n in ns)
         kind = "loss" if any(n["kind"] == "loss" for n in ns) else \
             ns[0]["kind"]
         result[new_id[j]] = {
@@ -640,29 +815,33 @@ def by_module(aten_nodes, calls):
     return result
 
 
-def trace_nodes(step, inputs, granularity="aten", cost="flop", repeats=5):
+def trace_nodes(step, inputs, granularity="aten", cost="flop", repeats=5,
+                workspace=True):
     """(native nodes as JSON dicts with ids, graph-2 GraphModule, info) of
     one training step of `step` (a module returning the loss) on `inputs`.
     The replayer calls this to rebuild an export and runs the GraphModule.
     A node's traced ops are its `name` (the op that owns its memory) and,
-    when there are more, all of them in FX order in `fx`."""
+    when there are more, all of them in FX order in `fx`. With
+    `workspace`, what each op allocates beyond its outputs is measured
+    (op_memory) and carried as the node's workspace; without, workspace
+    is only what a module-granularity node holds inside itself."""
     step.train()
     g2, info = trace_joint(step, inputs)
+    params = [p for p in step.parameters()]
+    flat = params + list(step.buffers()) + list(inputs) + [seed_like(params)]
+    saved = [b.detach().clone() for b in step.buffers()]
+    memory = op_memory(g2, flat, workspace)
     if cost == "measured":
-        params = [p for p in step.parameters()]
-        flat = params + list(step.buffers()) + list(inputs) + \
-            [seed_like(params)]
-        saved = [b.detach().clone() for b in step.buffers()]
         times = measure(g2, flat, repeats)
-        with torch.no_grad():  # the timed runs update running statistics
-            for b, v in zip(step.buffers(), saved):
-                b.copy_(v)
         # A node's time is that of all its traced ops: a replay runs the
         # views and getitems too, and on small tensors they are not free.
         cost_of = lambda n, names: sum(times.get(x, 0) for x in names)
     else:
         cost_of = lambda n, names: flops(n)
-    nodes = to_native(g2, info, cost_of)
+    with torch.no_grad():  # the runs above updated running statistics
+        for b, v in zip(step.buffers(), saved):
+            b.copy_(v)
+    nodes = to_native(g2, info, cost_of, memory)
     if granularity == "module":
         nodes = by_module(nodes, info["calls"])
     out = []
@@ -684,8 +863,10 @@ def trace_nodes(step, inputs, granularity="aten", cost="flop", repeats=5):
     return out, g2, info
 
 
-def export(step, inputs, granularity="aten", cost="flop", repeats=5):
+def export(step, inputs, granularity="aten", cost="flop", repeats=5,
+           workspace=True):
     """The native nodes (JSON dicts with ids) of one training step and the
     number of FX nodes traced."""
-    out, g2, _ = trace_nodes(step, inputs, granularity, cost, repeats)
+    out, g2, _ = trace_nodes(step, inputs, granularity, cost, repeats,
+                             workspace)
     return out, len(g2.graph.nodes)

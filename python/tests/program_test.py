@@ -7,8 +7,7 @@ installed package).
   interpreter's (rematbench.executor) loss, gradients and batch-norm
   statistics bit for bit, on a tiny ResNet with batch norm and dropout and
   on a tiny transformer with dropout; its allocator-level activation peak
-  is at or below the budget once the plan is fitted (planned again below
-  the budget by what the allocator measured over it).
+  is at or below the peak the plan predicts, which is within the budget.
 - Compiled by inductor, the program keeps every recomputation (op counts
   of the lowered graphs) and gives plain training's gradients within
   float tolerance.
@@ -131,7 +130,7 @@ def restore(model, buffers):
 @pytest.fixture(scope="module", params=sorted(CASES))
 def planned(request):
     model, batch = CASES[request.param]()
-    plan = rt.plan(model, batch, nn.CrossEntropyLoss(), budget=0.6,
+    plan = rt.plan(model, batch, nn.CrossEntropyLoss(), budget=0.7,
                    timeout=3)
     return request.param, model, batch, plan
 
@@ -170,29 +169,29 @@ def test_program_equals_interpreter(planned):
 
 
 def test_measured_peak_within_budget(planned):
-    """The allocator-level peak of the program at or below the budget,
-    after fitting: planned again below the budget by the overshoot (what
-    the allocator sees and the simulator does not: the RNG states kept for
-    recomputed dropout, temporaries inside ops), at most 5 times."""
+    """Every feasible row's program, measured at the allocator (temporaries
+    inside ops, the RNG states kept for recomputed dropout and all), at or
+    below the budget and at or below the peak the plan predicts (the
+    program frees each value at its last use, which can be before the
+    schedule's free, and drops recomputations nothing reads)."""
     name, model, batch, plan = planned
     loss_fn = nn.CrossEntropyLoss()
     ref = measure.measure_step(lambda: loss_fn(model(batch[0]),
                                                batch[1]).backward(),
                                model, repeats=1, warmup=0, seed=0)
-    eager_peak = ref["peak_bytes"]
-    budget = plan.budget_bytes
-    planned_budget = budget
-    for _ in range(6):
-        p = plan.at(planned_budget)
-        r = measure.measure_step(lambda: p.step(*batch), model, repeats=1,
-                                 warmup=0, seed=0, reference=ref["grads"])
-        assert r["gradients_equal"], name
-        if r["peak_bytes"] <= budget:
-            break
-        planned_budget -= r["peak_bytes"] - budget + 1
-    assert r["peak_bytes"] <= budget, (name, p.algorithm, r["peak_bytes"],
-                                       budget)
-    assert r["peak_bytes"] < eager_peak
+    rows = [r for r in plan.table if r["status"] == "feasible"]
+    assert len(rows) > 1
+    for row in rows:
+        plan.use(row["algorithm"])
+        r = measure.measure_step(lambda: plan.step(*batch), model, repeats=1,
+                                 warmup=0, seed=0, reference=ref["grads"],
+                                 timing=False)
+        what = (name, row["algorithm"], r["peak_bytes"], row["peak_bytes"],
+                plan.budget_bytes)
+        assert r["gradients_equal"], what
+        assert r["peak_bytes"] <= row["peak_bytes"] <= plan.budget_bytes, \
+            what
+    assert min(row["peak_bytes"] for row in rows) < ref["peak_bytes"]
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -203,7 +202,7 @@ def test_compiled_keeps_recomputations(case):
                                                batch[1]).backward(),
                                model, repeats=1, warmup=0, seed=0,
                                timing=False, peak=False)
-    plan = rt.plan(model, batch, loss_fn, budget=0.6,
+    plan = rt.plan(model, batch, loss_fn, budget=0.7,
                    algorithms=["rotor", "twremat", "chen_greedy"], timeout=5)
     assert plan.solution.overhead > 1  # it recomputes
     plan.compile()
@@ -226,7 +225,7 @@ def test_one_line_entry_point():
         model, (x, y) = transformer_case()
         loss_fn = nn.CrossEntropyLoss()
         opt = torch.optim.SGD(model.parameters(), lr=0.1)
-        step = rt.remat(model, loss_fn, budget=0.6, timeout=3,
+        step = rt.remat(model, loss_fn, budget=0.7, timeout=3,
                         algorithms=["rotor", "twremat", "dtr"])
         torch.manual_seed(11)
         run = []
@@ -242,8 +241,7 @@ def test_one_line_entry_point():
         losses.append(run)
         if use:
             (p,) = step.plans.values()
-            assert p.budget_bytes == math.ceil(
-                0.6 * p.graph.noremat_peak_bytes)
+            assert p.budget_bytes == math.ceil(0.7 * p.noremat_peak_bytes)
     for a, b in zip(*losses):
         assert torch.equal(a, b), (losses)
     assert len({float(v) for v in losses[0]}) == 3

@@ -66,7 +66,7 @@ class Plans(unittest.TestCase):
         cls.model = model()
         cls.loss = nn.CrossEntropyLoss()
         cls.example = batches(1)[0]
-        cls.plan = rt.plan(cls.model, cls.example, cls.loss, budget=0.5,
+        cls.plan = rt.plan(cls.model, cls.example, cls.loss, budget=0.8,
                            timeout=5)
 
     def test_table(self):
@@ -80,7 +80,7 @@ class Plans(unittest.TestCase):
         self.assertEqual(overheads, sorted(overheads))
         self.assertEqual(plan.algorithm, feasible[0]["algorithm"])
         self.assertEqual(plan.budget_bytes,
-                         math.ceil(0.5 * plan.graph.noremat_peak_bytes))
+                         math.ceil(0.8 * plan.noremat_peak_bytes))
         for r in feasible:
             self.assertLessEqual(r["peak_bytes"], plan.budget_bytes)
         sim = rb.simulate(plan.graph, plan.schedule)
@@ -89,7 +89,7 @@ class Plans(unittest.TestCase):
         self.assertIn(plan.algorithm, str(plan))
 
     def test_budget_forms(self):
-        peak = self.plan.graph.noremat_peak_bytes
+        peak = self.plan.noremat_peak_bytes
         self.assertEqual(rt._budget_bytes(0.5, peak), math.ceil(peak / 2))
         self.assertEqual(rt._budget_bytes(1234, peak), 1234)
         self.assertEqual(rt._budget_bytes("2KiB", peak), 2048)
@@ -132,7 +132,7 @@ class Training(unittest.TestCase):
 
     def train(self, use_plan, data, record_rng=False, last=False):
         net, loss_fn = model(), nn.CrossEntropyLoss()
-        plan = rt.plan(net, data[0], loss_fn, budget=0.5,
+        plan = rt.plan(net, data[0], loss_fn, budget=0.8,
                        algorithms=["twremat", "chen_greedy", "revolve",
                                    "dtr", "rotor", "checkpoint_last",
                                    "noremat"], timeout=5) \
@@ -192,7 +192,7 @@ class Training(unittest.TestCase):
         grads = []
         for use_plan in (False, True):
             net, loss_fn = model(), nn.CrossEntropyLoss()
-            plan = rt.plan(net, (x, y), loss_fn, budget=0.6,
+            plan = rt.plan(net, (x, y), loss_fn, budget=0.8,
                            algorithms=["twremat", "dtr"], timeout=5) \
                 if use_plan else None
             torch.manual_seed(5)
@@ -215,10 +215,12 @@ class TransposedDropout(unittest.TestCase):
         torch.manual_seed(0)
         layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.1,
                                            batch_first=True)
-        net = nn.Sequential(layer, nn.Flatten(), nn.Linear(6 * 16, 5))
-        x, y = torch.randn(3, 6, 16), torch.tensor([0, 1, 2])
+        # Large enough that the generator states a recomputing schedule
+        # holds (5,056 bytes each on the CPU) leave room under the budget.
+        net = nn.Sequential(layer, nn.Flatten(), nn.Linear(32 * 16, 5))
+        x, y = torch.randn(8, 32, 16), torch.arange(8) % 5
         loss_fn = nn.CrossEntropyLoss()
-        plan = rt.plan(net, (x, y), loss_fn, budget=0.5,
+        plan = rt.plan(net, (x, y), loss_fn, budget=0.75,
                        algorithms=["checkpoint_last", "dtr", "chen_greedy"],
                        timeout=5)
         # Costs are measured op times, so which rows fit can vary;
