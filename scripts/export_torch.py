@@ -129,6 +129,10 @@ def main(argv):
         "model": args.model,
         "granularity": args.granularity,
         "workspace": args.workspace,
+        # The tracer clones small saved parts of multi-output ops
+        # (rematbench.trace._copy_saved_parts); the replayer rebuilds
+        # files without this key as they were traced, without clones.
+        "saved_parts": "cloned",
         # Everything scripts/replay_torch.py needs to rebuild the step:
         # torch_models.build(model_args) after torch.manual_seed(seed).
         "model_args": model_args_dict(args),

@@ -247,8 +247,9 @@ class Step:
         # Measured workspaces, like measured costs, are the export's
         # measurements: the rebuilt step is checked for its structure.
         measured = prov.get("workspace") == "measured"
-        nodes, g2, info = E.trace_nodes(step, inputs, granularity,
-                                        workspace=False)
+        nodes, g2, info = E.trace_nodes(
+            step, inputs, granularity, workspace=False,
+            copy_saved_parts=prov.get("saved_parts") == "cloned")
         self.check(nodes, graph["nodes"],
                    graph.get("units", {}).get("cost") == "flop", measured)
         self.g2, self.info = g2, info

@@ -184,7 +184,7 @@ def _current_tracer():
     return proxy_tensor.get_innermost_proxy_mode().tracer
 
 
-def trace_joint(step, inputs):
+def trace_joint(step, inputs, copy_saved_parts=True):
     """Returns (graph-2 GraphModule, info) for one training step. Tracing
     runs the step on real tensors (twice); the buffers (batch-norm running
     statistics) are restored afterwards, so the step is left as it was."""
@@ -248,7 +248,8 @@ def trace_joint(step, inputs):
 
     _reset_stack_trace()
     g2 = make_fx(functionalize(replay))(*flat)
-    _copy_saved_parts(g2)
+    if copy_saved_parts:
+        _copy_saved_parts(g2)
     with torch.no_grad():
         for b, v in zip(buffers, saved_buffers):
             b.copy_(v)
@@ -816,7 +817,7 @@ def by_module(aten_nodes, calls):
 
 
 def trace_nodes(step, inputs, granularity="aten", cost="flop", repeats=5,
-                workspace=True):
+                workspace=True, copy_saved_parts=True):
     """(native nodes as JSON dicts with ids, graph-2 GraphModule, info) of
     one training step of `step` (a module returning the loss) on `inputs`.
     The replayer calls this to rebuild an export and runs the GraphModule.
@@ -824,9 +825,11 @@ def trace_nodes(step, inputs, granularity="aten", cost="flop", repeats=5,
     when there are more, all of them in FX order in `fx`. With
     `workspace`, what each op allocates beyond its outputs is measured
     (op_memory) and carried as the node's workspace; without, workspace
-    is only what a module-granularity node holds inside itself."""
+    is only what a module-granularity node holds inside itself.
+    `copy_saved_parts`: see _copy_saved_parts (exports made before it
+    existed are rebuilt without it)."""
     step.train()
-    g2, info = trace_joint(step, inputs)
+    g2, info = trace_joint(step, inputs, copy_saved_parts)
     params = [p for p in step.parameters()]
     flat = params + list(step.buffers()) + list(inputs) + [seed_like(params)]
     saved = [b.detach().clone() for b in step.buffers()]
