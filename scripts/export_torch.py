@@ -33,7 +33,8 @@ import torchvision
 # installed package), shared with rematbench.torch; the models live in
 # torch_models.py (the replayer rebuilds them from there). The names stay
 # importable from here for callers of export().
-from rematbench.trace import _op_key, export, trace_nodes  # noqa: F401
+from rematbench.trace import (Unsupported, _op_key, export,  # noqa: F401
+                              trace_nodes)
 from torch_models import (MODELS, SEED, TrainStep, add_model_args,  # noqa: F401
                           build, finish_model_args, model_args_dict,
                           size_suffix)
@@ -117,8 +118,12 @@ def main(argv):
         torch.set_num_threads(args.threads)
     t0 = time.time()
     step, inputs = build(args, args.device)
-    out, fx_nodes = export(step, inputs, args.granularity, args.cost,
-                           args.repeats, args.workspace == "measured")
+    try:
+        out, fx_nodes = export(step, inputs, args.granularity, args.cost,
+                               args.repeats, args.workspace == "measured")
+    except Unsupported as e:
+        print(f"export_torch.py: {e}", file=sys.stderr)
+        sys.exit(2)
     n_params = sum(p.numel() for p in step.parameters())
     p_bytes = sum(p.numel() * p.element_size() for p in step.parameters())
     in_bytes = sum(t.numel() * t.element_size() for t in inputs)

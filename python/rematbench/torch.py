@@ -238,9 +238,14 @@ def plan(model, example_inputs, loss_fn, budget, algorithms="all",
     was_training = model.training
     rng = _rng_state(device)
     t0 = time.perf_counter()
-    nodes, g2, _ = trace.trace_nodes(step, inputs, "aten", cost, repeats)
-    _set_rng_state(rng, device)
-    model.train(was_training)
+    try:
+        nodes, g2, _ = trace.trace_nodes(step, inputs, "aten", cost,
+                                         repeats)
+    except trace.Unsupported as e:
+        raise rematbench.Error(f"plan: {e}") from None
+    finally:
+        _set_rng_state(rng, device)
+        model.train(was_training)
     trace_seconds = time.perf_counter() - t0
     p_bytes = sum(p.numel() * p.element_size() for p in step.parameters())
     in_bytes = sum(t.numel() * t.element_size() for t in inputs)

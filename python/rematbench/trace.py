@@ -236,27 +236,92 @@ def trace_joint(step, inputs, copy_saved_parts=True):
         return (loss, *grads)
 
     flat = params + buffers + list(inputs) + [seed_like(params)]
-    g1 = make_fx(joint)(*flat)
-    for node in g1.graph.nodes:
-        node.stack_trace = f"{node.name}|{node.stack_trace or ''}"
-    fwd_node = {k: fwd_of.get(g) for k, g in enumerate(groups)}
-    grad_name = {k: g.name() for k, g in enumerate(groups)}
 
     def replay(*a):
         with _stack_trace_scope():
             return torch.fx.Interpreter(g1).run(*a)
 
-    _reset_stack_trace()
-    g2 = make_fx(functionalize(replay))(*flat)
+    try:
+        g1 = make_fx(joint)(*flat)
+        for node in g1.graph.nodes:
+            node.stack_trace = f"{node.name}|{node.stack_trace or ''}"
+        fwd_node = {k: fwd_of.get(g) for k, g in enumerate(groups)}
+        grad_name = {k: g.name() for k, g in enumerate(groups)}
+        check_replayable(g1, {"g1": g1, "fwd_node": fwd_node,
+                              "calls": calls})
+        _reset_stack_trace()
+        g2 = make_fx(functionalize(replay))(*flat)
+    finally:
+        with torch.no_grad():
+            for b, v in zip(buffers, saved_buffers):
+                b.copy_(v)
     if copy_saved_parts:
         _copy_saved_parts(g2)
-    with torch.no_grad():
-        for b, v in zip(buffers, saved_buffers):
-            b.copy_(v)
     info = dict(n_params=n_p, n_buffers=n_b, n_inputs=len(inputs),
                 fwd_node=fwd_node, grad_name=grad_name, calls=calls,
                 g1=g1)
     return g2, info
+
+
+class Unsupported(ValueError):
+    """A step the tracer cannot replay faithfully; one line naming the
+    module and the op."""
+
+
+def check_replayable(g1, info):
+    """Raises Unsupported for what a traced step (the joint graph of pass
+    1, before functionalization, which fails on sparse tensors with a
+    message about storage) cannot replay on the next
+    batch: an op whose output shape depends on the data (boolean-mask
+    indexing, nonzero, unique: the traced shapes hold for the example
+    batch only) or a sparse tensor (the replay counts and frees dense
+    storages)."""
+    for n in g1.graph.nodes:
+        if n.op != "call_function" or not isinstance(
+                n.target, torch._ops.OpOverload):
+            continue
+        tags = n.target.tags
+        vals = [v for v in tree_flatten(n.meta.get("val"))[0]
+                if isinstance(v, torch.Tensor)]
+        if (torch.Tag.dynamic_output_shape in tags or
+                torch.Tag.data_dependent_output in tags) and \
+                not _integer_indexing(n):
+            why = ("its output's shape depends on the batch's values "
+                   "(boolean-mask indexing, nonzero, unique): a plan holds "
+                   "for the traced shapes only")
+        elif "sparse" in str(n.target) or any(
+                v.layout != torch.strided for v in vals):
+            why = ("it makes a sparse tensor (a sparse embedding's "
+                   "gradient?), which rematbench does not replay")
+        else:
+            continue
+        raise Unsupported(f"{_module_of(n, info)}: op {n.target}: {why}")
+
+
+def _integer_indexing(n):
+    """aten.index with integer index tensors only: its output's shape is
+    the indices', whatever their values (boolean masks make it dynamic)."""
+    if n.target is not aten.index.Tensor:
+        return False
+    idx = [x.meta.get("val") for x in n.args[1] if x is not None]
+    return all(isinstance(v, torch.Tensor) and not v.is_floating_point()
+               and v.dtype not in (torch.bool, torch.uint8) for v in idx)
+
+
+def _module_of(n, info):
+    """'module PATH (Class)' of the module call an FX node ran in (a
+    backward op: that of the forward op it differentiates)."""
+    g1 = {m.name: m for m in info["g1"].graph.nodes}
+    tag = (n.stack_trace or "").split("\n")[0].partition("|")[2]
+    for _ in range(2):
+        if tag.startswith(("bwd:", "acc:")):
+            fwd = g1.get(info["fwd_node"].get(int(tag[4:])))
+            tag = (fwd.stack_trace or "").split("\n")[0].partition("|")[2] \
+                if fwd is not None else ""
+    if tag.startswith("mod:"):
+        path, _, cls = info["calls"][int(tag[4:])]
+        return f"module '{path or '(the model)'}' ({cls})"
+    return "the training step"
 
 
 def _copy_saved_parts(g2):

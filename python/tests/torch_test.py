@@ -206,6 +206,61 @@ class Training(unittest.TestCase):
             self.assertTrue(torch.equal(a, b))
 
 
+class Refused(unittest.TestCase):
+    """What a plan cannot replay on the next batch is refused at plan(),
+    in one line naming the module and the op, and the model is left as it
+    was (issue 31, class 11)."""
+
+    def refused(self, net, inputs, *words):
+        net.train()
+        before = [b.clone() for b in net.buffers()]
+        with self.assertRaises(rb.Error) as ctx:
+            rt.plan(net, inputs, nn.CrossEntropyLoss(), budget=1.0)
+        msg = str(ctx.exception)
+        self.assertEqual(len(msg.splitlines()), 1, msg)
+        for w in words:
+            self.assertIn(w, msg)
+        self.assertTrue(net.training)
+        for a, b in zip(before, net.buffers()):
+            self.assertTrue(torch.equal(a, b))
+
+    def test_boolean_mask_indexing(self):
+        class Masked(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.bn, self.fc = nn.BatchNorm1d(4), nn.Linear(1, 3)
+
+            def forward(self, x):
+                h = self.bn(x)
+                return self.fc(h[h > 0].view(-1, 1))  # rows: data-dependent
+
+        torch.manual_seed(0)
+        x = torch.randn(5, 4)
+        rows = int((nn.BatchNorm1d(4)(x) > 0).sum())
+        self.refused(Masked(), (x, torch.zeros(rows, dtype=torch.long)),
+                     "module 'model' (Masked)", "aten.index.Tensor",
+                     "depends on the batch's values")
+
+    def test_sparse_embedding(self):
+        net = nn.Sequential(nn.Embedding(10, 4, sparse=True),
+                            nn.Linear(4, 3))
+        self.refused(net, (torch.tensor([1, 2]), torch.tensor([0, 2])),
+                     "module 'model.0' (Embedding)", "sparse")
+
+    def test_integer_indexing_plans(self):
+        class Picked(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+
+            def forward(self, x):
+                return self.fc(x)[:, torch.tensor([0, 2, 3])]
+
+        plan = rt.plan(Picked(), (torch.randn(3, 4), torch.tensor([0, 1, 2])),
+                       nn.CrossEntropyLoss(), budget=1.0)
+        self.assertTrue(plan.table[0]["status"] == "feasible")
+
+
 class TransposedDropout(unittest.TestCase):
     """Dropout on a transposed tensor (attention with batch_first=True):
     the masks must land where plain training's land, although the traced
