@@ -65,6 +65,14 @@ def parse_args(argv):
                    "--device, becomes the node's workspace, so the "
                    "simulated peak bounds the allocator's; none: 0 (aten "
                    "granularity), as the papers' graphs have it")
+    p.add_argument("--saved-parts", choices=("cloned", "kept"),
+                   default="cloned",
+                   help="cloned: the backward reads clones of batch and "
+                   "layer norm's statistics, so the op's output is freed "
+                   "after its forward reader, as in training "
+                   "(rematbench.trace._copy_saved_parts); kept: the op "
+                   "is one node held until its backward, as exports made "
+                   "before 2026-11-25 have it")
     p.add_argument("--device", default="cpu",
                    help="cpu or cuda (cuda:N): where the step is traced "
                    "and timed; the model and batch are drawn on the CPU "
@@ -120,7 +128,8 @@ def main(argv):
     step, inputs = build(args, args.device)
     try:
         out, fx_nodes = export(step, inputs, args.granularity, args.cost,
-                               args.repeats, args.workspace == "measured")
+                               args.repeats, args.workspace == "measured",
+                               args.saved_parts == "cloned")
     except Unsupported as e:
         print(f"export_torch.py: {e}", file=sys.stderr)
         sys.exit(2)
@@ -134,10 +143,9 @@ def main(argv):
         "model": args.model,
         "granularity": args.granularity,
         "workspace": args.workspace,
-        # The tracer clones small saved parts of multi-output ops
-        # (rematbench.trace._copy_saved_parts); the replayer rebuilds
-        # files without this key as they were traced, without clones.
-        "saved_parts": "cloned",
+        # The replayer rebuilds files without this key (made before it
+        # existed) as they were traced: "kept".
+        "saved_parts": args.saved_parts,
         # Everything scripts/replay_torch.py needs to rebuild the step:
         # torch_models.build(model_args) after torch.manual_seed(seed).
         "model_args": model_args_dict(args),

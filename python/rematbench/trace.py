@@ -932,9 +932,9 @@ def trace_nodes(step, inputs, granularity="aten", cost="flop", repeats=5,
 
 
 def export(step, inputs, granularity="aten", cost="flop", repeats=5,
-           workspace=True):
+           workspace=True, copy_saved_parts=True):
     """The native nodes (JSON dicts with ids) of one training step and the
     number of FX nodes traced."""
     out, g2, _ = trace_nodes(step, inputs, granularity, cost, repeats,
-                             workspace)
+                             workspace, copy_saved_parts)
     return out, len(g2.graph.nodes)
