@@ -550,8 +550,9 @@ def context(args, descriptions):
     try:
         import subprocess
         here = os.path.dirname(os.path.abspath(__file__))
-        git = subprocess.run(["git", "-C", here, "rev-parse", "--short",
-                              "HEAD"], capture_output=True, text=True,
+        # "-dirty" when the run's code is not the commit's.
+        git = subprocess.run(["git", "-C", here, "describe", "--always",
+                              "--dirty"], capture_output=True, text=True,
                              check=True).stdout.strip()
     except Exception:
         pass
