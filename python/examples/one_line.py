@@ -102,16 +102,15 @@ def main():
     ours, our_peak, train_step = train(True, compile)
     (plan,) = train_step.plans.values()
     print(f"plan: {plan.algorithm}, budget {plan.budget_bytes} bytes "
-          f"(40% of the simulated NoRemat peak "
-          f"{plan.graph.noremat_peak_bytes}), simulated peak "
-          f"{plan.solution.peak_bytes}, predicted overhead "
+          f"(40% of the NoRemat peak {plan.noremat_peak_bytes}), "
+          f"predicted peak {plan.predicted_peak_bytes}, predicted overhead "
           f"{plan.solution.overhead:.3f}{', inductor' if compile else ''}")
     print("plain loss:   " + " ".join(f"{v:.6f}" for v in plain))
     print("planned loss: " + " ".join(f"{v:.6f}" for v in ours))
     print(f"activation peak measured at the allocator: plain "
           f"{plain_peak['peak_bytes']:,} bytes, planned "
-          f"{our_peak['peak_bytes']:,} bytes; step "
-          f"{plain_peak['step_seconds'] * 1e3:.1f} ms vs "
+          f"{our_peak['peak_bytes']:,} bytes; step: plain "
+          f"{plain_peak['step_seconds'] * 1e3:.1f} ms, planned "
           f"{our_peak['step_seconds'] * 1e3:.1f} ms")
     worst = max(abs(a - b) for a, b in zip(plain, ours))
     ok = worst == 0 if not compile else worst < 1e-4
