@@ -126,20 +126,7 @@ def _in_python(n):
     return False
 
 
-class _Compiled(torch.nn.Module):
-
-    def __init__(self, fn):
-        super().__init__()
-        self.fn = fn
-
-    def forward(self, *args):
-        out = self.fn(*args)
-        return out[0] if self._single else tuple(out)
-
-
 def _compile(prog, example_inputs):
-    import torch._inductor.config as inductor_config
-    from torch._inductor.compile_fx import compile_fx
     from torch.fx.passes.split_module import split_module
     gm = prog.module
     part, parts, python, seg = 0, {}, set(), 0
@@ -163,49 +150,100 @@ def _compile(prog, example_inputs):
     split = split_module(gm, gm, lambda n: parts[n],
                          keep_original_order=True)
     python_parts = {f"submod_{parts[n]}" for n in python}
-    # Each compiled part's inputs, from one run of the split program.
-    examples = {}
-
-    class Recorder(torch.fx.Interpreter):
-        def call_module(self, target, args, kwargs):
-            examples[target] = args
-            return super().call_module(target, args, kwargs)
-
-    rng = torch.get_rng_state()
-    with torch.no_grad():
-        Recorder(split).run(*example_inputs)
-    torch.set_rng_state(rng)
     counts = collections.Counter()
     prog.compiled_op_counts = counts
-
-    def count(graph):
-        for n in graph.nodes:
-            if n.op == "call_function" and isinstance(
-                    n.target, torch._ops.OpOverload):
-                counts[str(n.target.overloadpacket)] += 1
-
-    with inductor_config.patch(post_grad_custom_post_pass=count,
-                               reorder_for_locality=False,
-                               reorder_for_peak_memory=False,
-                               fallback_random=True), torch.no_grad():
-        for name, sub in list(split.named_children()):
-            if name in python_parts or name not in examples:
-                continue
-            out = [n for n in sub.graph.nodes if n.op == "output"][0]
-            single = not isinstance(out.args[0], (tuple, list))
-            if single:  # inductor wants a tuple of outputs
-                out.args = ((out.args[0],),)
-                sub.recompile()
-            fn = compile_fx(sub, list(examples[name]))
-            c = _Compiled(fn)
-            c._single = single
-            setattr(split, name, c)
-
-    def run(*flat):
-        with torch.no_grad():
-            return split(*flat)
-    run.split = split
+    run = _BoxedRunner(split, python_parts, counts)
+    # The first run compiles every graph, on the inputs it really gets
+    # (their strides are those of the compiled graphs before it).
+    rng = torch.get_rng_state()
+    run(*example_inputs)
+    torch.set_rng_state(rng)
     return run
+
+
+class _BoxedRunner:
+    """Runs the split program, compiling each of its graphs with inductor
+    when it is first reached. A value nothing later reads is freed as soon
+    as the compiled graph that last reads it no longer needs it, as in the
+    eager program: each graph gets its arguments in a list of its own
+    (inductor's boxed calling convention: it clears the list and drops
+    each input after its last use), and the runner has dropped its own
+    references first. torch.compile's wrapper, which takes the arguments
+    as *args, would keep every input alive until the graph returns."""
+
+    def __init__(self, split, python_parts, counts):
+        nodes = list(split.graph.nodes)
+        last = {}
+        for i, n in enumerate(nodes):
+            for x in n.all_input_nodes:
+                last[x] = i
+        self.place = [n for n in nodes if n.op == "placeholder"]
+        self.steps = []
+        for i, n in enumerate(nodes):
+            if n.op in ("placeholder", "output"):
+                continue
+            dead = [x for x in n.all_input_nodes if last[x] == i]
+            target = getattr(split, n.target) if n.op == "call_module" \
+                else n.target
+            compiled = n.op == "call_module" and \
+                n.target not in python_parts
+            self.steps.append([n, target, dead, compiled])
+        self.out = nodes[-1]
+        self.split, self.counts = split, counts
+
+    def _lower(self, sub, args):
+        """Inductor's compiled function (boxed) of graph `sub` for `args`:
+        inductor's decompositions, then its inner compiler, with the
+        passes that would move recomputations off."""
+        import torch._inductor.config as inductor_config
+        from torch._inductor.compile_fx import compile_fx_inner
+        from torch._inductor.decomposition import select_decomp_table
+        from torch.fx.experimental.proxy_tensor import make_fx
+
+        def count(graph):
+            for n in graph.nodes:
+                if n.op == "call_function" and isinstance(
+                        n.target, torch._ops.OpOverload):
+                    self.counts[str(n.target.overloadpacket)] += 1
+
+        out = [n for n in sub.graph.nodes if n.op == "output"][0]
+        single = not isinstance(out.args[0], (tuple, list))
+        if single:  # inductor wants a tuple of outputs
+            out.args = ((out.args[0],),)
+            sub.recompile()
+        with inductor_config.patch(post_grad_custom_post_pass=count,
+                                   reorder_for_locality=False,
+                                   reorder_for_peak_memory=False,
+                                   fallback_random=True):
+            graph = make_fx(sub, decomposition_table=select_decomp_table())(
+                *args)
+            fn = compile_fx_inner(graph, list(args))
+        return fn, single
+
+    def __call__(self, *flat):
+        env = dict(zip(self.place, flat))
+        del flat
+        get = env.__getitem__
+        with torch.no_grad():
+            for step in self.steps:
+                n, target, dead, compiled = step
+                args, kwargs = torch.fx.node.map_arg((n.args, n.kwargs),
+                                                     get)
+                for x in dead:
+                    del env[x]
+                if compiled and not isinstance(target, tuple):
+                    target = step[1] = self._lower(target, args)
+                if compiled:
+                    fn, single = target
+                    boxed = list(args)
+                    args = None
+                    res = fn(boxed)
+                    env[n] = res[0] if single else tuple(res)
+                    res = None
+                else:
+                    env[n] = target(*args, **kwargs)
+                args = kwargs = None
+            return torch.fx.node.map_arg(self.out.args[0], get)
 
 
 def build(program, events, rng_from_inputs=False):
