@@ -125,8 +125,7 @@ def _program_peak(program, traced, schedule):
     nodes = traced.graph["nodes"]
     events = Plan._as_events(schedule)
     random = collections.Counter(program.owner[m] for m in program.random)
-    on_device = traced.device == "cpu"
-    state = torch.get_rng_state().numel() if on_device and random else 0
+    state = _state_bytes(program, traced)
     computed = collections.Counter(v for k, v, _ in events if k == "c")
     last = {v: i for i, (k, v, _) in enumerate(events) if k == "c"}
     in_order = program.random_in_eager_order(events)
@@ -160,15 +159,21 @@ def _program_peak(program, traced, schedule):
     return peak
 
 
+def _state_bytes(program, traced):
+    """Bytes of one saved generator state on the measured device: the CPU
+    generator's state tensor when the model is on the CPU; 0 on CUDA
+    (states are host tensors there) or without random ops."""
+    if traced.device != "cpu" or not program.random:
+        return 0
+    return torch.get_rng_state().numel()
+
+
 def _most_held(program, traced):
     """The most _program_peak can add to a schedule's simulated peak: every
     random op's state, one more while a replay runs, and the loss."""
-    random = len(program.random)
-    state = torch.get_rng_state().numel() \
-        if traced.device == "cpu" and random else 0
     loss = sum(n["mem"] for n in traced.graph["nodes"]
                if n["kind"] == "loss")
-    return state * (random + 1) + loss
+    return _state_bytes(program, traced) * (len(program.random) + 1) + loss
 
 
 def _row(spec, solution, held=0, budget=None):

@@ -269,13 +269,12 @@ class Unsupported(ValueError):
 
 
 def check_replayable(g1, info):
-    """Raises Unsupported for what a traced step (the joint graph of pass
-    1, before functionalization, which fails on sparse tensors with a
-    message about storage) cannot replay on the next
+    """Raises Unsupported for what a traced step cannot replay on the next
     batch: an op whose output shape depends on the data (boolean-mask
     indexing, nonzero, unique: the traced shapes hold for the example
     batch only) or a sparse tensor (the replay counts and frees dense
-    storages)."""
+    storages). `g1` is the joint graph of pass 1: functionalization
+    (pass 2) fails on sparse tensors with a message about storage."""
     for n in g1.graph.nodes:
         if n.op != "call_function" or not isinstance(
                 n.target, torch._ops.OpOverload):
@@ -312,12 +311,11 @@ def _module_of(n, info):
     """'module PATH (Class)' of the module call an FX node ran in (a
     backward op: that of the forward op it differentiates)."""
     g1 = {m.name: m for m in info["g1"].graph.nodes}
-    tag = (n.stack_trace or "").split("\n")[0].partition("|")[2]
+    tag = _tag(n)
     for _ in range(2):
         if tag.startswith(("bwd:", "acc:")):
             fwd = g1.get(info["fwd_node"].get(int(tag[4:])))
-            tag = (fwd.stack_trace or "").split("\n")[0].partition("|")[2] \
-                if fwd is not None else ""
+            tag = _tag(fwd) if fwd is not None else ""
     if tag.startswith("mod:"):
         path, _, cls = info["calls"][int(tag[4:])]
         return f"module '{path or '(the model)'}' ({cls})"
@@ -368,8 +366,7 @@ def _copy_saved_parts(g2):
                 c.meta["remat_with"] = reader.name
             # An origin of its own: no backward op takes the clone for
             # the forward op it differentiates.
-            tag = (reader.stack_trace or "").split("\n")[0].partition("|")[2]
-            c.stack_trace = f"{c.name}|{tag}"
+            c.stack_trace = f"{c.name}|{_tag(reader)}"
             for r in list(u.users):
                 if r is not c and _in_backward(r):
                     r.replace_input_with(u, c)
@@ -386,8 +383,15 @@ def _readers(n):
     return out
 
 
+def _tag(n):
+    """Where an FX node came from: the tag after `origin|` in its stack
+    trace (`mod:K` a module call, `bwd:K`/`acc:K` a grad_fn, `seed`,
+    `top`)."""
+    return (n.stack_trace or "").split("\n")[0].partition("|")[2]
+
+
 def _in_backward(n):
-    tag = (n.stack_trace or "").split("\n")[0].partition("|")[2]
+    tag = _tag(n)
     return n.op == "output" or tag.startswith(("bwd:", "acc:", "seed"))
 
 
