@@ -250,6 +250,15 @@ class Timeline {
     double start = compute_end_;
     Time lane_start = lane_gate_;
     for (NodeId u : graph_.inputs(v)) {
+      if constexpr (kLanes && !kTransfers) {
+        // The last compute's value, still live, is read from a register:
+        // through memory, each compute of a recomputed run would wait for
+        // the previous one's store of its time to reach this load.
+        if (u == last_node_) {
+          lane_start = std::max(lane_start, last_end_);
+          continue;
+        }
+      }
       const Time ready = lanes_[u].ready;
       legal &= ready >= 0;
       if constexpr (kTransfers) start = std::max(start, streams_[u].ready);
@@ -271,6 +280,8 @@ class Timeline {
         lanes_[u].last_use = std::max(lanes_[u].last_use, lane_end);
       }
       lanes_[v] = {lane_end, lane_end};
+      last_node_ = v;
+      last_end_ = lane_end;
     } else {
       lanes_[v] = {0, 0};  // live, computed
     }
@@ -304,6 +315,7 @@ class Timeline {
       memory_ -= bytes;
       if constexpr (kLanes) {
         lane_gate_ = std::max(lane_gate_, lanes_[v].last_use);
+        if (v == last_node_) last_node_ = kNoNode;
       }
       lanes_[v].ready = -1;
     } else if (OnHost(v)) {
@@ -429,6 +441,10 @@ class Timeline {
   Time critical_path_ = 0;
   double compute_end_ = 0, d2h_end_ = 0, h2d_end_ = 0;
   Time lane_gate_ = 0;  // when the memory freed so far is free on lanes
+  // The last compute's value while it is live (kNoNode after its free),
+  // and its end on the lanes.
+  NodeId last_node_ = kNoNode;
+  Time last_end_ = 0;
   std::vector<MemoryChange> device_changes_, host_changes_;  // transfers only
 };
 
