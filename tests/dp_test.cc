@@ -468,9 +468,7 @@ TEST(DpExact, MatchesBruteForceOnRandomGraphs) {
 }
 
 // Below the graph's memory lower bound no schedule fits, and `auto` says
-// so without a DP run (it ran 14 before: a search of DP budgets and the
-// memory-centric scan, 36 s on the authors' GoogLeNet); at the bound it
-// still searches.
+// so without a DP run; at the bound it still searches.
 TEST(DpAuto, NoDpRunBelowTheMemoryLowerBound) {
   for (const char* spec : {"chain:n=16", "resnet:depth=18,batch=2,image=32"}) {
     Graph graph = LoadGraph(spec);

@@ -788,7 +788,7 @@ AlgorithmOutput LowerSetDp::RunPrepared(const Graph& graph,
   if (strategy == "auto") {
     // No schedule of any kind fits below the memory lower bound, so no DP
     // budget can give one that does: the search would spend all its DP
-    // runs (14 on the authors' GoogLeNet, 36 s) to say so.
+    // runs, the memory-centric scan included, to say so.
     const int64_t lower_bound = MemoryLowerBound(graph);
     if (budget < lower_bound) {
       extra["dp_runs"] = 0;
