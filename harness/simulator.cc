@@ -116,8 +116,10 @@ template <typename Time>
 // Without transfers (kTransfers false, the common case kept as fast as the
 // simulator was before the timeline) every value is ready when the compute
 // stream reaches its reader, so time is cost; the lanes are tracked only
-// when the critical path is asked for (kLanes).
-template <bool kTransfers, bool kLanes>
+// when the critical path is asked for (kLanes). The memory at each event is
+// kept only when asked for (kRecord): the loop over events keeps its state
+// in registers only with few enough of them.
+template <bool kTransfers, bool kLanes, bool kRecord>
 class Timeline {
   using Time = std::conditional_t<kTransfers, double, int64_t>;
 
@@ -126,7 +128,6 @@ class Timeline {
            SimulationResult& result)
       : graph_(graph),
         timing_(options.timing ? *options.timing : default_timing_),
-        record_(options.record_timeline),
         result_(result),
         lanes_(graph.num_nodes()) {
     if constexpr (kTransfers) {
@@ -148,9 +149,29 @@ class Timeline {
       case Event::Op::kPrefetch:
         return Prefetch(i, e.node);
       case Event::Op::kWait:
-        return Wait(e.node);
+        return Wait(i, e.node);
     }
-    return Fail("unknown event");
+    return false;
+  }
+
+  // Why the event that Apply refused is illegal, where Apply did not say
+  // (the refusals on the path of every schedule): naming it only after
+  // the simulation stopped keeps calls out of the loop over events, so
+  // that the compiler keeps the timeline's state in registers.
+  [[gnu::cold]] std::string Explain(Event e) const {
+    switch (e.op) {
+      case Event::Op::kCompute:
+        return ComputeError<Time>(graph_, lanes_, on_host_, e.node);
+      case Event::Op::kFree:
+        return FreeError(graph_, e.node);
+      case Event::Op::kOffload:
+        return "offload without transfers";
+      case Event::Op::kPrefetch:
+        return "prefetch without transfers";
+      case Event::Op::kWait:
+        return "wait without transfers";
+    }
+    return "unknown event";
   }
 
   bool computed(NodeId v) const { return lanes_[v].last_use >= 0; }
@@ -159,15 +180,16 @@ class Timeline {
   // a host budget exceeded, the index of the offload that exceeded it and
   // why.
   std::optional<std::pair<int64_t, std::string>> Finish() {
+    if constexpr (kRecord) result_.memory_at_event.resize(recorded_);
     result_.peak_bytes = peak_;
     result_.cost = cost_;
     result_.length = length_;
-    result_.critical_path = static_cast<double>(critical_path_);
+    result_.critical_path = static_cast<double>(CriticalPath());
     result_.makespan =
         kTransfers ? std::max({compute_end_, d2h_end_, h2d_end_})
                    : static_cast<double>(cost_);
     result_.parallelism =
-        critical_path_ > 0
+        result_.critical_path > 0
             ? static_cast<double>(cost_) / result_.critical_path
             : static_cast<double>(kLanes);
     if constexpr (!kTransfers) return std::nullopt;
@@ -188,6 +210,20 @@ class Timeline {
  private:
   const std::string& Name(NodeId v) const { return graph_.node_name(v); }
 
+  // The latest end on the lanes. A compute's end stays at most its
+  // value's last_use until the value is freed or offloaded, which raises
+  // the gate to at least that, so the computes need not keep a running
+  // maximum (one more step on their chain of lane times): the gate and
+  // the values still live hold it. Transfers' ends are kept as they come.
+  Time CriticalPath() const {
+    if constexpr (!kLanes) return 0;
+    Time latest = std::max(critical_path_, lane_gate_);
+    for (const LaneTimes<Time>& t : lanes_) {
+      if (t.live()) latest = std::max(latest, t.last_use);
+    }
+    return latest;
+  }
+
   // The error goes straight to the result: a member string would let the
   // Timeline's address escape and keep its state out of registers.
   bool Fail(std::string why) {
@@ -195,8 +231,13 @@ class Timeline {
     return false;
   }
 
-  void Record(int64_t bytes) {
-    if (record_) result_.memory_at_event.push_back(bytes);
+  // memory_at_event has a slot per event (Run sizes it): a store here,
+  // where a push_back would put a call in the loop over events.
+  void Record(int64_t i, int64_t bytes) {
+    if constexpr (kRecord) {
+      result_.memory_at_event[i] = bytes;
+      recorded_ = i + 1;
+    }
   }
 
   bool OnHost(NodeId v) const {
@@ -209,6 +250,15 @@ class Timeline {
     double start = compute_end_;
     Time lane_start = lane_gate_;
     for (NodeId u : graph_.inputs(v)) {
+      if constexpr (kLanes && !kTransfers) {
+        // The last compute's value, still live, is read from a register:
+        // through memory, each compute of a recomputed run would wait for
+        // the previous one's store of its time to reach this load.
+        if (u == last_node_) {
+          lane_start = std::max(lane_start, last_end_);
+          continue;
+        }
+      }
       const Time ready = lanes_[u].ready;
       legal &= ready >= 0;
       if constexpr (kTransfers) start = std::max(start, streams_[u].ready);
@@ -216,11 +266,11 @@ class Timeline {
     }
     const int64_t cost = graph_.cost(v);
     if (!legal || !AddChecked(cost_, cost)) [[unlikely]] {
-      return Fail(ComputeError<Time>(graph_, lanes_, on_host_, v));
+      return false;  // Explain says why
     }
     const int64_t now = memory_model::MemoryAtCompute(graph_, memory_, v);
     peak_ = std::max(peak_, now);
-    Record(now);
+    Record(i, now);
     const int64_t resident = memory_model::ResidentBytes(graph_, v);
     memory_ += resident;
     ++length_;
@@ -230,7 +280,8 @@ class Timeline {
         lanes_[u].last_use = std::max(lanes_[u].last_use, lane_end);
       }
       lanes_[v] = {lane_end, lane_end};
-      critical_path_ = std::max(critical_path_, lane_end);
+      last_node_ = v;
+      last_end_ = lane_end;
     } else {
       lanes_[v] = {0, 0};  // live, computed
     }
@@ -264,6 +315,7 @@ class Timeline {
       memory_ -= bytes;
       if constexpr (kLanes) {
         lane_gate_ = std::max(lane_gate_, lanes_[v].last_use);
+        if (v == last_node_) last_node_ = kNoNode;
       }
       lanes_[v].ready = -1;
     } else if (OnHost(v)) {
@@ -277,15 +329,15 @@ class Timeline {
       on_host_[v] = 0;
       host_changes_.push_back({compute_end_, 2 * i, -bytes});
     } else {
-      return Fail(FreeError(graph_, v));
+      return false;  // Explain says why
     }
-    Record(memory_);
+    Record(i, memory_);
     return true;
   }
 
   bool Offload(int64_t i, NodeId v) {
     if constexpr (!kTransfers) {
-      return Fail("offload without transfers");
+      return false;  // Explain says why
     } else {
       if (!lanes_[v].live()) {
         return Fail(fmt::format("offload {}: '{}' is not live on the device",
@@ -311,7 +363,7 @@ class Timeline {
       lanes_[v].ready = -1;
       on_host_[v] = 1;
       memory_ -= bytes;
-      Record(memory_);
+      Record(i, memory_);
       device_changes_.push_back(
           {std::max(d2h_end_, compute_end_), 2 * i, -bytes});
       host_changes_.push_back({start, 2 * i, bytes});
@@ -322,7 +374,7 @@ class Timeline {
 
   bool Prefetch(int64_t i, NodeId v) {
     if constexpr (!kTransfers) {
-      return Fail("prefetch without transfers");
+      return false;  // Explain says why
     } else {
       if (lanes_[v].live()) {
         return Fail(
@@ -348,7 +400,7 @@ class Timeline {
       }
       on_host_[v] = 0;
       memory_ += bytes;
-      Record(memory_);
+      Record(i, memory_);
       device_changes_.push_back({start, 2 * i, bytes});
       host_changes_.push_back({h2d_end_, 2 * i, -bytes});
       return AddChecked(result_.transfer_bytes, bytes) ||
@@ -358,9 +410,9 @@ class Timeline {
 
   // The compute stream waits for v's offload to end (vDNN's
   // synchronization: the offload's memory is free for the next compute).
-  bool Wait(NodeId v) {
+  bool Wait(int64_t i, NodeId v) {
     if constexpr (!kTransfers) {
-      return Fail("wait without transfers");
+      return false;  // Explain says why
     } else {
       if (!on_host_[v]) {
         return Fail(fmt::format("wait {}: '{}' has no offload to wait for", v,
@@ -372,7 +424,7 @@ class Timeline {
         compute_end_ = t.host_ready;
       }
       if constexpr (kLanes) lane_gate_ = std::max(lane_gate_, t.lane_host_ready);
-      Record(memory_);
+      Record(i, memory_);
       return true;
     }
   }
@@ -380,27 +432,30 @@ class Timeline {
   static inline const TimingModel default_timing_{};
   const Graph& graph_;
   const TimingModel& timing_;
-  const bool record_;
   SimulationResult& result_;
   std::vector<uint8_t> on_host_;  // with transfers only
   std::vector<LaneTimes<Time>> lanes_;
   std::vector<StreamTimes> streams_;  // with transfers only
   int64_t memory_ = 0;  // device memory in schedule order
-  int64_t peak_ = 0, cost_ = 0, length_ = 0;
+  int64_t peak_ = 0, cost_ = 0, length_ = 0, recorded_ = 0;
   Time critical_path_ = 0;
   double compute_end_ = 0, d2h_end_ = 0, h2d_end_ = 0;
   Time lane_gate_ = 0;  // when the memory freed so far is free on lanes
+  // The last compute's value while it is live (kNoNode after its free),
+  // and its end on the lanes.
+  NodeId last_node_ = kNoNode;
+  Time last_end_ = 0;
   std::vector<MemoryChange> device_changes_, host_changes_;  // transfers only
 };
 
 // Runs `schedule` through a Timeline; see Simulate.
-template <bool kTransfers, bool kLanes>
+template <bool kTransfers, bool kLanes, bool kRecord>
 SimulationResult Run(const Graph& graph, std::span<const Event> schedule,
                      const SimulationOptions& options) {
   SimulationResult result;
   const int32_t n = graph.num_nodes();
-  if (options.record_timeline) result.memory_at_event.reserve(schedule.size());
-  Timeline<kTransfers, kLanes> timeline(graph, options, result);
+  if constexpr (kRecord) result.memory_at_event.resize(schedule.size());
+  Timeline<kTransfers, kLanes, kRecord> timeline(graph, options, result);
 
   auto fail = [&](int64_t index, std::string why) {
     result.error_index = index;
@@ -419,11 +474,12 @@ SimulationResult Run(const Graph& graph, std::span<const Event> schedule,
       // scan, so that schedules without transfers pay nothing for them).
       if constexpr (!kTransfers) {
         if (schedule[i].is_transfer()) {
-          return Run<true, kLanes>(graph, schedule, options);
+          return Run<true, kLanes, kRecord>(graph, schedule, options);
         }
       }
       timeline.Finish();
       result.error_index = i;
+      if (result.error.empty()) result.error = timeline.Explain(schedule[i]);
       return result;
     }
   }
@@ -451,8 +507,14 @@ SimulationResult Run(const Graph& graph, std::span<const Event> schedule,
 
 SimulationResult Simulate(const Graph& graph, std::span<const Event> schedule,
                           SimulationOptions options) {
-  return options.critical_path ? Run<false, true>(graph, schedule, options)
-                                : Run<false, false>(graph, schedule, options);
+  if (options.record_timeline) {
+    return options.critical_path
+               ? Run<false, true, true>(graph, schedule, options)
+               : Run<false, false, true>(graph, schedule, options);
+  }
+  return options.critical_path
+             ? Run<false, true, false>(graph, schedule, options)
+             : Run<false, false, false>(graph, schedule, options);
 }
 
 nlohmann::json TimelineFigures(const SimulationResult& sim) {

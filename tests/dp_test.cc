@@ -467,6 +467,24 @@ TEST(DpExact, MatchesBruteForceOnRandomGraphs) {
   EXPECT_GT(infeasible, 10);
 }
 
+// Below the graph's memory lower bound no schedule fits, and `auto` says
+// so without a DP run; at the bound it still searches.
+TEST(DpAuto, NoDpRunBelowTheMemoryLowerBound) {
+  for (const char* spec : {"chain:n=16", "resnet:depth=18,batch=2,image=32"}) {
+    Graph graph = LoadGraph(spec);
+    const int64_t bound = MemoryLowerBound(graph);
+    for (const char* algorithm : {"dp_exact", "dp_approx"}) {
+      SCOPED_TRACE(fmt::format("{} {}", spec, algorithm));
+      Attempt below = Solve(graph, algorithm, bound - 1);
+      EXPECT_EQ(below.output.status, Status::kInfeasible);
+      EXPECT_FALSE(below.output.schedule);
+      EXPECT_EQ(below.output.extra["dp_runs"], 0);
+      Attempt at = Solve(graph, algorithm, bound);
+      EXPECT_GT(at.output.extra["dp_runs"].get<int>(), 0);
+    }
+  }
+}
+
 // The authors' graphs: lower-set counts from docs/papers.md, and at a few
 // budgets valid schedules with the exact DP never slower than the
 // approximate one (both before the liveness pass).

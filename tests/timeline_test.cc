@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
+
 #include "harness/errors.h"
 #include "harness/graph_source.h"
 #include "harness/liveness.h"
@@ -110,6 +113,90 @@ TEST(Timeline, AFreeGatesLaterComputesOnUnlimitedLanes) {
   r = Timed(g, Schedule{E::Compute(0), E::Compute(1), E::Compute(2),
                            E::Compute(3), E::Compute(4), E::Compute(5)});
   EXPECT_EQ(r.critical_path, 6);
+}
+
+// Random schedules, illegal events among them, against the timeline's
+// definition written out plainly: every mode of the simulator (with or
+// without the critical path, with or without the memory at each event)
+// gives the same figures and errors, and the critical path is the
+// definition's.
+TEST(Timeline, EveryModeAgreesWithThePlainDefinitionOnRandomSchedules) {
+  std::mt19937 rng(32);
+  for (const char* spec : {"resnet:depth=18,batch=2,image=32", "unet",
+                           "chain:n=12"}) {
+    const Graph g = LoadGraph(spec);
+    const int32_t n = g.num_nodes();
+    for (int trial = 0; trial < 40; ++trial) {
+      SCOPED_TRACE(fmt::format("{} trial {}", spec, trial));
+      // The plain definition, applied while the schedule is drawn.
+      std::vector<int64_t> ready(n, -1), last_use(n, -1);
+      int64_t gate = 0, critical_path = 0;
+      Schedule schedule;
+      int64_t legal_prefix = -1;
+      for (int step = 0; step < 4 * n; ++step) {
+        const NodeId v = static_cast<NodeId>(rng() % n);
+        const bool inputs_live =
+            std::ranges::all_of(g.inputs(v), [&](NodeId u) {
+              return ready[u] >= 0;
+            });
+        if (ready[v] >= 0 && rng() % 2 == 0) {
+          schedule.push_back(Event::Free(v));
+          gate = std::max(gate, last_use[v]);
+          ready[v] = -1;
+        } else if (ready[v] < 0 && inputs_live) {
+          schedule.push_back(Event::Compute(v));
+          int64_t start = gate;
+          for (NodeId u : g.inputs(v)) start = std::max(start, ready[u]);
+          const int64_t end = start + g.cost(v);
+          for (NodeId u : g.inputs(v)) {
+            last_use[u] = std::max(last_use[u], end);
+          }
+          ready[v] = last_use[v] = end;
+          critical_path = std::max(critical_path, end);
+        } else if (trial % 4 == 3 && legal_prefix < 0) {
+          // One illegal event, the rest of the schedule after it.
+          legal_prefix = static_cast<int64_t>(schedule.size());
+          schedule.push_back(ready[v] >= 0 ? Event::Compute(v)
+                                           : Event::Free(v));
+        }
+      }
+      std::vector<SimulationResult> modes;
+      for (const bool path : {false, true}) {
+        for (const bool record : {false, true}) {
+          modes.push_back(Simulate(
+              g, schedule, {.record_timeline = record, .critical_path = path}));
+        }
+      }
+      for (const SimulationResult& r : modes) {
+        EXPECT_EQ(r.valid, modes[0].valid);
+        EXPECT_EQ(r.error, modes[0].error);
+        EXPECT_EQ(r.error_index, modes[0].error_index);
+        EXPECT_EQ(r.peak_bytes, modes[0].peak_bytes);
+        EXPECT_EQ(r.cost, modes[0].cost);
+        EXPECT_EQ(r.length, modes[0].length);
+        EXPECT_EQ(r.makespan, modes[0].makespan);
+      }
+      // Without an illegal event, only a target never computed (random
+      // schedules seldom reach the loss) makes the schedule invalid.
+      EXPECT_EQ(modes[0].error_index,
+                legal_prefix >= 0 ? legal_prefix
+                : modes[0].valid  ? -1
+                                  : static_cast<int64_t>(schedule.size()))
+          << modes[0].error;
+      EXPECT_EQ(modes[0].error.empty(), modes[0].valid);
+      EXPECT_EQ(modes[1].memory_at_event, modes[3].memory_at_event);
+      EXPECT_EQ(static_cast<int64_t>(modes[1].memory_at_event.size()),
+                legal_prefix < 0 ? static_cast<int64_t>(schedule.size())
+                                 : legal_prefix);
+      EXPECT_TRUE(modes[0].memory_at_event.empty());
+      for (const SimulationResult* r : {&modes[2], &modes[3]}) {
+        if (legal_prefix < 0) {
+          EXPECT_EQ(r->critical_path, static_cast<double>(critical_path));
+        }
+        EXPECT_EQ(r->parallelism, modes[2].parallelism);
+      }
+    }
+  }
 }
 
 TEST(Timeline, NoRematFollowsTheLongestPathOnChainsAndDiamonds) {

@@ -785,6 +785,22 @@ AlgorithmOutput LowerSetDp::RunPrepared(const Graph& graph,
       return out;
     }
   }
+  if (strategy == "auto") {
+    // No schedule of any kind fits below the memory lower bound, so no DP
+    // budget can give one that does: the search would spend all its DP
+    // runs, the memory-centric scan included, to say so.
+    const int64_t lower_bound = MemoryLowerBound(graph);
+    if (budget < lower_bound) {
+      extra["dp_runs"] = 0;
+      AlgorithmOutput out = AlgorithmOutput::NoSchedule(
+          Status::kInfeasible,
+          fmt::format("the budget is below the graph's memory lower bound "
+                      "of {} bytes, which every schedule needs",
+                      lower_bound));
+      out.extra = std::move(extra);
+      return out;
+    }
+  }
   DpRuns runs(a, graph, request);
   if (strategy == "auto") {
     Search(runs, a.family, budget);
