@@ -93,6 +93,8 @@ void SetMemoryLimit(int64_t bytes) {
   limit.set = true;
 }
 
+int64_t GivenMemoryLimit() { return TheLimit().set ? TheLimit().bytes : 0; }
+
 void CheckMemory(int64_t bytes, const std::string& what) {
   const int64_t limit = MemoryLimit();
   if (bytes <= limit) return;

@@ -27,6 +27,9 @@ int64_t MemoryLimit();
 std::string MemoryLimitSource();
 // Overrides the limit (--max-memory, fuzzers); bytes > 0.
 void SetMemoryLimit(int64_t bytes);
+// The limit SetMemoryLimit set, or 0 if none: what an isolated solver
+// (harness/isolation.h) is handed, since its own would be MemAvailable.
+int64_t GivenMemoryLimit();
 
 // Throws InputError "<what>: needs about <bytes>, more than the <limit>
 // of <source>" when `bytes` exceeds MemoryLimit().

@@ -539,17 +539,45 @@ TEST_F(Cli, AJournalIsOwnedByOneSweepAndIsNoInput) {
 TEST_F(Cli, CheckmateLpKeepsItsTimeLimitThroughClpsPresolve) {
   // Clp's presolve ignored the time limit: --timeout 3 on this 690-node
   // graph ran past 100 s (1.7 GB). Now the isolated process's watchdog
-  // answers 2 s after the limit.
+  // answers 2 s after the limit. --max-memory: its LP (about 2 GiB) must
+  // not be refused for the memory of the machine that runs the test.
   const auto start = std::chrono::steady_clock::now();
   Outcome run = Remat(
-      "solve -a checkmate_lp -g resnet:depth=101 -p max_nodes=2000 "
-      "--timeout 3 --json");
+      "--max-memory 64GiB solve -a checkmate_lp -g resnet:depth=101 "
+      "-p max_nodes=2000 --timeout 3 --json");
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   ASSERT_EQ(run.status, 1) << run.err;
   EXPECT_EQ(nlohmann::json::parse(run.out)["status"], "timeout") << run.out;
   EXPECT_LT(seconds, 30);  // generous for a loaded machine; before, > 100
+}
+
+TEST_F(Cli, CheckmateModelsTheMemoryLimitCannotHoldAreRefused) {
+  // checkmate_lp -p max_nodes=2000 on a graph of 1,163 nodes grew to 5 GB
+  // (11 CPU-minutes before its time limit was kept). resnet:depth=152's
+  // model has 17.4 million nonzeros, about 4.9 GiB for Clp: refused at
+  // once under a limit of 1 GiB, by the solvers that build the model. The
+  // limit reaches the isolated process that decides.
+  for (const char* algorithm : {"checkmate_lp", "checkmate_milp", "moccasin"}) {
+    const auto start = std::chrono::steady_clock::now();
+    Outcome run = Remat(fmt::format(
+        "--max-memory 1GiB solve -a {} -g resnet:depth=152 -p max_nodes=2000 "
+        "-b 3GB --timeout 20 --json",
+        algorithm));
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    ASSERT_EQ(run.status, 1) << algorithm << ": " << run.err;
+    const nlohmann::json result = nlohmann::json::parse(run.out);
+    EXPECT_EQ(result["status"], "too_large") << algorithm << ": " << run.out;
+    EXPECT_NE(result["message"].get<std::string>().find(
+                  "17356642 nonzeros: about 4.85 GiB to solve even its LP "
+                  "relaxation, more than the 1.00 GiB of --max-memory"),
+              std::string::npos)
+        << algorithm << ": " << result["message"];
+    EXPECT_LT(seconds, 15) << algorithm;  // before: the whole time limit
+  }
 }
 
 // --- Class 9: what a killed final write leaves -----------------------------
