@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,9 +17,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <new>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <thread>
 
 #include "harness/file_io.h"
+#include "harness/limits.h"
 #include "tests/cli_support.h"
 
 namespace remat {
@@ -474,6 +479,45 @@ TEST_F(Cli, AnAddressSpaceLimitBoundsWhatIsRead) {
       << run.err;
   // --max-memory still decides when given.
   EXPECT_EQ(Remat("graph info " + graph + " --max-memory 4GiB").status, 0);
+}
+
+TEST_F(Cli, RunningOutOfMemoryInAThreadOrADestructorIsOneLine) {
+  // --max-memory lifts the estimate's refusal, so that parsing a 100 MB
+  // graph runs out of memory under ulimit -v, inside nlohmann's noexcept
+  // destructor; in a sweep, on one of OpenMP's threads. Both went to
+  // std::terminate and aborted (134, "terminate called after throwing an
+  // instance of 'std::bad_alloc'").
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "ulimit -v leaves no room for ASan's shadow memory";
+#endif
+  const std::string graph = (dir_ / "big.json").string();
+  ASSERT_EQ(Remat("graph convert chain:n=450000 --to json -o " + graph).status,
+            0);
+  for (const std::string& command :
+       {"graph info " + graph,
+        fmt::format("sweep --graphs {0},{0} --algorithms noremat --threads 2 "
+                    "--out {1}/r.json",
+                    graph, dir_.string())}) {
+    const Outcome run =
+        Limited("ulimit -v 500000", "--max-memory 64GiB " + command);
+    EXPECT_EQ(run.status, 2) << command << "\n" << run.err;
+    EXPECT_EQ(run.err, std::string(kOutOfMemoryLine) + "\n") << command;
+  }
+}
+
+// A std::bad_alloc that leaves a thread ends the process the same way
+// (ExitOnUncaughtOutOfMemory, first in remat's main()); other exceptions
+// still abort, as bugs should.
+TEST(OutOfMemory, LeavingAThreadEndsWithOneLineAndStatusTwo) {
+  const auto escape_thread = [](auto exception) {
+    ExitOnUncaughtOutOfMemory();
+    std::thread([&] { throw exception; }).join();
+  };
+  EXPECT_EXIT(escape_thread(std::bad_alloc()), ::testing::ExitedWithCode(2),
+              "^remat: out of memory \\(--max-memory refuses large inputs "
+              "before they are read\\)\n$");
+  EXPECT_EXIT(escape_thread(std::runtime_error("a bug")),
+              ::testing::KilledBySignal(SIGABRT), "a bug");
 }
 
 // --- Class 5: one sweep per journal ----------------------------------------
