@@ -624,6 +624,22 @@ TEST_F(Cli, CheckmateModelsTheMemoryLimitCannotHoldAreRefused) {
   }
 }
 
+TEST_F(Cli, DpApproxRefusesAncestorClosuresTheMemoryLimitCannotHold) {
+  // dp_approx keeps a bitset of n bits per forward node, held twice: on a
+  // training star of 3*10^5 leaves it zero-filled 11 GB and ran three
+  // times past --timeout 5. chain:n=70000 would need 1.14 GiB.
+  Outcome run = Remat(
+      "--max-memory 1GiB solve -a dp_approx -g chain:n=70000 --timeout 60 "
+      "--json");
+  ASSERT_EQ(run.status, 1) << run.err;
+  const nlohmann::json result = nlohmann::json::parse(run.out);
+  EXPECT_EQ(result["status"], "too_large") << run.out;
+  EXPECT_NE(result["message"].get<std::string>().find(
+                "the 70002 ancestor closures of G's 70001 nodes need about "),
+            std::string::npos)
+      << result["message"];
+}
+
 // --- Class 9: what a killed final write leaves -----------------------------
 
 TEST_F(Cli, ASweepRemovesTheTemporaryFileOfAKilledRun) {
