@@ -158,6 +158,23 @@ TEST(Dtr, AWideFanInTakesLinearTime) {
   EXPECT_LT(seconds, 10);  // generous for a loaded machine; 0.2 s here
 }
 
+// Issue 31: on a training star of 3*10^5 leaves, dtr with --timeout 5 ran
+// past 90 s: every value freed for good walked the evicted region (all the
+// others) to mark cached costs, with no deadline check there.
+TEST(Dtr, ATrainingStarKeepsTheDeadline) {
+  const Graph graph = testing::TrainingStar(300000);
+  const AlgorithmInfo& info = FindAlgorithm("dtr");
+  const auto start = std::chrono::steady_clock::now();
+  const Attempt a = RunAlgorithm(
+      graph, info, Params::Parse({}, info.params, "dtr"), kUnboundedBudget,
+      /*timeout_seconds=*/2);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  EXPECT_EQ(a.output.status, Status::kTimeout) << a.output.message;
+  EXPECT_LT(seconds, 10);  // generous for a loaded machine
+}
+
 TEST(Dtr, EveryHeuristicFitsHalfTheNoRematPeakOrSaysWhy) {
   for (const char* spec :
        {"resnet:depth=18,batch=8,image=64",

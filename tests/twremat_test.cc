@@ -472,24 +472,6 @@ TEST(TreeDecompositionTest, StarsAndFanInsEndByTheirDeadline) {
   }
 }
 
-// A training graph's star: a root read by `leaves` leaves, a loss reading
-// them all, each leaf's gradient reading the loss and the leaf, and the
-// root's gradient reading every leaf's.
-Graph TrainingStar(int32_t leaves) {
-  GraphBuilder builder("training_star");
-  const NodeId root = builder.add(NodeKind::kForward, 1, 1, {});
-  std::vector<NodeId> forward, backward;
-  for (int32_t i = 0; i < leaves; ++i) {
-    forward.push_back(builder.add(NodeKind::kForward, 1, 1, {root}));
-  }
-  const NodeId loss = builder.add(NodeKind::kLoss, 1, 1, forward);
-  for (NodeId leaf : forward) {
-    backward.push_back(builder.add(NodeKind::kBackward, 1, 1, {loss, leaf}));
-  }
-  builder.add(NodeKind::kBackward, 1, 1, std::move(backward));
-  return std::move(builder).Build();
-}
-
 // Issue 31: each leaf of a training star is next to two hubs (the root
 // and the loss), and each gradient to two more; the fill-in counts and
 // the eliminations walked those hubs' lists once per leaf: 3*10^5 leaves
@@ -498,7 +480,7 @@ Graph TrainingStar(int32_t leaves) {
 TEST(TreeDecompositionTest, TrainingStarsTakeLinearTime) {
   // The checker is quadratic on hubs: the small star is checked, the
   // big one timed.
-  const Graph small = TrainingStar(30);
+  const Graph small = testing::TrainingStar(30);
   for (auto order :
        {EliminationOrder::kMinFill, EliminationOrder::kMinDegree}) {
     const TreeDecomposition td = Decompose(small, order);
@@ -506,7 +488,7 @@ TEST(TreeDecompositionTest, TrainingStarsTakeLinearTime) {
     EXPECT_EQ(td.width(), 3);
     EXPECT_EQ(td.elimination_order, NaiveEliminationOrder(small, order));
   }
-  const Graph big = TrainingStar(300000);
+  const Graph big = testing::TrainingStar(300000);
   const auto start = std::chrono::steady_clock::now();
   const std::optional<TreeDecomposition> td =
       DecomposeByElimination(big, EliminationOrder::kMinFill);
