@@ -70,6 +70,13 @@ LowerSetLookup EnumerateAll(const LowerSetGraph& g, int64_t max_sets,
                             std::vector<uint64_t>& bits) {
   const int32_t n = g.size();
   const int32_t words = WordsFor(n);
+  // The sets the memory limit holds (twice: FromBitsets copies them), all
+  // reserved at once so that the vector is never copied to grow: doubling
+  // gigabytes of the lower sets of a training star (3*10^5 leaves) ran
+  // 11 s past --timeout 5. Reserving touches no page.
+  const int64_t fit = MemoryLimit() / (2 * 8 * int64_t{words});
+  const int64_t capacity = std::min(max_sets, std::max<int64_t>(fit, 1));
+  bits.reserve(static_cast<size_t>(capacity) * words);
   bits.assign(words, 0);
   std::vector<std::pair<int64_t, int32_t>> stack = {{0, -1}};  // (set, max)
   int64_t sets = 1, copied = 0;
@@ -91,6 +98,13 @@ LowerSetLookup EnumerateAll(const LowerSetGraph& g, int64_t max_sets,
                 fmt::format("more than max_lower_sets={} lower sets (stopped "
                             "at {}; G has {} nodes)",
                             max_sets, sets, n)};
+      }
+      if (sets >= capacity) {
+        return {nullptr, Status::kTooLarge,
+                fmt::format("more than {} lower sets of {} nodes, which as "
+                            "bitsets need more than the {} of {}",
+                            sets, n, FormatBytes(MemoryLimit()),
+                            MemoryLimitSource())};
       }
       // Every 4096 sets, or 2^16 words copied when sets are long (n bits
       // each: G of 3*10^5 nodes copied gigabytes between checks).
