@@ -153,6 +153,7 @@ class DtrRuntime {
         if (resident_[d] && remaining_uses_[d] == 0) Release(d);
       }
       dead_recomputed_.clear();
+      if (walk_expired_) return Fail(Status::kTimeout, DeadlineMessage());
     }
     AlgorithmOutput output = AlgorithmOutput::Found(std::move(schedule_));
     output.extra = Figures();
@@ -181,6 +182,23 @@ class DtrRuntime {
         AlgorithmOutput::NoSchedule(status, std::move(message));
     output.extra = Figures();
     return output;
+  }
+
+  std::string DeadlineMessage() const {
+    return fmt::format("deadline reached after {} program steps",
+                       program_steps_);
+  }
+
+  // Counts a step of a walk over the evicted region, which can cross all
+  // of it: one per release made a training graph's star quadratic (3*10^5
+  // leaves ran past 90 s with --timeout 5, every value freed for good
+  // walked through the others). True, from then on, once the deadline has
+  // expired; the walk stops and the run ends with a timeout.
+  bool WalkExpired() {
+    if ((++walk_steps_ & 65535) == 0 && deadline_.Expired()) {
+      walk_expired_ = true;
+    }
+    return walk_expired_;
   }
 
   bool SetFailure(Status status, std::string message) {
@@ -223,9 +241,12 @@ class DtrRuntime {
           break;
         }
         // Resident: pinned by NewFrame, or made resident since by a
-        // sibling's recomputation (then pinned now).
-        const auto mine = pin_stack_.begin() + frame.pin_start;
-        if (std::find(mine, pin_stack_.end(), u) == pin_stack_.end()) Pin(u);
+        // sibling's recomputation (then pinned now). Any pin it holds is
+        // this frame's or an older one's, which outlive this compute (the
+        // frames above have ended and dropped theirs), so a pin count says
+        // enough: searching this frame's pins instead made a fan-in of
+        // 10^6 inputs quadratic (65 s past --timeout 5).
+        if (pins_[u] == 0) Pin(u);
         ++frame.next;
       }
       if (descended) {
@@ -264,6 +285,7 @@ class DtrRuntime {
       }
       ++evictions_;
       Release(victim);
+      if (walk_expired_) return SetFailure(Status::kTimeout, DeadlineMessage());
     }
     return true;
   }
@@ -277,10 +299,8 @@ class DtrRuntime {
                       max_computes_, recomputations_, evictions_,
                       program_steps_));
     }
-    if ((computes_ & 255) == 0 && deadline_.Expired()) {
-      return SetFailure(Status::kTimeout,
-                        fmt::format("deadline reached after {} program steps",
-                                    program_steps_));
+    if (walk_expired_ || ((computes_ & 255) == 0 && deadline_.Expired())) {
+      return SetFailure(Status::kTimeout, DeadlineMessage());
     }
     schedule_.push_back(Event::Compute(v));
     const bool again = computed_[v];
@@ -374,7 +394,7 @@ class DtrRuntime {
     int64_t sum = graph_.cost(t);
     auto walk = [&](bool up) {
       walk_stack_.assign(1, t);
-      while (!walk_stack_.empty()) {
+      while (!walk_stack_.empty() && !WalkExpired()) {
         const NodeId v = walk_stack_.back();
         walk_stack_.pop_back();
         for (NodeId w : up ? graph_.inputs(v) : graph_.consumers(v)) {
@@ -401,7 +421,7 @@ class DtrRuntime {
     cache_dirty_[v] = 1;
     auto walk = [&](bool down) {
       walk_stack_.assign(1, v);
-      while (!walk_stack_.empty()) {
+      while (!walk_stack_.empty() && !WalkExpired()) {
         const NodeId x = walk_stack_.back();
         walk_stack_.pop_back();
         for (NodeId w : down ? graph_.consumers(x) : graph_.inputs(x)) {
@@ -477,6 +497,8 @@ class DtrRuntime {
   const Graph& graph_;
   const int64_t budget_;
   const Deadline deadline_;
+  int64_t walk_steps_ = 0;
+  bool walk_expired_ = false;
   const Heuristic heuristic_;
   const bool classes_;
   const bool ops_clock_;

@@ -27,6 +27,7 @@
 
 #include "harness/graph_json.h"
 #include "harness/json_text.h"
+#include "harness/limits.h"
 #include "harness/runner.h"
 #include "harness/schedule.h"
 
@@ -160,6 +161,12 @@ void StartWatchdog(const StandbyAnswer& standby, double timeout_seconds,
     const Graph graph =
         ParseGraphJson(request.at("graph").get<std::string>(), "request");
     const double timeout_seconds = request.at("timeout_seconds").get<double>();
+    // Solvers that size their work (checkmate_lp's LP) check it against
+    // the parent's --max-memory.
+    if (const int64_t max_memory = request.at("max_memory").get<int64_t>();
+        max_memory > 0) {
+      SetMemoryLimit(max_memory);
+    }
     StartWatchdog(standby, timeout_seconds, started);
     const Attempt attempt = RunAlgorithm(
         graph, info, params, request.at("budget_bytes").get<int64_t>(),
@@ -231,6 +238,7 @@ AlgorithmOutput RunIsolated(const Graph& graph, const AlgorithmInfo& algorithm,
                               {"params", items},
                               {"budget_bytes", budget_bytes},
                               {"timeout_seconds", timeout_seconds},
+                              {"max_memory", GivenMemoryLimit()},
                               {"graph", graph_text.str()}});
 
   // One socket is the child's stdin and stdout. Close-on-exec keeps it out

@@ -2,11 +2,16 @@
 
 #include <fmt/format.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <limits>
 #include <mutex>
+#include <new>
 #include <sstream>
 
 #include "harness/errors.h"
@@ -68,7 +73,40 @@ int64_t AddressSpaceLeft() {
   return std::max<int64_t>(0, cap - mapped);
 }
 
+std::terminate_handler default_terminate = nullptr;
+std::atomic<bool> out_of_memory_reported{false};
+
+[[noreturn]] void TerminateOnOutOfMemory() {
+  bool out_of_memory = false;
+  if (const std::exception_ptr error = std::current_exception()) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const std::bad_alloc&) {
+      out_of_memory = true;
+    } catch (...) {
+    }
+  }
+  if (!out_of_memory) {
+    default_terminate();
+    std::abort();  // a terminate handler must not return
+  }
+  // Threads that run out together: one line, from the first.
+  if (out_of_memory_reported.exchange(true)) {
+    for (;;) pause();
+  }
+  // write(2), which allocates nothing: there is no memory left.
+  [[maybe_unused]] ssize_t written =
+      write(STDERR_FILENO, kOutOfMemoryLine, sizeof kOutOfMemoryLine - 1);
+  written = write(STDERR_FILENO, "\n", 1);
+  // No destructors or atexit handlers: other threads are still running.
+  std::_Exit(2);
+}
+
 }  // namespace
+
+void ExitOnUncaughtOutOfMemory() {
+  default_terminate = std::set_terminate(TerminateOnOutOfMemory);
+}
 
 int64_t MemoryLimit() {
   Limit& limit = TheLimit();
@@ -92,6 +130,8 @@ void SetMemoryLimit(int64_t bytes) {
   limit.bytes = bytes;
   limit.set = true;
 }
+
+int64_t GivenMemoryLimit() { return TheLimit().set ? TheLimit().bytes : 0; }
 
 void CheckMemory(int64_t bytes, const std::string& what) {
   const int64_t limit = MemoryLimit();

@@ -27,6 +27,22 @@ int64_t MemoryLimit();
 std::string MemoryLimitSource();
 // Overrides the limit (--max-memory, fuzzers); bytes > 0.
 void SetMemoryLimit(int64_t bytes);
+// The limit SetMemoryLimit set, or 0 if none: what an isolated solver
+// (harness/isolation.h) is handed, since its own would be MemAvailable.
+int64_t GivenMemoryLimit();
+
+// The line a command ends with, exit status 2, when memory runs out.
+inline constexpr char kOutOfMemoryLine[] =
+    "remat: out of memory (--max-memory refuses large inputs before they "
+    "are read)";
+
+// Makes a std::bad_alloc that reaches std::terminate end the process with
+// kOutOfMemoryLine and exit status 2 instead of an abort (134): one thrown
+// in a thread (OpenMP's, the journal writer's, the progress ticker's) or
+// through a noexcept function (nlohmann's destructor, which allocates
+// while freeing a partly parsed document). Any other exception still
+// aborts. Call first in main().
+void ExitOnUncaughtOutOfMemory();
 
 // Throws InputError "<what>: needs about <bytes>, more than the <limit>
 // of <source>" when `bytes` exceeds MemoryLimit().

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <iostream>
@@ -30,7 +31,15 @@ enum Tag : int { kHello = 1, kTask, kStop, kResult, kHeartbeat };
 
 using Clock = std::chrono::steady_clock;
 constexpr auto kPoll = std::chrono::microseconds(100);
-constexpr auto kHeartbeatEvery = std::chrono::seconds(2);
+// Well under the shortest silence a test allows (REMAT_MPI_RANK_TIMEOUT=3).
+constexpr auto kHeartbeatEvery = std::chrono::seconds(1);
+// How long a silent rank may stay silent before it is taken for dead, unless
+// REMAT_MPI_RANK_TIMEOUT says. Rank 0 waits long for workers, since taking a
+// live one for dead runs its tasks twice; workers wait briefly for rank 0,
+// since without it their work is lost anyway (mpirun --enable-recovery
+// keeps them running) and its main thread does nothing but dispatch.
+constexpr std::chrono::duration<double> kWorkerTimeout{60};
+constexpr std::chrono::duration<double> kLeadTimeout{10};
 // Tasks a worker rank holds beyond one per thread, so that its next task is
 // there when one ends instead of a message round trip later (which bounds
 // the throughput of short tasks). One: a long task can wait behind another
@@ -140,6 +149,7 @@ class OpenMpiRanks : public MpiRanks {
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
     // Every rank fails alike (Together); rank 0 alone says so.
     if (rank_ != 0) std::cerr.rdbuf(nullptr);
+    rank_timeout_ = rank_ == 0 ? kWorkerTimeout : kLeadTimeout;
     if (const char* timeout = std::getenv("REMAT_MPI_RANK_TIMEOUT")) {
       rank_timeout_ = std::chrono::duration<double>(std::atof(timeout));
     }
@@ -223,6 +233,7 @@ class OpenMpiRanks : public MpiRanks {
     std::deque<int> free_slots;  // a worker rank per free thread
     std::set<size_t> retried;
     size_t finished = 0;
+    Clock::time_point last_beat = Clock::now();
     while (finished < todo.size()) {
       while (pool.in_flight() < static_cast<size_t>(threads) &&
              !pending.empty()) {
@@ -271,6 +282,12 @@ class OpenMpiRanks : public MpiRanks {
         }
       }
       const Clock::time_point now = Clock::now();
+      if (now - last_beat > kHeartbeatEvery) {
+        for (int r = 1; r < size_; ++r) {
+          if (!workers[r].dead) Beat(r);
+        }
+        last_beat = now;
+      }
       for (int r = 1; r < size_; ++r) {
         Worker& w = workers[r];
         if (w.dead || now - w.last_heard < rank_timeout_) continue;
@@ -304,31 +321,75 @@ class OpenMpiRanks : public MpiRanks {
 
   // A worker rank: announces its threads, runs what it is given, sends
   // each result back (which frees a thread for the next task) and a
-  // heartbeat when it has been quiet.
+  // heartbeat when it has been quiet. Ends the process when rank 0 has been
+  // silent too long, which no MPI call reports: with mpirun
+  // --enable-recovery, the ranks of a dead rank 0 would poll forever.
   void Serve(int threads, TaskPool& pool) {
     SendText(std::to_string(threads), kHello);
+    // Results under way, sent without blocking: a result longer than the
+    // eager limit waits for rank 0 to receive it, which a dead rank 0 never
+    // does. A list, so that each text stays where its send reads it.
+    std::list<std::pair<std::string, MPI_Request>> sending;
+    Clock::time_point lead_heard = Clock::now();
     while (true) {
       for (auto& [task, points] : pool.TakeFinished()) {
-        SendText(fmt::format("{}\n{}", task, DumpJson(points)), kResult);
+        auto& [text, request] = sending.emplace_back(
+            fmt::format("{}\n{}", task, DumpJson(points)), MPI_REQUEST_NULL);
+        MPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0,
+                  kResult, MPI_COMM_WORLD, &request);
+        last_sent_ = Clock::now();
       }
+      sending.remove_if([](std::pair<std::string, MPI_Request>& send) {
+        int sent = 0;
+        MPI_Test(&send.second, &sent, MPI_STATUS_IGNORE);
+        return sent != 0;
+      });
       int flag = 1;
       while (flag) {
         MPI_Status status;
         MPI_Iprobe(0, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &status);
         if (!flag) break;
+        lead_heard = Clock::now();
         if (status.MPI_TAG == kStop) {
           int died = 0;
           MPI_Recv(&died, 1, MPI_INT, 0, kStop, MPI_COMM_WORLD,
                    MPI_STATUS_IGNORE);
           rank_died_ = died;
+          // Rank 0 stops once it has every result, so these end at once.
+          for (auto& [text, request] : sending) {
+            MPI_Wait(&request, MPI_STATUS_IGNORE);
+          }
           return;
+        }
+        if (status.MPI_TAG == kHeartbeat) {
+          MPI_Recv(nullptr, 0, MPI_CHAR, 0, kHeartbeat, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
+          continue;
         }
         long task = 0;
         MPI_Recv(&task, 1, MPI_LONG, 0, kTask, MPI_COMM_WORLD,
                  MPI_STATUS_IGNORE);
         pool.Push(static_cast<size_t>(task));
       }
-      if (Clock::now() - last_sent_ > kHeartbeatEvery) SendText("", kHeartbeat);
+      if (Clock::now() - lead_heard > rank_timeout_) {
+        // std::cerr is muted on this rank (the constructor).
+        std::fprintf(stderr, "%s\n",
+                     fmt::format("remat: rank {}: rank 0 silent for {:.0f} s, "
+                                 "taken for dead; this rank stops (rerun the "
+                                 "sweep with --resume: rank 0's journal has "
+                                 "every point it received)",
+                                 rank_, rank_timeout_.count())
+                         .c_str());
+        std::fflush(stderr);
+        // Not a return: the pool's threads may be minutes into solves,
+        // which would hold up its destructor. Isolated solvers die with
+        // this process (PR_SET_PDEATHSIG).
+        std::_Exit(2);
+      }
+      if (Clock::now() - last_sent_ > kHeartbeatEvery) {
+        Beat(0);
+        last_sent_ = Clock::now();
+      }
     }
   }
 
@@ -338,9 +399,18 @@ class OpenMpiRanks : public MpiRanks {
     last_sent_ = Clock::now();
   }
 
+  // A heartbeat, sent without waiting: a rank that died unnoticed never
+  // takes it, and it carries nothing to keep.
+  static void Beat(int to) {
+    MPI_Request request;
+    MPI_Isend(nullptr, 0, MPI_CHAR, to, kHeartbeat, MPI_COMM_WORLD, &request);
+    MPI_Request_free(&request);
+  }
+
   int rank_ = 0, size_ = 1;
   bool rank_died_ = false;
-  std::chrono::duration<double> rank_timeout_{60};
+  // How long the ranks this rank hears from may be silent.
+  std::chrono::duration<double> rank_timeout_;
   Clock::time_point last_sent_ = Clock::now();
 };
 

@@ -3,10 +3,13 @@
 // hashes are checked against rank 0's); rank 0 hands out tasks one at a
 // time, in the plan's order (most expensive expected first), to whichever
 // rank has a free thread, runs tasks on its own threads too, and receives
-// every finished task's points. A worker rank silent for longer than
-// REMAT_MPI_RANK_TIMEOUT seconds (default 60; workers send a heartbeat
-// every 2 s) is taken for dead: its tasks are handed out once more, and a
-// task whose rank dies twice becomes an `error` point.
+// every finished task's points. Ranks send each other a heartbeat every
+// second. A worker rank silent for longer than REMAT_MPI_RANK_TIMEOUT
+// seconds (default 60) is taken for dead: its tasks are handed out once
+// more, and a task whose rank dies twice becomes an `error` point. A
+// worker that hears nothing from rank 0 for REMAT_MPI_RANK_TIMEOUT seconds
+// (default 10) ends with one line and exit status 2: rank 0 alone writes
+// the journal and results, so the sweep resumes from its journal.
 #pragma once
 
 #include <functional>

@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,9 +17,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <new>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <thread>
 
 #include "harness/file_io.h"
+#include "harness/limits.h"
 #include "tests/cli_support.h"
 
 namespace remat {
@@ -476,6 +481,45 @@ TEST_F(Cli, AnAddressSpaceLimitBoundsWhatIsRead) {
   EXPECT_EQ(Remat("graph info " + graph + " --max-memory 4GiB").status, 0);
 }
 
+TEST_F(Cli, RunningOutOfMemoryInAThreadOrADestructorIsOneLine) {
+  // --max-memory lifts the estimate's refusal, so that parsing a 100 MB
+  // graph runs out of memory under ulimit -v, inside nlohmann's noexcept
+  // destructor; in a sweep, on one of OpenMP's threads. Both went to
+  // std::terminate and aborted (134, "terminate called after throwing an
+  // instance of 'std::bad_alloc'").
+#if defined(__SANITIZE_ADDRESS__)
+  GTEST_SKIP() << "ulimit -v leaves no room for ASan's shadow memory";
+#endif
+  const std::string graph = (dir_ / "big.json").string();
+  ASSERT_EQ(Remat("graph convert chain:n=450000 --to json -o " + graph).status,
+            0);
+  for (const std::string& command :
+       {"graph info " + graph,
+        fmt::format("sweep --graphs {0},{0} --algorithms noremat --threads 2 "
+                    "--out {1}/r.json",
+                    graph, dir_.string())}) {
+    const Outcome run =
+        Limited("ulimit -v 500000", "--max-memory 64GiB " + command);
+    EXPECT_EQ(run.status, 2) << command << "\n" << run.err;
+    EXPECT_EQ(run.err, std::string(kOutOfMemoryLine) + "\n") << command;
+  }
+}
+
+// A std::bad_alloc that leaves a thread ends the process the same way
+// (ExitOnUncaughtOutOfMemory, first in remat's main()); other exceptions
+// still abort, as bugs should.
+TEST(OutOfMemory, LeavingAThreadEndsWithOneLineAndStatusTwo) {
+  const auto escape_thread = [](auto exception) {
+    ExitOnUncaughtOutOfMemory();
+    std::thread([&] { throw exception; }).join();
+  };
+  EXPECT_EXIT(escape_thread(std::bad_alloc()), ::testing::ExitedWithCode(2),
+              "^remat: out of memory \\(--max-memory refuses large inputs "
+              "before they are read\\)\n$");
+  EXPECT_EXIT(escape_thread(std::runtime_error("a bug")),
+              ::testing::KilledBySignal(SIGABRT), "a bug");
+}
+
 // --- Class 5: one sweep per journal ----------------------------------------
 
 TEST_F(Cli, AJournalIsOwnedByOneSweepAndIsNoInput) {
@@ -539,17 +583,61 @@ TEST_F(Cli, AJournalIsOwnedByOneSweepAndIsNoInput) {
 TEST_F(Cli, CheckmateLpKeepsItsTimeLimitThroughClpsPresolve) {
   // Clp's presolve ignored the time limit: --timeout 3 on this 690-node
   // graph ran past 100 s (1.7 GB). Now the isolated process's watchdog
-  // answers 2 s after the limit.
+  // answers 2 s after the limit. --max-memory: its LP (about 2 GiB) must
+  // not be refused for the memory of the machine that runs the test.
   const auto start = std::chrono::steady_clock::now();
   Outcome run = Remat(
-      "solve -a checkmate_lp -g resnet:depth=101 -p max_nodes=2000 "
-      "--timeout 3 --json");
+      "--max-memory 64GiB solve -a checkmate_lp -g resnet:depth=101 "
+      "-p max_nodes=2000 --timeout 3 --json");
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   ASSERT_EQ(run.status, 1) << run.err;
   EXPECT_EQ(nlohmann::json::parse(run.out)["status"], "timeout") << run.out;
   EXPECT_LT(seconds, 30);  // generous for a loaded machine; before, > 100
+}
+
+TEST_F(Cli, CheckmateModelsTheMemoryLimitCannotHoldAreRefused) {
+  // checkmate_lp -p max_nodes=2000 on a graph of 1,163 nodes grew to 5 GB
+  // (11 CPU-minutes before its time limit was kept). resnet:depth=152's
+  // model has 17.4 million nonzeros, about 4.9 GiB for Clp: refused at
+  // once under a limit of 1 GiB, by the solvers that build the model. The
+  // limit reaches the isolated process that decides.
+  for (const char* algorithm : {"checkmate_lp", "checkmate_milp", "moccasin"}) {
+    const auto start = std::chrono::steady_clock::now();
+    Outcome run = Remat(fmt::format(
+        "--max-memory 1GiB solve -a {} -g resnet:depth=152 -p max_nodes=2000 "
+        "-b 3GB --timeout 20 --json",
+        algorithm));
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    ASSERT_EQ(run.status, 1) << algorithm << ": " << run.err;
+    const nlohmann::json result = nlohmann::json::parse(run.out);
+    EXPECT_EQ(result["status"], "too_large") << algorithm << ": " << run.out;
+    EXPECT_NE(result["message"].get<std::string>().find(
+                  "17356642 nonzeros: about 4.85 GiB to solve even its LP "
+                  "relaxation, more than the 1.00 GiB of --max-memory"),
+              std::string::npos)
+        << algorithm << ": " << result["message"];
+    EXPECT_LT(seconds, 15) << algorithm;  // before: the whole time limit
+  }
+}
+
+TEST_F(Cli, DpApproxRefusesAncestorClosuresTheMemoryLimitCannotHold) {
+  // dp_approx keeps a bitset of n bits per forward node, held twice: on a
+  // training star of 3*10^5 leaves it zero-filled 11 GB and ran three
+  // times past --timeout 5. chain:n=70000 would need 1.14 GiB.
+  Outcome run = Remat(
+      "--max-memory 1GiB solve -a dp_approx -g chain:n=70000 --timeout 60 "
+      "--json");
+  ASSERT_EQ(run.status, 1) << run.err;
+  const nlohmann::json result = nlohmann::json::parse(run.out);
+  EXPECT_EQ(result["status"], "too_large") << run.out;
+  EXPECT_NE(result["message"].get<std::string>().find(
+                "the 70002 ancestor closures of G's 70001 nodes need about "),
+            std::string::npos)
+      << result["message"];
 }
 
 // --- Class 9: what a killed final write leaves -----------------------------

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -295,15 +296,34 @@ TEST(DpExact, ExactIsNeverSlowerThanApproxOnTheDiamond) {
   EXPECT_GT(strictly_better, 0);  // the cut {a, b, c} pays off somewhere
 }
 
+// Issue 31: dp_exact --timeout 5 on chain:n=20000 ran past a minute: the
+// covers L ∪ {v} of its 20,001 lower sets were looked up for every v, each
+// a copied and hashed bitset of 20,001 bits, with no deadline check.
+TEST(DpExact, LongChainsKeepTheDeadline) {
+  const Graph chain = LoadGraph("chain:n=20000");
+  const AlgorithmInfo& info = FindAlgorithm("dp_exact");
+  const auto start = std::chrono::steady_clock::now();
+  const Attempt a =
+      RunAlgorithm(chain, info, Params::Parse({}, info.params, "test"),
+                   kUnboundedBudget, /*timeout_seconds=*/5);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  // Solved (about 1 s here) or stopped at the deadline, never past it.
+  EXPECT_TRUE(a.output.status == Status::kFeasible ||
+              a.output.status == Status::kTimeout)
+      << a.output.message;
+  EXPECT_LT(seconds, 10);  // generous for a loaded machine
+}
+
 TEST(DpExact, GuardsAndUnsupportedGraphs) {
   Graph chain = LoadGraph("chain:n=5");
   Attempt sets =
       Solve(chain, "dp_exact", kUnboundedBudget, {"max_lower_sets=3"});
   EXPECT_EQ(sets.output.status, Status::kTooLarge);
   EXPECT_NE(sets.output.message.find("max_lower_sets=3"), std::string::npos);
-  Attempt states =
-      Solve(chain, "dp_approx", kUnboundedBudget,
-            {"max_states=1", "strategy=time"});
+  Attempt states = Solve(chain, "dp_approx", kUnboundedBudget,
+                         {"max_states=1", "strategy=time"});
   EXPECT_EQ(states.output.status, Status::kTooLarge);
   Graph plain =
       LoadGraph(testing::SourceDir() + "/tests/fixtures/diamond.json");

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <random>
 
 #include "harness/graph_source.h"
@@ -134,6 +135,44 @@ TEST(Dtr, ThrashingIsCappedByMaxComputes) {
   SolveResult free = Judge(RunDtr(g, 3), 3);
   EXPECT_EQ(free.status, Status::kFeasible) << free.message;
   EXPECT_EQ(free.peak_bytes, 3);
+}
+
+// Issue 31: dtr --timeout 5 on one node reading 10^6 others ran 65 s, and
+// no deadline check was reached: each input searched the operation's
+// pins for itself, quadratic in the fan-in.
+TEST(Dtr, AWideFanInTakesLinearTime) {
+  GraphBuilder builder("fan_in");
+  std::vector<NodeId> all;
+  for (int32_t i = 0; i < 1000000; ++i) {
+    all.push_back(builder.add(NodeKind::kForward, 1, 1, {}));
+  }
+  builder.add(NodeKind::kForward, 1, 1, std::move(all));
+  const Graph graph = std::move(builder).Build();
+  const int64_t budget = NoRematPeak(graph);
+  const auto start = std::chrono::steady_clock::now();
+  const Attempt a = RunDtr(graph, budget);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  EXPECT_EQ(Judge(a, budget).status, Status::kFeasible);
+  EXPECT_LT(seconds, 10);  // generous for a loaded machine; 0.2 s here
+}
+
+// Issue 31: on a training star of 3*10^5 leaves, dtr with --timeout 5 ran
+// past 90 s: every value freed for good walked the evicted region (all the
+// others) to mark cached costs, with no deadline check there.
+TEST(Dtr, ATrainingStarKeepsTheDeadline) {
+  const Graph graph = testing::TrainingStar(300000);
+  const AlgorithmInfo& info = FindAlgorithm("dtr");
+  const auto start = std::chrono::steady_clock::now();
+  const Attempt a = RunAlgorithm(
+      graph, info, Params::Parse({}, info.params, "dtr"), kUnboundedBudget,
+      /*timeout_seconds=*/2);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  EXPECT_EQ(a.output.status, Status::kTimeout) << a.output.message;
+  EXPECT_LT(seconds, 10);  // generous for a loaded machine
 }
 
 TEST(Dtr, EveryHeuristicFitsHalfTheNoRematPeakOrSaysWhy) {

@@ -239,6 +239,39 @@ TEST(CheckmateModel, StagedHeuristicSchedulesArePointsWhenTheyFit) {
   EXPECT_GT(staged_points, 100);
 }
 
+// CountCheckmateModel sizes the model before it is built (the memory check
+// of RefuseCheckmateRequest): the built model's columns and rows, and its
+// nonzeros but for the terms of zero bytes, which here are only the
+// workspaces of 0 in the budget rows (RandomDag's values take 1 to 4).
+TEST(CheckmateModel, CountedSizeIsTheBuiltModels) {
+  std::mt19937 rng(5);
+  for (int g = 0; g < 12; ++g) {
+    const Graph graph = g % 2 ? RandomDag(rng, 14, 0.3)
+                              : testing::RandomTrainingGraph(rng, 6, 0.4);
+    const std::vector<NodeId> order = NoRematOrder(graph);
+    const auto n = static_cast<int64_t>(order.size());
+    int64_t zero_workspace_terms = 0;
+    for (int64_t k = 0; k < n; ++k) {
+      if (graph.workspace(order[k]) == 0) zero_workspace_terms += n - k;
+    }
+    for (int max_computes : {0, 2}) {
+      const CheckmateModel model(graph, NoRematPeak(graph), order,
+                                 max_computes);
+      const CheckmateModelSize size =
+          CountCheckmateModel(graph, order, max_computes);
+      EXPECT_EQ(size.cols, model.num_cols()) << "graph " << g;
+      EXPECT_EQ(size.rows, model.num_rows()) << "graph " << g;
+      const auto nonzeros = static_cast<int64_t>(model.values().size());
+      if (g % 2) {
+        EXPECT_EQ(size.nonzeros, nonzeros + zero_workspace_terms)
+            << "graph " << g;
+      } else {
+        EXPECT_GE(size.nonzeros, nonzeros) << "graph " << g;
+      }
+    }
+  }
+}
+
 // In the stage order of the cheapest heuristic schedule (the default), the
 // MILP starts from that schedule staged, so it never ends dearer than the
 // heuristics whose staged schedules fit.

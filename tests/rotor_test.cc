@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
 
 #include "harness/graph_source.h"
@@ -155,6 +156,22 @@ std::string Join(const std::vector<std::string>& items) {
   std::string text;
   for (const std::string& item : items) text += item + "; ";
   return text;
+}
+
+// Issue 31: on a training star of 3*10^5 leaves (one stage), rotor with
+// --timeout 5 ran 84 s deriving the stage's figures before its DP.
+TEST(Rotor, ATrainingStarKeepsTheDeadline) {
+  const Graph graph = testing::TrainingStar(300000);
+  const AlgorithmInfo& info = FindAlgorithm("rotor");
+  const auto start = std::chrono::steady_clock::now();
+  const Attempt a = RunAlgorithm(
+      graph, info, Params::Parse({}, info.params, "rotor"), kUnboundedBudget,
+      /*timeout_seconds=*/2);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  EXPECT_EQ(a.output.status, Status::kTimeout) << a.output.message;
+  EXPECT_LT(seconds, 10);  // generous for a loaded machine
 }
 
 TEST(Rotor, NeverWorseThanChenGreedyOnHeterogeneousChains) {

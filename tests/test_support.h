@@ -84,4 +84,24 @@ inline Graph RandomTrainingGraph(std::mt19937& rng, int n, double p) {
   return std::move(b).Build();
 }
 
+// A training graph's star (issue 31): a root read by `leaves` leaves, a
+// loss reading them all, each leaf's gradient reading the loss and the
+// leaf, and the root's gradient reading every leaf's. Every leaf and
+// gradient is next to two hubs, which made several algorithms quadratic.
+inline Graph TrainingStar(int32_t leaves) {
+  GraphBuilder b("training_star");
+  const NodeId root = b.add(NodeKind::kForward, 1, 1, {});
+  std::vector<NodeId> forward, backward;
+  for (int32_t i = 0; i < leaves; ++i) {
+    forward.push_back(b.add(NodeKind::kForward, 1, 1, {root}));
+  }
+  const NodeId loss = b.add(NodeKind::kLoss, 1, 1, forward, "loss");
+  for (NodeId leaf : forward) {
+    backward.push_back(
+        b.add(NodeKind::kBackward, 1, 1, {loss, leaf}, "", leaf));
+  }
+  b.add(NodeKind::kBackward, 1, 1, std::move(backward), "", root);
+  return std::move(b).Build();
+}
+
 }  // namespace remat::testing

@@ -6,12 +6,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
 #include <tuple>
 
+#include "harness/limits.h"
 #include "harness/memory_model.h"
+#include "harness/params.h"
 #include "harness/simulator.h"
 
 namespace remat {
@@ -156,6 +159,65 @@ CheckmateModel::CheckmateModel(const Graph& graph, int64_t budget_bytes,
     }
   }
   Finish();
+}
+
+CheckmateModelSize CountCheckmateModel(const Graph& graph,
+                                       std::span<const NodeId> order,
+                                       int max_computes) {
+  const auto n = static_cast<int64_t>(order.size());
+  std::vector<int64_t> index(graph.num_nodes(), -1);
+  for (int64_t k = 0; k < n; ++k) index[order[k]] = k;
+  // Per stage index: its inputs, and its consumers in increasing order.
+  std::vector<std::vector<int64_t>> inputs(n), consumers(n);
+  for (int64_t k = 0; k < n; ++k) {
+    for (NodeId u : graph.inputs(order[k])) {
+      inputs[k].push_back(index[u]);
+      consumers[index[u]].push_back(k);
+    }
+  }
+  // later[i][m]: sum of n - j over consumers[i][m..], the F-row terms
+  // R[t,j] (k < j <= t) of value i summed over the stages t >= k.
+  std::vector<std::vector<int64_t>> later(n);
+  for (int64_t i = 0; i < n; ++i) {
+    later[i].assign(consumers[i].size() + 1, 0);
+    for (size_t m = consumers[i].size(); m-- > 0;) {
+      later[i][m] = later[i][m + 1] + (n - consumers[i][m]);
+    }
+  }
+  CheckmateModelSize size;
+  const int64_t pairs = n * (n + 1) / 2;        // (t, k) with k <= t
+  size.cols = pairs + n * (n - 1) / 2 + pairs;  // R, S, U
+  // Keep rows, for t < n - 1: t rows of 3 terms and one of 2.
+  size.rows = n * (n - 1) / 2;
+  size.nonzeros = 3 * ((n - 1) * (n - 2) / 2) + 2 * (n - 1);
+  for (int64_t k = 0; k < n; ++k) {
+    const int64_t stages = n - k;  // t = k .. n-1
+    const auto d = static_cast<int64_t>(inputs[k].size());
+    size.cols += stages * (d + 1);  // F
+    // Dependency rows (3 terms each), the memory row and the budget row.
+    size.rows += stages * (d + 2);
+    size.nonzeros += stages * (3 * d + 2);
+    // The memory row: U, R, and S of every earlier value (k = 0) or the
+    // previous U and the F columns of the previous compute.
+    size.nonzeros += k == 0 ? 2 * stages + (n - 1) * n / 2
+                            : stages * (3 + inputs[k - 1].size() + 1);
+    // Two F rows per F column: R[t,k], S[t+1,i] below the last stage, the
+    // column, and R[t,j] of the consumers j of i with k < j <= t.
+    std::vector<int64_t> freed = inputs[k];
+    freed.push_back(k);
+    for (int64_t i : freed) {
+      const auto first_later = static_cast<size_t>(
+          std::upper_bound(consumers[i].begin(), consumers[i].end(), k) -
+          consumers[i].begin());
+      size.rows += 2 * stages;
+      size.nonzeros += 2 * (3 * stages - 1 + later[i][first_later]);
+    }
+  }
+  if (max_computes > 0) {
+    size.rows += n;
+    size.nonzeros += pairs;
+  }
+  return size;
 }
 
 double CheckmateModel::ScaledBudget(int64_t budget_bytes) const {
@@ -395,13 +457,37 @@ std::optional<AlgorithmOutput> RefuseCheckmateRequest(
         Status::kInfeasible, "budget is below the memory lower bound");
   }
   const int64_t max_nodes = request.params.Int("max_nodes");
-  const size_t needed = NoRematOrder(graph).size();
-  if (static_cast<int64_t>(needed) > max_nodes) {
+  const std::vector<NodeId> order = NoRematOrder(graph);
+  if (static_cast<int64_t>(order.size()) > max_nodes) {
     return AlgorithmOutput::NoSchedule(
         Status::kTooLarge,
         fmt::format("{} needed nodes > max_nodes={} (the model has n "
                     "binaries per edge and per node)",
-                    needed, max_nodes));
+                    order.size(), max_nodes));
+  }
+  // A raised max_nodes lets in models that Clp cannot hold: issue 31's
+  // checkmate_lp with max_nodes=2000 on 1,163 nodes grew to 5 GB before it
+  // was killed. The stage order the algorithm ends up with may differ from
+  // the graph's, which changes the count a little, not its scale.
+  const CheckmateModelSize size = CountCheckmateModel(graph, order);
+  const std::string model =
+      fmt::format("the model would have {} columns, {} rows and {} nonzeros",
+                  size.cols, size.rows, size.nonzeros);
+  if (std::max({size.cols, size.rows, size.nonzeros}) > INT_MAX) {
+    return AlgorithmOutput::NoSchedule(
+        Status::kTooLarge,
+        fmt::format("{}: more than the solvers' int indices hold (lower "
+                    "max_nodes={})",
+                    model, max_nodes));
+  }
+  const int64_t bytes = size.nonzeros * kCheckmateBytesPerNonzero;
+  if (bytes > MemoryLimit()) {
+    return AlgorithmOutput::NoSchedule(
+        Status::kTooLarge,
+        fmt::format("{}: about {} to solve even its LP relaxation, more than "
+                    "the {} of {} (lower max_nodes={})",
+                    model, FormatBytes(bytes), FormatBytes(MemoryLimit()),
+                    MemoryLimitSource(), max_nodes));
   }
   return std::nullopt;
 }

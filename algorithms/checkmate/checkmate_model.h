@@ -160,6 +160,17 @@ class CheckmateModel {
   std::vector<double> values_;
 };
 
+// The size of the CheckmateModel of `graph` in stage order `order` (and
+// `max_computes`, as in its constructor), counted in O(n + edges log n)
+// without building it. Memory terms of zero bytes, which the model leaves
+// out, are counted: nonzeros is an upper bound.
+struct CheckmateModelSize {
+  int64_t cols = 0, rows = 0, nonzeros = 0;
+};
+CheckmateModelSize CountCheckmateModel(const Graph& graph,
+                                       std::span<const NodeId> order,
+                                       int max_computes = 0);
+
 // The stage order of a Checkmate model: the graph's topological order, or
 // the first computes of the cheapest heuristic schedule (the incumbent).
 enum class StageOrder { kGraph, kIncumbent };
@@ -181,9 +192,20 @@ std::vector<ParamSpec> WithCheckmateParams(const std::string& owner,
                                            const std::string& warm_start,
                                            std::vector<ParamSpec> params);
 
-// Why checkmate_milp and checkmate_lp refuse a request before building a
-// model (a budget below the memory lower bound: infeasible; more needed
-// nodes than max_nodes: too_large), or nullopt.
+// Memory per nonzero of the model while Clp solves its LP relaxation
+// (checkmate_lp), the model's own arrays included; CBC's MILP needs more.
+// Peak resident memory of checkmate_lp -p max_nodes=2000 at half the
+// NoRemat peak (2026-11-25): resnet:depth=34 (1.03 million nonzeros)
+// 287 MB, 279 B each; resnet:depth=50 (2.00 million) 535 MB, 268 B;
+// transformer:layers=12 (2.05 million, stopped at its 300 s limit)
+// 479 MB, 234 B; issue 31's 5 GB at 1,163 nodes is about 300 B.
+inline constexpr int64_t kCheckmateBytesPerNonzero = 300;
+
+// Why checkmate_milp, checkmate_lp and moccasin refuse a request before
+// building a model (a budget below the memory lower bound: infeasible; more
+// needed nodes than max_nodes, or a model whose LP would need more than
+// MemoryLimit() at kCheckmateBytesPerNonzero or has more columns, rows or
+// nonzeros than an int holds: too_large), or nullopt.
 std::optional<AlgorithmOutput> RefuseCheckmateRequest(
     const Graph& graph, const SolveRequest& request);
 

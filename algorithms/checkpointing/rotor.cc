@@ -70,6 +70,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include "algorithms/checkpointing/segment_schedule.h"
 #include "harness/memory_model.h"
@@ -162,7 +163,12 @@ int64_t Mem(const Graph& graph, const std::vector<NodeId>& values) {
   return sum;
 }
 
-Stages DeriveStages(const Graph& graph, const SegmentChain& chain) {
+// nullopt when `deadline` expires first: a stage of s nodes costs up to
+// s times its cone (below), and a training star's one stage of 3*10^5
+// leaves ran past 80 s with --timeout 5.
+std::optional<Stages> DeriveStages(const Graph& graph,
+                                   const SegmentChain& chain,
+                                   const Deadline& deadline) {
   const int32_t n = graph.num_nodes();
   const int32_t L = chain.num_steps();
   const auto& is_forward = chain.forward_graph().split.is_forward;
@@ -291,6 +297,7 @@ Stages DeriveStages(const Graph& graph, const SegmentChain& chain) {
     // of S_j it reads that is not computed yet.
     std::vector<NodeId> run;
     for (NodeId v : chain.stage(j)) {
+      if (deadline.Expired()) return std::nullopt;
       const size_t from = run.size();
       // Reverse topological: one pass finds what v needs.
       for (auto it = cone.rbegin(); it != cone.rend(); ++it) {
@@ -555,7 +562,13 @@ class Rotor : public Algorithm {
     const SegmentChain chain(
         graph, *fwd,
         StageCheckpoints(graph, *fwd, ArticulationCandidates(graph, *fwd)));
-    const Stages st = DeriveStages(graph, chain);
+    const std::optional<Stages> derived =
+        DeriveStages(graph, chain, request.deadline);
+    if (!derived) {
+      return AlgorithmOutput::NoSchedule(
+          Status::kTimeout, "deadline reached while deriving the stages");
+    }
+    const Stages& st = *derived;
     const int32_t L = st.length;
     int64_t budget = request.budget_bytes;
     if (budget == kUnboundedBudget) {

@@ -12,7 +12,9 @@
 #include <unordered_map>
 
 #include "algorithms/common/forward_backward.h"
+#include "harness/limits.h"
 #include "harness/memory_model.h"
+#include "harness/params.h"
 #include "harness/simulator.h"
 
 namespace remat {
@@ -20,26 +22,44 @@ namespace {
 
 int32_t WordsFor(int32_t n) { return (n + 63) / 64; }
 
-// True when `to` is `from` or reachable from it in G. Kusumoto's and the
-// chain's graphs only ever ask about a direct successor; the search is for
-// other exporters' conventions.
-bool ReachesInG(const LowerSetGraph& g, int32_t from, int32_t to) {
-  if (from == to) return true;
-  std::vector<uint8_t> seen(g.size(), 0);
-  std::vector<int32_t> stack = {from};
-  while (!stack.empty()) {
-    int32_t v = stack.back();
-    stack.pop_back();
-    for (int32_t w : g.succ(v)) {
-      if (w == to) return true;
-      if (!seen[w] && w < to) {  // local order is topological
-        seen[w] = 1;
-        stack.push_back(w);
+// Whether `to` is `from` or reachable from it in G. Kusumoto's and the
+// chain's graphs only ever ask about a direct successor, which `to`'s
+// predecessors answer: a value read by 3*10^5 others has as many
+// successors, and searching them (with a fresh array of n marks) for each
+// of their gradients was quadratic. The search is for other exporters'
+// conventions.
+class ReachableInG {
+ public:
+  explicit ReachableInG(const LowerSetGraph& g) : g_(g), seen_(g.size(), 0) {}
+
+  bool operator()(int32_t from, int32_t to) {
+    if (from == to) return true;
+    const std::span<const int32_t> preds = g_.pred(to);
+    if (std::find(preds.begin(), preds.end(), from) != preds.end()) {
+      return true;
+    }
+    ++stamp_;
+    stack_.assign(1, from);
+    while (!stack_.empty()) {
+      const int32_t v = stack_.back();
+      stack_.pop_back();
+      for (int32_t w : g_.succ(v)) {
+        if (w == to) return true;
+        if (seen_[w] != stamp_ && w < to) {  // local order is topological
+          seen_[w] = stamp_;
+          stack_.push_back(w);
+        }
       }
     }
+    return false;
   }
-  return false;
-}
+
+ private:
+  const LowerSetGraph& g_;
+  std::vector<int64_t> seen_;
+  int64_t stamp_ = 0;
+  std::vector<int32_t> stack_;
+};
 
 // Every lower set, each generated once without a hash table: in a
 // topological numbering the largest member of a lower set is maximal, so
@@ -50,9 +70,16 @@ LowerSetLookup EnumerateAll(const LowerSetGraph& g, int64_t max_sets,
                             std::vector<uint64_t>& bits) {
   const int32_t n = g.size();
   const int32_t words = WordsFor(n);
+  // The sets the memory limit holds (twice: FromBitsets copies them), all
+  // reserved at once so that the vector is never copied to grow: doubling
+  // gigabytes of the lower sets of a training star (3*10^5 leaves) ran
+  // 11 s past --timeout 5. Reserving touches no page.
+  const int64_t fit = MemoryLimit() / (2 * 8 * int64_t{words});
+  const int64_t capacity = std::min(max_sets, std::max<int64_t>(fit, 1));
+  bits.reserve(static_cast<size_t>(capacity) * words);
   bits.assign(words, 0);
   std::vector<std::pair<int64_t, int32_t>> stack = {{0, -1}};  // (set, max)
-  int64_t sets = 1;
+  int64_t sets = 1, copied = 0;
   while (!stack.empty()) {
     auto [s, top] = stack.back();
     stack.pop_back();
@@ -72,10 +99,24 @@ LowerSetLookup EnumerateAll(const LowerSetGraph& g, int64_t max_sets,
                             "at {}; G has {} nodes)",
                             max_sets, sets, n)};
       }
-      if ((sets & 4095) == 0 && deadline.Expired()) {
-        return {nullptr, Status::kTimeout,
-                fmt::format("deadline reached after enumerating {} lower sets",
-                            sets)};
+      if (sets >= capacity) {
+        return {nullptr, Status::kTooLarge,
+                fmt::format("more than {} lower sets of {} nodes, which as "
+                            "bitsets need more than the {} of {}",
+                            sets, n, FormatBytes(MemoryLimit()),
+                            MemoryLimitSource())};
+      }
+      // Every 4096 sets, or 2^16 words copied when sets are long (n bits
+      // each: G of 3*10^5 nodes copied gigabytes between checks).
+      copied += words;
+      if ((sets & 4095) == 0 || copied >= (1 << 16)) {
+        copied = 0;
+        if (deadline.Expired()) {
+          return {nullptr, Status::kTimeout,
+                  fmt::format("deadline reached after enumerating {} lower "
+                              "sets",
+                              sets)};
+        }
       }
       bits.insert(bits.end(), bits.begin() + s * words,
                   bits.begin() + (s + 1) * words);
@@ -88,9 +129,11 @@ LowerSetLookup EnumerateAll(const LowerSetGraph& g, int64_t max_sets,
 }
 
 // For each of all the lower sets (indices into `bits`), the sets L ∪ {v}
-// with the node v, ascending in v, found by looking the bitsets up.
-std::vector<std::vector<LowerSetFamily::Cover>> OneNodeCovers(
-    const LowerSetGraph& g, const std::vector<uint64_t>& bits) {
+// with the node v, ascending in v, found by looking the bitsets up;
+// nullopt when `deadline` expires first.
+std::optional<std::vector<std::vector<LowerSetFamily::Cover>>> OneNodeCovers(
+    const LowerSetGraph& g, const std::vector<uint64_t>& bits,
+    const Deadline& deadline) {
   const int32_t n = g.size();
   const int32_t words = WordsFor(n);
   const auto sets = static_cast<int32_t>(bits.size() / words);
@@ -106,9 +149,16 @@ std::vector<std::vector<LowerSetFamily::Cover>> OneNodeCovers(
   std::vector<std::vector<LowerSetFamily::Cover>> covers(sets);
   std::vector<uint64_t> grown(words);
   for (int32_t s = 0; s < sets; ++s) {
+    if (deadline.Expired()) return std::nullopt;  // a set costs O(n) or more
     const uint64_t* set = bits.data() + static_cast<size_t>(s) * words;
+    auto in = [&](int32_t v) { return (set[v >> 6] >> (v & 63)) & 1; };
     for (int32_t v = 0; v < n; ++v) {
-      if ((set[v >> 6] >> (v & 63)) & 1) continue;
+      // Only a v whose inputs are all in L makes a lower set, which alone
+      // can be found: copying and hashing n bits for every other v made
+      // chain:n=20000 run past a minute with --timeout 5.
+      if (in(v) || !std::all_of(g.pred(v).begin(), g.pred(v).end(), in)) {
+        continue;
+      }
       std::copy_n(set, words, grown.begin());
       grown[v >> 6] |= uint64_t{1} << (v & 63);
       auto it = index.find(view(grown.data()));
@@ -121,14 +171,17 @@ std::vector<std::vector<LowerSetFamily::Cover>> OneNodeCovers(
 // ∅, the ancestor closure {v} ∪ ancestors(v) of every v (distinct: v is
 // the only maximal member of its own), and G when no closure is all of G.
 // Returns their covers (see LowerSetFamily::ForEachSuperset).
-std::vector<std::vector<LowerSetFamily::Cover>> AncestorClosures(
-    const LowerSetGraph& g, std::vector<uint64_t>& bits) {
+// nullopt when `deadline` expires first.
+std::optional<std::vector<std::vector<LowerSetFamily::Cover>>> AncestorClosures(
+    const LowerSetGraph& g, std::vector<uint64_t>& bits,
+    const Deadline& deadline) {
   const int32_t n = g.size();
   const int32_t words = WordsFor(n);
   bits.assign(static_cast<size_t>(n + 1) * words, 0);
   std::vector<std::vector<LowerSetFamily::Cover>> covers(n + 1);
   bool has_full = false;
   for (int32_t v = 0; v < n; ++v) {
+    if ((v & 63) == 63 && deadline.Expired()) return std::nullopt;
     uint64_t* set = bits.data() + static_cast<size_t>(v + 1) * words;
     for (int32_t p : g.pred(v)) {
       const uint64_t* closure =
@@ -204,6 +257,7 @@ std::optional<LowerSetGraph> ExtractLowerSetGraph(const Graph& graph,
   // node may read gradients only of its own value's descendants, which are
   // in the same or a later segment under every strategy.
   g.backward_of.assign(g.size(), {});
+  ReachableInG reaches(g);
   for (NodeId b : graph.topological_order()) {
     if (!needed[b] || split->is_forward[b]) continue;
     if (graph.kind(b) != NodeKind::kBackward) {
@@ -224,7 +278,7 @@ std::optional<LowerSetGraph> ExtractLowerSetGraph(const Graph& graph,
     for (NodeId u : graph.inputs(b)) {
       if (split->is_forward[u]) continue;
       if (graph.kind(u) != NodeKind::kBackward ||
-          !ReachesInG(g, f, g.local[graph.grad_of(u)])) {
+          !reaches(f, g.local[graph.grad_of(u)])) {
         why = fmt::format(
             "backward node {} reads {}, which is not the "
             "gradient of a descendant of {}",
@@ -237,9 +291,10 @@ std::optional<LowerSetGraph> ExtractLowerSetGraph(const Graph& graph,
   return g;
 }
 
-LowerSetFamily LowerSetFamily::FromBitsets(
+std::optional<LowerSetFamily> LowerSetFamily::FromBitsets(
     const LowerSetGraph& g, std::vector<uint64_t> bits,
-    const std::vector<std::vector<Cover>>& covers, bool one_node_covers) {
+    const std::vector<std::vector<Cover>>& covers, bool one_node_covers,
+    const Deadline& deadline) {
   const int32_t n = g.size();
   const int32_t words = WordsFor(n);
   const auto sets = static_cast<int32_t>(bits.size() / words);
@@ -249,6 +304,9 @@ LowerSetFamily LowerSetFamily::FromBitsets(
   std::vector<std::vector<int32_t>> boundary(sets);
   std::vector<int32_t> stamp(n, -1), members, outside;
   for (int32_t s = 0; s < sets; ++s) {
+    // Each set costs its n bits and its members' edges: for the n ancestor
+    // closures of a wide G, O(n^2) in all.
+    if ((s & 63) == 63 && deadline.Expired()) return std::nullopt;
     const uint64_t* set = bits.data() + static_cast<size_t>(s) * words;
     auto in = [&](int32_t v) { return (set[v >> 6] >> (v & 63)) & 1; };
     members.clear();
@@ -328,18 +386,38 @@ LowerSetLookup AnalyzeLowerSets(const Graph& graph, LowerSetKind kind,
   std::string why;
   std::optional<LowerSetGraph> g = ExtractLowerSetGraph(graph, why);
   if (!g) return {nullptr, Status::kUnsupported, why};
+  const LowerSetLookup timeout = {nullptr, Status::kTimeout,
+                                  "deadline reached while analysing the "
+                                  "lower sets"};
   std::vector<uint64_t> bits;
   std::vector<std::vector<LowerSetFamily::Cover>> covers;
   if (kind == LowerSetKind::kAll) {
     LowerSetLookup failed = EnumerateAll(*g, max_sets, deadline, bits);
     if (failed.status != Status::kFeasible) return failed;
-    covers = OneNodeCovers(*g, bits);
+    auto one_node = OneNodeCovers(*g, bits, deadline);
+    if (!one_node) return timeout;
+    covers = std::move(*one_node);
   } else {
-    covers = AncestorClosures(*g, bits);
+    // A bitset of n bits per node, held twice (FromBitsets copies them in
+    // its order): 300,001 forward values would take 22.5 GB.
+    const int64_t n = g->size();
+    const int64_t bytes = 2 * (n + 2) * WordsFor(g->size()) * 8;
+    if (bytes > MemoryLimit()) {
+      return {nullptr, Status::kTooLarge,
+              fmt::format("the {} ancestor closures of G's {} nodes need "
+                          "about {} as bitsets, more than the {} of {}",
+                          n + 1, n, FormatBytes(bytes),
+                          FormatBytes(MemoryLimit()), MemoryLimitSource())};
+    }
+    auto closures = AncestorClosures(*g, bits, deadline);
+    if (!closures) return timeout;
+    covers = std::move(*closures);
   }
+  std::optional<LowerSetFamily> family = LowerSetFamily::FromBitsets(
+      *g, std::move(bits), covers, kind == LowerSetKind::kAll, deadline);
+  if (!family) return timeout;
   auto analysis = std::make_shared<LowerSetAnalysis>();
-  analysis->family = LowerSetFamily::FromBitsets(*g, std::move(bits), covers,
-                                                 kind == LowerSetKind::kAll);
+  analysis->family = std::move(*family);
   analysis->graph = std::move(*g);
   return {analysis};
 }

@@ -154,10 +154,11 @@ class LowerSetFamily {
   // Builds the per-set quantities from raw bitsets (any order, no
   // duplicates, containing ∅ and G) and the covers of each set (indices
   // into `bits`; for all lower sets, `one_node_covers` and each list
-  // ascending in node).
-  static LowerSetFamily FromBitsets(
+  // ascending in node); nullopt when `deadline` expires first.
+  static std::optional<LowerSetFamily> FromBitsets(
       const LowerSetGraph& g, std::vector<uint64_t> bits,
-      const std::vector<std::vector<Cover>>& covers, bool one_node_covers);
+      const std::vector<std::vector<Cover>>& covers, bool one_node_covers,
+      const Deadline& deadline);
 
  private:
   int32_t words_ = 0;

@@ -10,6 +10,7 @@
 #include "harness/params.h"
 
 int main(int argc, char** argv) {
+  remat::ExitOnUncaughtOutOfMemory();
   remat::InitIsolation(argc, argv);
   using namespace remat::cli;
   CLI::App app{
@@ -59,8 +60,7 @@ int main(int argc, char** argv) {
     std::cerr << "remat: " << remat::Printable(e.what(), 2000) << "\n";
     return kExitBadInput;
   } catch (const std::bad_alloc&) {
-    std::cerr << "remat: out of memory (--max-memory refuses large inputs "
-                 "before they are read)\n";
+    std::cerr << remat::kOutOfMemoryLine << "\n";
     return kExitBadInput;
   }
   return exit_code;

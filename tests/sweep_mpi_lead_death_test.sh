@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# remat sweep over MPI when rank 0 dies: under `mpirun --enable-recovery`
+# the worker ranks end within seconds, each with one line, and the journal
+# rank 0 left resumes to the single-process sweep's figures. Before the
+# workers listened for rank 0's heartbeat, they polled forever. Skipped
+# (exit 77) as tests/sweep_mpi_test.sh is.
+set -euo pipefail
+remat=$1
+source_dir=$2
+source "$source_dir/scripts/env.sh"
+with_mpi=$3
+if [[ "$with_mpi" != 1 ]] || ! command -v mpirun >/dev/null; then
+  if [[ "${CI:-}" == "true" ]]; then
+    echo "sweep_mpi_lead_death: Open MPI missing under CI (built with MPI: $with_mpi)" >&2
+    exit 1
+  fi
+  echo "sweep_mpi_lead_death: skipped, no Open MPI" >&2
+  exit 77
+fi
+# As in tests/sweep_mpi_test.sh: containers forbid the cross-memory attach,
+# and Open MPI's own allocations are not ours to leak-check.
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=0"
+work=$(mktemp -d)
+mpirun_pid=
+cleanup() {
+  if [[ -n "$mpirun_pid" ]] && kill -0 "$mpirun_pid" 2>/dev/null; then
+    pkill -9 -P "$mpirun_pid" || true
+    kill -9 "$mpirun_pid" || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+cd "$work"
+# exact_search on chain:n=18 (about 0.5 s a task) keeps the sweep running
+# well past its first journal line, when rank 0 is killed.
+args=(--graphs "resnet:depth=18,batch=8,image=64,pspnet:backbone=resnet50,batch=2,image=64,chain:n=18"
+  --algorithms noremat,revolve,twremat,dp_approx,rotor,exact_search
+  --budgets 8 --threads 1 --timeout 600)
+"$remat" sweep "${args[@]}" --out single.json >/dev/null 2>&1
+REMAT_MPI_RANK_TIMEOUT=3 mpirun --allow-run-as-root --oversubscribe \
+  --enable-recovery -n 3 "$remat" sweep "${args[@]}" --out dead.json \
+  >/dev/null 2>err.txt &
+mpirun_pid=$!
+victim=
+for _ in $(seq 300); do
+  for p in $(pgrep -P "$mpirun_pid" || true); do
+    if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null |
+      grep -qx OMPI_COMM_WORLD_RANK=0; then victim=$p; fi
+  done
+  if [[ -n "$victim" && -e dead.json.journal ]] &&
+    (($(wc -l < dead.json.journal) >= 2)); then break; fi
+  sleep 0.05
+done
+test -n "$victim"
+kill -9 "$victim"
+# 3 s of silence, then the workers end: 20 s leaves room on a loaded host.
+for _ in $(seq 200); do
+  kill -0 "$mpirun_pid" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "$mpirun_pid" 2>/dev/null; then
+  echo "sweep_mpi_lead_death: workers still running 20 s after rank 0 died" >&2
+  exit 1
+fi
+wait "$mpirun_pid" || true
+mpirun_pid=
+for rank in 1 2; do
+  test "$(grep -c "^remat: rank $rank: rank 0 silent for 3 s, taken for dead" \
+    err.txt)" -eq 1
+done
+# Rank 0 died before the end: no results, only its journal.
+test ! -e dead.json
+"$remat" sweep "${args[@]}" --out dead.json --resume >/dev/null 2>&1
+"$REMAT_PYTHON" "$source_dir/scripts/same_figures.py" single.json dead.json \
+  >/dev/null
+"$REMAT_PYTHON" - dead.json <<'PY'
+import json, sys
+context = json.load(open(sys.argv[1]))["context"]
+assert context["resumed_tasks"] >= 1, context["resumed_tasks"]
+PY
+echo "sweep mpi lead death: ok"
