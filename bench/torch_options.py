@@ -449,8 +449,8 @@ def run_model(name, build, args, rows):
                              "measured_peak_bytes": re["peak_bytes"]})
             if re["peak_bytes"] <= budget:
                 break
-            # Over: plan again below by the overshoot (the simulator does
-            # not see everything the allocator does).
+            # Over (only with --calibrate): plan again below by the
+            # overshoot.
             planned = planned - (re["peak_bytes"] - budget) - 1
         if p is None and not attempts and why.startswith("ladder") and \
                 "smallest budget that fits is " in err:
@@ -589,7 +589,9 @@ def main():
     ap.add_argument("--solve-timeout", type=float, default=20)
     ap.add_argument("--calibrate", type=int, default=0,
                     help="plan again this many times below a budget whose "
-                         "measured peak went over it")
+                         "measured peak went over it (default 0: the plan's "
+                         "predicted peak is taken as it is, and a row over "
+                         "its budget is reported as such)")
     ap.add_argument("--compiled-max", type=int, default=2,
                     help="rematbench_compiled schedules per model")
     ap.add_argument("--no-compile", action="store_true",
