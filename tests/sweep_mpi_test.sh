@@ -49,21 +49,9 @@ long=(--graphs "resnet:depth=18,batch=8,image=64,pspnet:backbone=resnet50,batch=
   --algorithms noremat,revolve,twremat,dp_approx,rotor,exact_search
   --budgets 8 --threads 1 --timeout 600)
 "$remat" sweep "${long[@]}" --out single.json >/dev/null 2>&1
-REMAT_MPI_RANK_TIMEOUT=3 mpirun --allow-run-as-root --oversubscribe \
-  --enable-recovery -n 3 "$remat" sweep "${long[@]}" --out dead.json \
-  >/dev/null 2>err.txt &
-mpirun_pid=$!
-victim=
-for _ in $(seq 300); do
-  for p in $(pgrep -P "$mpirun_pid" || true); do
-    if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null |
-      grep -qx OMPI_COMM_WORLD_RANK=2; then victim=$p; fi
-  done
-  if [[ -n "$victim" && -e dead.json.journal ]] &&
-    (($(wc -l < dead.json.journal) >= 2)); then break; fi
-  sleep 0.05
-done
-kill -9 "$victim"
+source "$source_dir/tests/mpi_sweep_support.sh"
+start_recovering_sweep dead.json "${long[@]}"
+kill_rank_once_journaled 2 dead.json
 wait "$mpirun_pid"
 grep -q "rank 2 silent for 3 s, taken for dead" err.txt
 "$REMAT_PYTHON" "$source_dir/scripts/same_figures.py" single.json dead.json \

@@ -1,0 +1,33 @@
+# Sourced by the MPI sweep tests (tests/sweep_mpi*_test.sh), which set
+# `remat` (the binary) and wait for or clean up `mpirun_pid`.
+
+# Runs `remat sweep ARGS... --out OUT` on 3 ranks in the background under
+# `mpirun --enable-recovery`, so that the other ranks go on when one is
+# killed; a rank silent for 3 s is taken for dead. Sets mpirun_pid; the
+# ranks' stderr goes to err.txt.
+start_recovering_sweep() {
+  local out=$1
+  shift
+  REMAT_MPI_RANK_TIMEOUT=3 mpirun --allow-run-as-root --oversubscribe \
+    --enable-recovery -n 3 "$remat" sweep "$@" --out "$out" \
+    >/dev/null 2>err.txt &
+  mpirun_pid=$!
+}
+
+# Kills (-9) MPI rank RANK of the sweep started above once OUT's journal
+# holds a finished task (its header and a line), so that the kill falls
+# mid-sweep. Fails if the rank's process was never seen.
+kill_rank_once_journaled() {
+  local rank=$1 out=$2 victim= p
+  for _ in $(seq 300); do
+    for p in $(pgrep -P "$mpirun_pid" || true); do
+      if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null |
+        grep -qx "OMPI_COMM_WORLD_RANK=$rank"; then victim=$p; fi
+    done
+    if [[ -n "$victim" && -e "$out.journal" ]] &&
+      (($(wc -l < "$out.journal") >= 2)); then break; fi
+    sleep 0.05
+  done
+  test -n "$victim"
+  kill -9 "$victim"
+}
