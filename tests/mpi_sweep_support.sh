@@ -1,6 +1,27 @@
 # Sourced by the MPI sweep tests (tests/sweep_mpi*_test.sh), which set
 # `remat` (the binary) and wait for or clean up `mpirun_pid`.
 
+# Exits 77 (skipped) where remat was built without MPI (WITH_MPI is not 1)
+# or mpirun is missing, except under CI=true (scripts/setup.sh installs
+# Open MPI there), where that fails. Then sets Open MPI up for this host:
+# containers often forbid the cross-memory attach of its shared-memory
+# transport; copying through the shared segment works everywhere. (Under
+# ASan the tests also turn leak checks off before running mpirun: Open
+# MPI's own allocations, many in plugins it has unloaded by exit, are
+# reported as leaks, and no suppression can name an unloaded module.)
+require_mpi() {
+  local test=$1 with_mpi=$2
+  if [[ "$with_mpi" != 1 ]] || ! command -v mpirun >/dev/null; then
+    if [[ "${CI:-}" == "true" ]]; then
+      echo "$test: Open MPI missing under CI (built with MPI: $with_mpi)" >&2
+      exit 1
+    fi
+    echo "$test: skipped, no Open MPI" >&2
+    exit 77
+  fi
+  export OMPI_MCA_btl_vader_single_copy_mechanism=none
+}
+
 # Runs `remat sweep ARGS... --out OUT` on 3 ranks in the background under
 # `mpirun --enable-recovery`, so that the other ranks go on when one is
 # killed; a rank silent for 3 s is taken for dead. Sets mpirun_pid; the

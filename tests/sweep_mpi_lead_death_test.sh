@@ -8,18 +8,8 @@ set -euo pipefail
 remat=$1
 source_dir=$2
 source "$source_dir/scripts/env.sh"
-with_mpi=$3
-if [[ "$with_mpi" != 1 ]] || ! command -v mpirun >/dev/null; then
-  if [[ "${CI:-}" == "true" ]]; then
-    echo "sweep_mpi_lead_death: Open MPI missing under CI (built with MPI: $with_mpi)" >&2
-    exit 1
-  fi
-  echo "sweep_mpi_lead_death: skipped, no Open MPI" >&2
-  exit 77
-fi
-# As in tests/sweep_mpi_test.sh: containers forbid the cross-memory attach,
-# and Open MPI's own allocations are not ours to leak-check.
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
+source "$source_dir/tests/mpi_sweep_support.sh"
+require_mpi sweep_mpi_lead_death "$3"
 export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=0"
 work=$(mktemp -d)
 mpirun_pid=
@@ -38,7 +28,6 @@ args=(--graphs "resnet:depth=18,batch=8,image=64,pspnet:backbone=resnet50,batch=
   --algorithms noremat,revolve,twremat,dp_approx,rotor,exact_search
   --budgets 8 --threads 1 --timeout 600)
 "$remat" sweep "${args[@]}" --out single.json >/dev/null 2>&1
-source "$source_dir/tests/mpi_sweep_support.sh"
 start_recovering_sweep dead.json "${args[@]}"
 kill_rank_once_journaled 0 dead.json
 # 3 s of silence, then the workers end: 20 s leaves room on a loaded host.

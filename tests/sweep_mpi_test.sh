@@ -7,18 +7,8 @@ set -euo pipefail
 remat=$1
 source_dir=$2
 source "$source_dir/scripts/env.sh"
-with_mpi=$3
-if [[ "$with_mpi" != 1 ]] || ! command -v mpirun >/dev/null; then
-  if [[ "${CI:-}" == "true" ]]; then
-    echo "sweep_mpi: Open MPI missing under CI (built with MPI: $with_mpi)" >&2
-    exit 1
-  fi
-  echo "sweep_mpi: skipped, no Open MPI" >&2
-  exit 77
-fi
-# Containers often forbid the cross-memory attach of Open MPI's shared-memory
-# transport; copying through the shared segment works everywhere.
-export OMPI_MCA_btl_vader_single_copy_mechanism=none
+source "$source_dir/tests/mpi_sweep_support.sh"
+require_mpi sweep_mpi "$3"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cd "$work"
@@ -49,7 +39,6 @@ long=(--graphs "resnet:depth=18,batch=8,image=64,pspnet:backbone=resnet50,batch=
   --algorithms noremat,revolve,twremat,dp_approx,rotor,exact_search
   --budgets 8 --threads 1 --timeout 600)
 "$remat" sweep "${long[@]}" --out single.json >/dev/null 2>&1
-source "$source_dir/tests/mpi_sweep_support.sh"
 start_recovering_sweep dead.json "${long[@]}"
 kill_rank_once_journaled 2 dead.json
 wait "$mpirun_pid"
