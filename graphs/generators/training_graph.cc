@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <utility>
 
 #include "harness/errors.h"
+#include "harness/limits.h"
 
 namespace remat::gen {
 
@@ -82,6 +84,13 @@ void CheckOpCount(const std::string& spec, int64_t forward_ops) {
         "{}: would have {} forward operations; at most {} are supported", spec,
         forward_ops, kMaxForwardOps));
   }
+  // At least a node per forward operation and an edge into each but the
+  // first: refused here, before the operations are made, rather than by
+  // the builder once millions of them have been (mlp:layers=999999 took
+  // 2.6 s under ASan to be refused at 64 MiB).
+  CheckMemory(GraphBytes(forward_ops, std::max<int64_t>(forward_ops - 1, 0)),
+              fmt::format("{}: a graph of at least {} nodes", spec,
+                          forward_ops));
 }
 
 Network::Network(std::string spec, int64_t dtype_bytes)

@@ -86,7 +86,9 @@ ParamSpec ClassesParam(const std::string& default_value,
 // few GiB to build and analyse.
 inline constexpr int64_t kMaxForwardOps = 2'500'000;
 // Throws an InputError naming `spec` when a generator would create more
-// than kMaxForwardOps operations; generators call it before building.
+// than kMaxForwardOps operations, or a graph that the memory limit cannot
+// hold even at one node per operation; generators call it before
+// building.
 void CheckOpCount(const std::string& spec, int64_t forward_ops);
 
 class Network {
