@@ -78,9 +78,11 @@ class BuiltProgram:
             return self.module(*flat)
 
     def compiled(self, example_inputs):
-        """The program compiled by inductor (torch._inductor.compile_fx,
-        as torch.compile's backend does after dynamo), called like
-        `module`. What inductor must not touch runs in Python between
+        """The program compiled by inductor (its decompositions and its
+        inner compiler, as torch.compile's backend uses them after dynamo
+        and aot_autograd; _BoxedRunner), called like `module` and compiled
+        here by one run on `example_inputs`, with the generator put back
+        after it. What inductor must not touch runs in Python between
         compiled segments: random ops and the generator's save/replay
         (so the masks are eager mode's), clones of written buffers and
         buffer updates. Inductor's reordering passes (for locality, for
@@ -193,8 +195,9 @@ class _BoxedRunner:
 
     def _lower(self, sub, args):
         """Inductor's compiled function (boxed) of graph `sub` for `args`:
-        inductor's decompositions, then its inner compiler, with the
-        passes that would move recomputations off."""
+        inductor's decompositions, then its inner compiler, with its
+        reordering passes off so that each recomputation stays where the
+        schedule puts it."""
         import torch._inductor.config as inductor_config
         from torch._inductor.compile_fx import compile_fx_inner
         from torch._inductor.decomposition import select_decomp_table
@@ -232,6 +235,7 @@ class _BoxedRunner:
                 for x in dead:
                     del env[x]
                 if compiled and not isinstance(target, tuple):
+                    # First reached: the entry keeps (function, single).
                     target = step[1] = self._lower(target, args)
                 if compiled:
                     fn, single = target
