@@ -25,6 +25,7 @@ buffers. Writes <out>/<device>.json (results/SCHEMA.md, "Torch options"),
 """
 
 import argparse
+import contextlib
 import datetime
 import functools
 import json
@@ -340,10 +341,17 @@ def run_model(name, build, args, rows):
         f"bytes, step {base['step_seconds']:.3f} s")
     options = {}
 
-    def add(method, setting, step, **extra):
+    def add(method, setting, running, **extra):
+        """Measures the option whose step `running()` (a context manager)
+        gives, and keeps `running` for the head-to-head timing."""
         try:
             t = time.perf_counter()
-            r = meas(step, reference=ref)
+            with running() as step:
+                if method == "compile":  # entering compiled it
+                    extra["compile_seconds"] = round(
+                        time.perf_counter() - t, 1)
+                t = time.perf_counter()
+                r = meas(step, reference=ref)
             extra["seconds_to_measure"] = round(time.perf_counter() - t, 1)
         except Exception as e:  # an option that fails is a result too
             log(f"  {method} {setting}: {type(e).__name__}: {e}")
@@ -359,11 +367,16 @@ def run_model(name, build, args, rows):
             f"{r['step_seconds']:.3f} s ({r['step_seconds'] / base['step_seconds']:.2f}x), "
             f"grads equal {r.get('gradients_equal')} "
             f"(max diff {r.get('max_grad_diff', 0):.1e})")
-        options[(method, setting)] = r["peak_bytes"]
+        options[(method, setting)] = (r["peak_bytes"], running, rows[-1])
         return r
 
-    with patched_blocks(blocks, ckpt):
-        add("checkpoint_block", f"{len(blocks)} blocks", eager)
+    @contextlib.contextmanager
+    def per_block(wrap):
+        with patched_blocks(blocks, wrap):
+            yield eager
+
+    add("checkpoint_block", f"{len(blocks)} blocks",
+        lambda: per_block(ckpt))
     if seq is not None:
         segs = max(1, round(math.sqrt(len(seq))))
 
@@ -371,7 +384,7 @@ def run_model(name, build, args, rows):
             out = checkpoint_sequential(seq, segs, x, use_reentrant=False)
             loss_fn(out, y).backward()
         add("checkpoint_sequential", f"{segs} segments of {len(seq)}",
-            seq_step)
+            lambda: contextlib.nullcontext(seq_step))
     else:
         rows.append({"model": name, "method": "checkpoint_sequential",
                      "setting": "-", "budget_bytes": None,
@@ -379,28 +392,32 @@ def run_model(name, build, args, rows):
                      "gradients_equal": None,
                      "error": "not a sequence of modules (skip "
                               "connections across blocks)"})
-    with patched_blocks(blocks, lambda f: ckpt(f, context_fn=sac_context)):
-        add("sac", "save mm/addmm/bmm/convolution outputs, per block",
-            eager)
-    for b in COMPILE_BUDGETS if not args.no_compile else []:
-        torch._dynamo.reset()
-        with fconfig.patch(activation_memory_budget=b):
-            cm = torch.compile(model)
+    add("sac", "save mm/addmm/bmm/convolution outputs, per block",
+        lambda: per_block(lambda f: ckpt(f, context_fn=sac_context)))
 
-            def compiled_step():
-                loss_fn(cm(x), y).backward()
-            t = time.perf_counter()
-            try:
+    @contextlib.contextmanager
+    def compiled_model(budget):
+        """The model compiled by torch.compile at `budget`, compiled by
+        its first step (recompiling for the head-to-head timing reuses
+        inductor's cache of compiled graphs)."""
+        torch._dynamo.reset()
+        try:
+            with fconfig.patch(activation_memory_budget=budget):
+                cm = torch.compile(model)
+
+                def compiled_step():
+                    loss_fn(cm(x), y).backward()
                 torch.manual_seed(0)
-                compiled_step()  # compiles
+                compiled_step()
                 for p in model.parameters():
                     p.grad = None
-            except Exception as e:
-                log(f"  compile {b}: {e}")
-            secs = time.perf_counter() - t
-            add("compile", f"activation_memory_budget={b}", compiled_step,
-                compile_seconds=round(secs, 1))
-    torch._dynamo.reset()
+                yield compiled_step
+        finally:
+            torch._dynamo.reset()
+
+    for b in COMPILE_BUDGETS if not args.no_compile else []:
+        add("compile", f"activation_memory_budget={b}",
+            functools.partial(compiled_model, b))
 
     # rematbench: one trace, then a plan per budget.
     t = time.perf_counter()
@@ -413,7 +430,22 @@ def run_model(name, build, args, rows):
         f"{g.noremat_peak_bytes}, lower bound {g.lower_bound_bytes}; "
         f"trace+plan {trace_seconds:.1f} s")
     targets = []  # (budget bytes, where it comes from)
-    for (method, setting), peak in options.items():
+    candidates = []  # (rematbench row, its step's context manager)
+
+    @contextlib.contextmanager
+    def plan_running(p, compiled):
+        """Plan p's step, eager or compiled by its first run."""
+        p.compile(compiled)
+        try:
+            if compiled:
+                torch.manual_seed(0)
+                p.step(x, y)
+            yield lambda: p.step(x, y)
+        finally:
+            p.compile(False)
+            p._built.clear()  # free the compiled graphs
+
+    for (method, setting), (peak, _, _) in options.items():
         targets.append((peak, f"{method} {setting}"))
     hi, lo = g.noremat_peak_bytes, g.lower_bound_bytes
     for k in range(args.ladder):
@@ -458,6 +490,15 @@ def run_model(name, build, args, rows):
             smallest = int(err.split("smallest budget that fits is ")[1]
                            .split(" ")[0])
             targets.append((smallest, why + " (smallest that fits)"))
+            fitted = min((r["budget_bytes"] for r in rows
+                          if r["model"] == name and
+                          r["method"] == "rematbench_eager" and
+                          r.get("measured_peak_bytes") is not None),
+                         default=None)
+            if fitted is not None and fitted > smallest * 1.2:
+                targets.append((int(math.sqrt(fitted * smallest)),
+                                why + " (between the smallest that fits "
+                                "and the last rung)"))
         if p is None and not attempts:
             rows.append({"model": name, "method": "rematbench_eager",
                          "setting": why, "budget_bytes": budget,
@@ -475,6 +516,8 @@ def run_model(name, build, args, rows):
                  "predicted_overhead": p.solution.overhead,
                  "attempts": attempts}
         rows.append(row_of(name, "rematbench_eager", why, re, **extra))
+        candidates.append((rows[-1], functools.partial(
+            plan_running, p, False)))
         log(f"  rematbench_eager at {budget} ({why}): {p.algorithm} planned "
             f"{planned}, simulated {p.solution.peak_bytes}, measured "
             f"{re['peak_bytes']} "
@@ -516,12 +559,15 @@ def run_model(name, build, args, rows):
                                compile_seconds=rc["compile_seconds"],
                                recomputations_kept=rc["recomputations_kept"],
                                op_counts=rc["op_counts"], **extra))
+            candidates.append((rows[-1], functools.partial(
+                plan_running, p, True)))
             log(f"  rematbench_compiled: measured {rc['peak_bytes']} "
                 f"({'within' if rc['peak_bytes'] <= budget else 'OVER'})"
                 f", step {rc['step_seconds']:.3f} s, max grad diff "
                 f"{rc['max_grad_diff']:.1e}, recomputations kept "
                 f"{rc['recomputations_kept']}, compile "
                 f"{rc['compile_seconds']} s")
+    head_to_head = compare(name, options, candidates, meas, args)
     return {"model": name, "parameters": n_params,
             "graph_nodes": g.num_nodes,
             "noremat_simulated_peak_bytes": g.noremat_peak_bytes,
@@ -529,7 +575,46 @@ def run_model(name, build, args, rows):
             "eager_peak_bytes": base["peak_bytes"],
             "eager_step_seconds": base["step_seconds"],
             "trace_and_plan_seconds": round(trace_seconds, 1),
+            "head_to_head": head_to_head,
             "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def compare(name, options, candidates, meas, args):
+    """Each PyTorch option against the fastest rematbench row measured at
+    or below its peak (by their ratios to plain eager), timed again side
+    by side: the two steps alternate, `args.pairs` pairs after a warm-up
+    pair, and the ratio is the median over the pairs."""
+    out = []
+    for (method, setting), (level, running, orow) in options.items():
+        fits = [c for c in candidates
+                if c[0]["measured_peak_bytes"] <= level]
+        entry = {"option_method": method, "option_setting": setting,
+                 "option_peak_bytes": level, "rematbench_method": None}
+        if not fits:
+            out.append(entry)
+            continue
+        row, plan_running = min(
+            fits, key=lambda c: c[0]["step_ratio_to_eager"])
+        entry.update({"rematbench_method": row["method"],
+                      "rematbench_setting": row["setting"],
+                      "algorithm": row["algorithm"],
+                      "rematbench_peak_bytes": row["measured_peak_bytes"],
+                      "pairs": args.pairs})
+        try:
+            with running() as option_step, plan_running() as plan_step:
+                r = meas(plan_step, baseline=option_step, peak=False,
+                         repeats=args.pairs, warmup=1)
+            entry.update({"rematbench_seconds": r["step_seconds"],
+                          "option_seconds": r["baseline_seconds"],
+                          "time_ratio": r["ratio_to_baseline"]})
+            log(f"  head to head: {row['method']} ({row['algorithm']}, "
+                f"{row['setting']}) / {method} {setting}: "
+                f"{r['ratio_to_baseline']:.3f}")
+        except Exception as e:
+            entry["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            log(f"  head to head with {method} {setting}: {entry['error']}")
+        out.append(entry)
+    return out
 
 
 def context(args, descriptions):
@@ -569,6 +654,7 @@ def context(args, descriptions):
             "torchvision": tv, "numpy": numpy.__version__,
             "git_commit": git, "command_line": " ".join(sys.argv),
             "repeats": args.repeats, "warmup": args.warmup,
+            "pairs": args.pairs,
             "dtype": "float32",
             "models": descriptions}
 
@@ -584,6 +670,9 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--ladder", type=int, default=5)
+    ap.add_argument("--pairs", type=int, default=11,
+                    help="pairs of steps timed alternately in each "
+                         "head-to-head comparison")
     ap.add_argument("--threads", type=int, default=1,
                     help="torch threads (and solver threads)")
     ap.add_argument("--solve-timeout", type=float, default=20)

@@ -44,6 +44,93 @@ def _best_rematbench(rows, model, level, m):
     return best
 
 
+def comparison(rows, m):
+    """The table of each PyTorch option against the fastest rematbench row
+    at or below its measured peak: timed side by side where the file has
+    the head-to-head pairs, else from the two rows' ratios to eager."""
+    name = m["model"]
+    h2h = m.get("head_to_head")
+    if h2h is not None:
+        out = ["", "At each PyTorch option's measured peak, the fastest "
+               "rematbench row measured at or below that peak, the two "
+               "timed again side by side (alternately; the ratio is the "
+               "median over the pairs):", "",
+               "| PyTorch option | its peak MiB | best rematbench | peak MiB "
+               "| option s | rematbench s | time ratio (rematbench / "
+               "option) |", "|---|---:|---|---:|---:|---:|---:|"]
+        for e in h2h:
+            head = (f"| {e['option_method']} {e['option_setting']} | "
+                    f"{_mib(e['option_peak_bytes'])} | ")
+            if e["rematbench_method"] is None:
+                out.append(head + "none | - | - | - | - |")
+            elif "error" in e:
+                out.append(head + f"{e['rematbench_method']} | - | - | - | "
+                           f"{e['error']} |")
+            else:
+                out.append(
+                    head + f"{e['rematbench_method']} ({e['algorithm']}, "
+                    f"{e['rematbench_setting']}) | "
+                    f"{_mib(e['rematbench_peak_bytes'])} | "
+                    f"{e['option_seconds']:.3f} | "
+                    f"{e['rematbench_seconds']:.3f} | "
+                    f"{e['time_ratio']:.2f} |")
+        return out
+    out = ["", "At each PyTorch option's measured peak, the fastest "
+           "rematbench row measured at or below that peak:", "",
+           "| PyTorch option | its peak MiB | its step s | best "
+           "rematbench | peak MiB | step s | time ratio (rematbench "
+           "/ option) |", "|---|---:|---:|---|---:|---:|---:|"]
+    for r in rows:
+        if r["model"] != name or r["method"] not in PYTORCH or \
+                r.get("measured_peak_bytes") is None:
+            continue
+        b = _best_rematbench(rows, name, r["measured_peak_bytes"], m)
+        if b is None:
+            out.append(f"| {r['method']} {r['setting']} | "
+                       f"{_mib(r['measured_peak_bytes'])} | "
+                       f"{r['step_seconds']:.3f} | none | - | - | - |")
+        else:
+            out.append(
+                f"| {r['method']} {r['setting']} | "
+                f"{_mib(r['measured_peak_bytes'])} | "
+                f"{r['step_seconds']:.3f} | {b['method']} "
+                f"({b.get('algorithm')}, {b['setting']}) | "
+                f"{_mib(b['measured_peak_bytes'])} | "
+                f"{b['step_seconds']:.3f} | "
+                f"{_ratio(b, m) / _ratio(r, m):.2f} |")
+    return out
+
+
+def compile_knob(rows, m):
+    """What each torch.compile budget's measured peak is against what its
+    setting implies (that fraction of the eager activation peak), where
+    a smaller budget measured a larger peak than a larger budget, and the
+    gradients compiled."""
+    rs = sorted((r for r in rows if r["model"] == m["model"] and
+                 r["method"] == "compile" and
+                 r.get("measured_peak_bytes") is not None),
+                key=lambda r: -float(r["setting"].split("=")[1]))
+    if not rs:
+        return []
+    eager = m["eager_peak_bytes"]
+    over = [r for r in rs if r["measured_peak_bytes"] >
+            float(r["setting"].split("=")[1]) * eager]
+    bad = [f"{small['setting'].split('=')[1]} measured "
+           f"{_mib(small['measured_peak_bytes'])} MiB above "
+           f"{big['setting'].split('=')[1]}'s "
+           f"{_mib(big['measured_peak_bytes'])} MiB"
+           for k, small in enumerate(rs) for big in rs[:k]
+           if small["measured_peak_bytes"] > big["measured_peak_bytes"]]
+    diffs = ", ".join(f"{r['setting'].split('=')[1]}: "
+                      + ("equal" if r["gradients_equal"] else
+                         f"{r['max_grad_diff']:.1e}") for r in rs)
+    return [f"- {m['model']}: torch.compile's measured peak exceeds its "
+            f"budget times the eager peak at {len(over)} of {len(rs)} "
+            "budgets; " + ("not monotonic: " + "; ".join(bad) if bad else
+                           "monotonic in the budget") +
+            f"; gradients against eager, largest difference ({diffs})."]
+
+
 def report(doc, md_path, png_path=None):
     rows, ctx = doc["rows"], doc["context"]
     lines = [f"# PyTorch's options beside rematbench's plans ({ctx['device']})",
@@ -104,29 +191,7 @@ def report(doc, md_path, png_path=None):
                 f" | {grads} | {r.get('algorithm', '')} | {note} |")
         # The goal: at each level a PyTorch option reaches, the best
         # rematbench row at or below it, and the ratio of times.
-        lines += ["", "At each PyTorch option's measured peak, the fastest "
-                  "rematbench row measured at or below that peak:", "",
-                  "| PyTorch option | its peak MiB | its step s | best "
-                  "rematbench | peak MiB | step s | time ratio (rematbench "
-                  "/ option) |", "|---|---:|---:|---|---:|---:|---:|"]
-        for r in rows:
-            if r["model"] != name or r["method"] not in PYTORCH or \
-                    r.get("measured_peak_bytes") is None:
-                continue
-            b = _best_rematbench(rows, name, r["measured_peak_bytes"], m)
-            if b is None:
-                lines.append(f"| {r['method']} {r['setting']} | "
-                             f"{_mib(r['measured_peak_bytes'])} | "
-                             f"{r['step_seconds']:.3f} | none | - | - | - |")
-            else:
-                lines.append(
-                    f"| {r['method']} {r['setting']} | "
-                    f"{_mib(r['measured_peak_bytes'])} | "
-                    f"{r['step_seconds']:.3f} | {b['method']} "
-                    f"({b.get('algorithm')}, {b['setting']}) | "
-                    f"{_mib(b['measured_peak_bytes'])} | "
-                    f"{b['step_seconds']:.3f} | "
-                    f"{_ratio(b, m) / _ratio(r, m):.2f} |")
+        lines += comparison(rows, m)
         lines.append("")
     plans = [r for r in rows if r["method"].startswith("rematbench")
              and r.get("measured_peak_bytes") is not None]
@@ -146,6 +211,31 @@ def report(doc, md_path, png_path=None):
                             if m["model"] == r["model"])),
              r["predicted_overhead"]) for r in eq
             if r.get("predicted_overhead")]
+    h2h = [e for m in doc["models"] for e in m.get("head_to_head") or []
+           if e.get("time_ratio") is not None]
+    if h2h:
+        won = [e for e in h2h if e["time_ratio"] <= 1.0]
+        lines += [f"- Side by side at the PyTorch options' levels: the best "
+                  f"rematbench plan at least as fast at {len(won)} of "
+                  f"{len(h2h)} levels"
+                  + ("" if len(won) == len(h2h) else " (slower: " + ", ".join(
+                      f"{m['model']} {e['option_method']} "
+                      f"{e['option_setting']} {e['time_ratio']:.2f}"
+                      for m in doc["models"]
+                      for e in m.get("head_to_head") or []
+                      if e in h2h and e not in won) + ")")
+                  + "; ratios (rematbench / option) from "
+                  f"{min(e['time_ratio'] for e in h2h):.2f} to "
+                  f"{max(e['time_ratio'] for e in h2h):.2f}.", ""]
+    for m in doc["models"]:
+        low = min((r["measured_peak_bytes"] for r in plans
+                   if r["model"] == m["model"]), default=None)
+        if low is not None:
+            lines.append(f"- {m['model']}: lowest rematbench peak "
+                         f"{_mib(low)} MiB, {low / m['lower_bound_bytes']:.2f}"
+                         " times the memory lower bound.")
+    knob = [line for m in doc["models"] for line in compile_knob(rows, m)]
+    lines += [""] + knob + ([""] if knob else [])
     if pred:
         errs = sorted(abs(a / b - 1) for a, b in pred)
         lines += [f"- Predicted against measured step time (rematbench_eager "
