@@ -618,6 +618,14 @@ def compare(name, options, candidates, meas, args):
 
 
 def context(args, descriptions):
+    """The run's context: the machine's (machine()) and the timing's."""
+    return dict(machine(args.device, descriptions), repeats=args.repeats,
+                warmup=args.warmup, pairs=args.pairs)
+
+
+def machine(device, descriptions):
+    """Where, when and with what a bench ran: device, CPU, versions, the
+    commit, the command line and the models' descriptions."""
     import numpy
     try:
         import torchvision
@@ -643,8 +651,8 @@ def context(args, descriptions):
         pass
     return {"date": datetime.datetime.now(datetime.timezone.utc)
             .isoformat(timespec="seconds"),
-            "device": args.device,
-            "device_name": cpu if args.device == "cpu" else
+            "device": device,
+            "device_name": cpu if device == "cpu" else
             torch.cuda.get_device_name(),
             "host": platform.node(), "cpu_model": cpu,
             "cpu_count": os.cpu_count(),
@@ -653,8 +661,6 @@ def context(args, descriptions):
             "python": platform.python_version(), "torch": torch.__version__,
             "torchvision": tv, "numpy": numpy.__version__,
             "git_commit": git, "command_line": " ".join(sys.argv),
-            "repeats": args.repeats, "warmup": args.warmup,
-            "pairs": args.pairs,
             "dtype": "float32",
             "models": descriptions}
 

@@ -35,10 +35,13 @@ import torch
 from rematbench.program import _rng_get, _rng_set
 
 
-def allocation_events(fn, device):
+def allocation_events(fn, device, mark=None):
     """Runs fn() under the profiler; returns (result, [(ptr, bytes)]) of
     the allocations (+bytes) and frees (-bytes) on `device`'s type, in the
-    order the allocator made them."""
+    order the allocator made them. With `mark` (a prefix of
+    record_function names), each event is (ptr, bytes, label): the rest of
+    the name of the innermost record_function around it whose name starts
+    with `mark`, or None outside every such range."""
     from torch.profiler import ProfilerActivity, profile
     acts = [ProfilerActivity.CPU]
     if device.type == "cuda":
@@ -47,16 +50,51 @@ def allocation_events(fn, device):
                  record_shapes=False) as prof:
         result = fn()
     events = []
-    stack = list(prof.profiler.kineto_results.experimental_event_tree())
+    stack = [(e, None) for e in
+             prof.profiler.kineto_results.experimental_event_tree()]
     while stack:
-        e = stack.pop()
+        e, label = stack.pop()
+        if mark is not None and e.name.startswith(mark):
+            label = e.name[len(mark):]
         ef = e.extra_fields
         if type(ef).__name__ == "_ExtraFields_Allocation" and \
                 ef.device.type == device.type:
-            events.append((e.start_time_ns, ef.id, ef.ptr, ef.alloc_size))
-        stack.extend(e.children)
-    events.sort()
-    return result, [(p, b) for _, _, p, b in events]
+            events.append((e.start_time_ns, ef.id, ef.ptr, ef.alloc_size,
+                           label))
+        stack.extend((c, label) for c in e.children)
+    events.sort(key=lambda e: e[:4])
+    if mark is None:
+        return result, [(p, b) for _, _, p, b, _ in events]
+    return result, [(p, b, label) for _, _, p, b, label in events]
+
+
+def kept_blocks(events, ptrs):
+    """Indices in `events` of the allocations still live at the end whose
+    address is in `ptrs` (the blocks that become parameter gradients)."""
+    ptrs, live = set(ptrs), {}  # live: ptr -> index of its allocation
+    for k, e in enumerate(events):
+        if e[1] > 0:
+            live[e[0]] = k
+        else:
+            live.pop(e[0], None)
+    return {k for p, k in live.items() if p in ptrs}
+
+
+def live_totals(events, exclude_ptrs=()):
+    """The sum of live allocations after each of `events`, leaving out the
+    blocks still live at the end whose address is in `exclude_ptrs` (the
+    gradients)."""
+    skip = kept_blocks(events, exclude_ptrs)
+    total, cur = 0, {}
+    for k, e in enumerate(events):
+        p, b = e[0], e[1]
+        if b > 0:
+            if k not in skip:
+                cur[p] = b
+                total += b
+        elif p in cur:
+            total -= cur.pop(p)
+        yield total
 
 
 def peak_of(events, exclude_ptrs=()):
@@ -64,26 +102,10 @@ def peak_of(events, exclude_ptrs=()):
     leaving out blocks still live at the end whose address is in
     `exclude_ptrs` (the gradients). Returns (peak, live at the end,
     excluded bytes)."""
-    live = {}  # ptr -> (event index of its allocation, bytes)
-    for k, (p, b) in enumerate(events):
-        if b > 0:
-            live[p] = (k, b)
-        else:
-            live.pop(p, None)
-    exclude_ptrs = set(exclude_ptrs)
-    skip = {live[p][0] for p in live if p in exclude_ptrs}
-    total = peak = 0
-    cur = {}
-    for k, (p, b) in enumerate(events):
-        if b > 0:
-            if k in skip:
-                continue
-            cur[p] = b
-            total += b
-        elif p in cur:
-            total -= cur.pop(p)
+    peak = total = 0
+    for total in live_totals(events, exclude_ptrs):
         peak = max(peak, total)
-    excluded = sum(live[p][1] for p in live if p in exclude_ptrs)
+    excluded = sum(events[k][1] for k in kept_blocks(events, exclude_ptrs))
     return peak, total, excluded
 
 

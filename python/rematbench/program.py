@@ -64,7 +64,9 @@ def _clone(t):
 
 class BuiltProgram:
     """`module` (a GraphModule: inputs as the traced step's placeholders,
-    then the RNG states if `rng_from_inputs`; returns (loss, *grads)),
+    then the RNG states if `rng_from_inputs`; returns (loss, *grads); each
+    node's meta["remat_event"] is the index in `events` of the
+    computation that made it),
     `op_counts` (ATen op -> how many calls the body makes) and `events`."""
 
     def __init__(self, module, op_counts, events, rng_from_inputs, cuda):
@@ -298,10 +300,13 @@ def build(program, events, rng_from_inputs=False):
         cur[i] = new
         return new
 
-    def tag_segments():
+    def tag(event):
+        """Marks the nodes made for `event` (an index in `events`) and the
+        segment they belong to."""
         for n in g.nodes:
             if "remat_segment" not in n.meta:
                 n.meta["remat_segment"] = segment[0]
+                n.meta["remat_event"] = event
 
     pending = list(program.side)
 
@@ -319,7 +324,7 @@ def build(program, events, rng_from_inputs=False):
     ran, states, firsts = set(), {}, set()
     rng_order = sorted(random)
     done, segment = set(), [0]
-    for kind, v, _ in events:
+    for event, (kind, v, _) in enumerate(events):
         if kind != "c":
             continue
         if v in done:
@@ -362,7 +367,7 @@ def build(program, events, rng_from_inputs=False):
             ran.add(m)
         if pending:
             run_side()
-        tag_segments()
+        tag(event)
     out = fx[-1]
     outs = [cur[index[o]] for o in out.args[0]]
     g.output(tuple(outs))

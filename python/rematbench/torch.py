@@ -113,24 +113,34 @@ def _solve_all(graph, specs, budget, timeout, threads):
 
 
 def _program_peak(program, traced, schedule):
-    """The activation peak of `schedule` run as a program: the simulated
-    one (docs/model.md) plus what the program holds beside the schedule's
-    values. A random op that the schedule computes more than once keeps
-    the generator's state from its first execution to its last (CPU: the
-    state is a 5,056-byte tensor on the model's device; on CUDA the states
-    are in host memory), and each replay saves the state it interrupts
-    while it runs; states of random ops run out of eager order are
-    recorded before the step and held through it. The loss is returned,
-    so it is held from its computation to the end."""
+    """The activation peak of `schedule` run as a program: the largest of
+    _program_timeline's figures."""
+    return max((b for _, b in _program_timeline(program, traced, schedule)),
+               default=0)
+
+
+def _program_timeline(program, traced, schedule):
+    """[(event index, bytes)]: for each computation in `schedule` (its
+    index there), the activation memory while it runs as a program: the
+    simulated memory (docs/model.md) of the schedule with each value freed
+    after its last reader (_free_at_last_use), plus what the program holds
+    beside the schedule's values. A random op that the
+    schedule computes more than once keeps the generator's state from its
+    first execution to its last (CPU: the state is a 5,056-byte tensor on
+    the model's device; on CUDA the states are in host memory), and each
+    replay saves the state it interrupts while it runs; states of random
+    ops run out of eager order are recorded before the step and held
+    through it. The loss is returned, so it is held from its computation
+    to the end."""
     nodes = traced.graph["nodes"]
-    events = Plan._as_events(schedule)
+    events = _free_at_last_use(Plan._as_events(schedule), nodes)
     random = collections.Counter(program.owner[m] for m in program.random)
     state = _state_bytes(program, traced)
     computed = collections.Counter(v for k, v, _ in events if k == "c")
     last = {v: i for i, (k, v, _) in enumerate(events) if k == "c"}
     in_order = program.random_in_eager_order(events)
     loss = next((n["id"] for n in nodes if n["kind"] == "loss"), None)
-    mem = peak = 0
+    mem, timeline = 0, []
     extra = 0 if in_order else state * sum(random.values())
     seen, loss_held = set(), False
     for i, (k, v, _) in enumerate(events):
@@ -150,13 +160,41 @@ def _program_peak(program, traced, schedule):
         # op's own.
         replay = state if v in random and (v in seen or not in_order) \
             else 0
-        peak = max(peak,
-                   mem + n["mem"] + n.get("workspace", 0) + extra + replay)
+        timeline.append(
+            (events[i][2], mem + n["mem"] + n.get("workspace", 0) + extra +
+             replay))
         mem += n["mem"]
         if in_order and v in random and computed[v] > 1 and last[v] == i:
             extra -= state * random[v]  # dropped after the last
         seen.add(v)
-    return peak
+    return timeline
+
+
+def _free_at_last_use(events, nodes):
+    """`events` ((kind, node, index) tuples) with each free moved to just
+    after the last computation that reads the value freed (or after the
+    value's own computation when none reads it): the program frees a
+    value when its last reader has run (FX frees a node's value after its
+    last use), which can be before the schedule's free."""
+    after = {}  # free's position -> position of the event it follows
+    last_compute, last_read = {}, {}
+    for i, (kind, v, _) in enumerate(events):
+        if kind == "c":
+            for u in nodes[v]["inputs"]:
+                last_read[u] = i
+            last_compute[v] = i
+            last_read.pop(v, None)  # a new instance: read by later events
+        elif kind == "f" and v in last_compute:
+            after[i] = last_read.get(v, last_compute[v])
+    following = collections.defaultdict(list)
+    for i, j in after.items():
+        following[j].append(i)
+    out = []
+    for i, e in enumerate(events):
+        if i not in after:
+            out.append(e)
+            out.extend(events[f] for f in following[i])
+    return out
 
 
 def _state_bytes(program, traced):

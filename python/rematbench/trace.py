@@ -541,7 +541,8 @@ def op_memory(g2, flat, workspace=True):
     input node whose storage an op returned although its schema does not
     say it returns a view (only for ops with one tensor input: the memory
     is then that input's)."""
-    from torch.profiler import ProfilerActivity, profile, record_function
+    from torch.profiler import record_function
+    from rematbench.measure import allocation_events, kept_blocks
     device = next(t.device for t in flat if isinstance(t, torch.Tensor))
     aliases = {}
 
@@ -560,44 +561,23 @@ def op_memory(g2, flat, workspace=True):
                 aliases[n.name] = ins[0]
             return r
 
-    acts = [ProfilerActivity.CPU]
-    if device.type == "cuda":
-        acts.append(ProfilerActivity.CUDA)
     with torch.no_grad():
         Run(g2).run(*flat)
         if not workspace:
             return {}, aliases
-        with profile(activities=acts, profile_memory=True) as prof:
-            out = Run(g2).run(*flat)
-    grad_ptrs = {_ptr(t) for t in tree_flatten(out[1:])[0]
-                 if isinstance(t, torch.Tensor)}
-    per_op, every = {}, []
-    stack = [(e, None) for e in
-             prof.profiler.kineto_results.experimental_event_tree()]
-    while stack:
-        e, op = stack.pop()
-        if e.name.startswith(_OP_MARK):
-            op = e.name[len(_OP_MARK):]
-        ef = e.extra_fields
-        if type(ef).__name__ == "_ExtraFields_Allocation" and \
-                ef.device.type == device.type:
-            key = (e.start_time_ns, ef.id, ef.ptr, ef.alloc_size)
-            every.append(key)
-            if op is not None:
-                per_op.setdefault(op, []).append(key)
-        stack.extend((c, op) for c in e.children)
-    # A gradient's block: the last one allocated at a gradient's address.
-    last = {}
-    for key in sorted(every):
-        if key[3] > 0:
-            last[key[2]] = key
-    grads = {last[p] for p in grad_ptrs if p in last}
+        out, events = allocation_events(lambda: Run(g2).run(*flat), device,
+                                        mark=_OP_MARK)
+    grads = kept_blocks(events, {_ptr(t) for t in tree_flatten(out[1:])[0]
+                                 if isinstance(t, torch.Tensor)})
+    per_op = {}
+    for k, (p, b, op) in enumerate(events):
+        if op is not None:
+            per_op.setdefault(op, []).append((k, p, b))
     peak = {}
-    for op, keys in per_op.items():
+    for op, blocks in per_op.items():
         cur, total, top = {}, 0, 0
-        for key in sorted(keys):
-            _, _, p, b = key
-            if b > 0 and key not in grads:
+        for k, p, b in blocks:
+            if b > 0 and k not in grads:
                 cur[p] = b
                 total += b
             elif b < 0 and p in cur:

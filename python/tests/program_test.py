@@ -171,9 +171,11 @@ def test_program_equals_interpreter(planned):
 def test_measured_peak_within_budget(planned):
     """Every feasible row's program, measured at the allocator (temporaries
     inside ops, the RNG states kept for recomputed dropout and all), at or
-    below the budget and at or below the peak the plan predicts (the
-    program frees each value at its last use, which can be before the
-    schedule's free, and drops recomputations nothing reads)."""
+    below the budget and at or below the peak the plan predicts (which
+    frees each value after its last reader, as the program does, but
+    holds every output of a multi-output op until the last reader of any
+    of them, and counts recomputations nothing reads, which the program
+    drops)."""
     name, model, batch, plan = planned
     loss_fn = nn.CrossEntropyLoss()
     ref = measure.measure_step(lambda: loss_fn(model(batch[0]),
