@@ -44,11 +44,17 @@ def event_memory(plan, inputs):
     flat = plan._flat_inputs(built, inputs)
 
     class Marked(torch.fx.Interpreter):
+        """Runs the program as its generated code does, each op marked by
+        its event. A value nothing reads (the first draw of a dropout mask
+        whose readers use a replay) is dropped at once, as the generated
+        code drops it; the interpreter itself would hold it to the end."""
+
         def run_node(self, n):
             if n.op != "call_function" or "remat_event" not in n.meta:
                 return super().run_node(n)
             with record_function(_MARK + str(n.meta["remat_event"])):
-                return super().run_node(n)
+                value = super().run_node(n)
+            return value if n.users else None
 
     device = next(t.device for t in flat if isinstance(t, torch.Tensor))
     with torch.no_grad():

@@ -122,9 +122,10 @@ def _program_peak(program, traced, schedule):
 def _program_timeline(program, traced, schedule):
     """[(event index, bytes)]: for each computation in `schedule` (its
     index there), the activation memory while it runs as a program: the
-    simulated memory (docs/model.md) of the schedule with each value freed
-    after its last reader (_free_at_last_use), plus what the program holds
-    beside the schedule's values. A random op that the
+    simulated memory (docs/model.md) of the schedule with each value, or
+    each part of a multi-output value, freed after its last reader as the
+    program frees it (_releases), plus what the program holds beside the
+    schedule's values. A random op that the
     schedule computes more than once keeps the generator's state from its
     first execution to its last (CPU: the state is a 5,056-byte tensor on
     the model's device; on CUDA the states are in host memory), and each
@@ -133,21 +134,22 @@ def _program_timeline(program, traced, schedule):
     through it. The loss is returned, so it is held from its computation
     to the end."""
     nodes = traced.graph["nodes"]
-    events = _free_at_last_use(Plan._as_events(schedule), nodes)
+    events = Plan._as_events(schedule)
     random = collections.Counter(program.owner[m] for m in program.random)
     state = _state_bytes(program, traced)
     computed = collections.Counter(v for k, v, _ in events if k == "c")
     last = {v: i for i, (k, v, _) in enumerate(events) if k == "c"}
     in_order = program.random_in_eager_order(events)
     loss = next((n["id"] for n in nodes if n["kind"] == "loss"), None)
+    released = _releases(events, nodes, *_node_parts(program, nodes), loss)
     mem, timeline = 0, []
     extra = 0 if in_order else state * sum(random.values())
     seen, loss_held = set(), False
     for i, (k, v, _) in enumerate(events):
         n = nodes[v]
-        if k == "f":
-            mem -= n["mem"]
+        if k == "f":  # other values are freed by `released`
             if v == loss:
+                mem -= n["mem"]
                 loss_held = True
                 extra += n["mem"]
             continue
@@ -161,40 +163,78 @@ def _program_timeline(program, traced, schedule):
         replay = state if v in random and (v in seen or not in_order) \
             else 0
         timeline.append(
-            (events[i][2], mem + n["mem"] + n.get("workspace", 0) + extra +
-             replay))
-        mem += n["mem"]
+            (i, mem + n["mem"] + n.get("workspace", 0) + extra + replay))
+        mem += n["mem"] - released[i]
         if in_order and v in random and computed[v] > 1 and last[v] == i:
             extra -= state * random[v]  # dropped after the last
         seen.add(v)
     return timeline
 
 
-def _free_at_last_use(events, nodes):
-    """`events` ((kind, node, index) tuples) with each free moved to just
-    after the last computation that reads the value freed (or after the
-    value's own computation when none reads it): the program frees a
-    value when its last reader has run (FX frees a node's value after its
-    last use), which can be before the schedule's free."""
-    after = {}  # free's position -> position of the event it follows
+def _node_parts(program, nodes):
+    """(parts, reads) of the traced step: parts[v] maps each storage that
+    node v keeps for other nodes (an FX member, views followed to their
+    base) to its bytes, for nodes that keep several whose sizes add up to
+    the node's memory (a batch norm's output and statistics); reads[u][v]
+    is the set of v's parts that node u reads (None: not known, so all).
+    Built once per program."""
+    if getattr(program, "node_parts", None) is not None:
+        return program.node_parts
+    fx, owner, index = program.fx, program.owner, program.index
+    parts, root_of = {}, {}
+    for v, keep in enumerate(program.keep):
+        roots = {}
+        for m in keep:
+            r = m
+            while fx[r].op == "call_function" and \
+                    executor._alias_op(fx[r].target) and fx[r].args and \
+                    isinstance(fx[r].args[0], torch.fx.Node) and \
+                    owner.get(index[fx[r].args[0]]) == v:
+                r = index[fx[r].args[0]]
+            root_of[m] = r
+            val = fx[r].meta.get("val")
+            roots[r] = val.untyped_storage().nbytes() \
+                if isinstance(val, torch.Tensor) else None
+        if len(roots) > 1 and None not in roots.values() and \
+                sum(roots.values()) == nodes[v]["mem"]:
+            parts[v] = roots
+    reads = collections.defaultdict(dict)
+    for u, members in enumerate(program.members):
+        for m in members:
+            for x in fx[m].all_input_nodes:
+                v = owner.get(index[x])
+                if v is not None and v != u and v in parts:
+                    reads[u].setdefault(v, set()).add(root_of.get(index[x]))
+    program.node_parts = parts, dict(reads)
+    return program.node_parts
+
+
+def _releases(events, nodes, parts, reads, loss):
+    """{position in `events`: bytes the program frees right after that
+    event}: each value (or each part of it, _node_parts) after the last
+    computation that reads it before the schedule frees it, or after its
+    own computation when none does. The program frees a value when its
+    last reader has run (FX frees a node's value after its last use),
+    which can be before the schedule's free; a value the schedule never
+    frees is held to the end. The loss is left out (the program returns
+    it: _program_timeline holds it)."""
+    released = collections.Counter()
     last_compute, last_read = {}, {}
     for i, (kind, v, _) in enumerate(events):
         if kind == "c":
             for u in nodes[v]["inputs"]:
-                last_read[u] = i
+                keys = (None,)
+                if u in parts:
+                    got = reads.get(v, {}).get(u)
+                    keys = parts[u] if got is None or None in got else got
+                for key in keys:
+                    last_read.setdefault(u, {})[key] = i
             last_compute[v] = i
-            last_read.pop(v, None)  # a new instance: read by later events
-        elif kind == "f" and v in last_compute:
-            after[i] = last_read.get(v, last_compute[v])
-    following = collections.defaultdict(list)
-    for i, j in after.items():
-        following[j].append(i)
-    out = []
-    for i, e in enumerate(events):
-        if i not in after:
-            out.append(e)
-            out.extend(events[f] for f in following[i])
-    return out
+            last_read[v] = {}  # a new instance
+        elif kind == "f" and v in last_compute and v != loss:
+            for key, b in parts.get(v, {None: nodes[v]["mem"]}).items():
+                released[last_read[v].get(key, last_compute[v])] += b
+    return released
 
 
 def _state_bytes(program, traced):

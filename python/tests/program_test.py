@@ -171,11 +171,10 @@ def test_program_equals_interpreter(planned):
 def test_measured_peak_within_budget(planned):
     """Every feasible row's program, measured at the allocator (temporaries
     inside ops, the RNG states kept for recomputed dropout and all), at or
-    below the budget and at or below the peak the plan predicts (which
-    frees each value after its last reader, as the program does, but
-    holds every output of a multi-output op until the last reader of any
-    of them, and counts recomputations nothing reads, which the program
-    drops)."""
+    below the budget, at or below the peak the plan predicts and within
+    5% of it (the prediction frees each value, and each output of a
+    multi-output op, after its last reader, as the program does; it still
+    counts recomputations nothing reads, which the program drops)."""
     name, model, batch, plan = planned
     loss_fn = nn.CrossEntropyLoss()
     ref = measure.measure_step(lambda: loss_fn(model(batch[0]),
@@ -193,6 +192,7 @@ def test_measured_peak_within_budget(planned):
         assert r["gradients_equal"], what
         assert r["peak_bytes"] <= row["peak_bytes"] <= plan.budget_bytes, \
             what
+        assert r["peak_bytes"] >= 0.95 * row["peak_bytes"], what
     assert min(row["peak_bytes"] for row in rows) < ref["peak_bytes"]
 
 
