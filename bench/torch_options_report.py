@@ -51,10 +51,12 @@ def comparison(rows, m):
     name = m["model"]
     h2h = m.get("head_to_head")
     if h2h is not None:
-        out = ["", "At each PyTorch option's measured peak, the fastest "
-               "rematbench row measured at or below that peak, the two "
-               "timed again side by side (alternately; the ratio is the "
-               "median over the pairs):", "",
+        out = ["", "At each PyTorch option's measured peak, rematbench's "
+               "plan at or below it (among the rows measured at or below "
+               "it, the schedule of least predicted time, eager and, where "
+               "measured, compiled: the faster of the two), the two timed "
+               "again side by side (alternately; the ratio is the median "
+               "over the pairs):", "",
                "| PyTorch option | its peak MiB | best rematbench | peak MiB "
                "| option s | rematbench s | time ratio (rematbench / "
                "option) |", "|---|---:|---|---:|---:|---:|---:|"]

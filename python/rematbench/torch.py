@@ -405,7 +405,10 @@ def _nothing_fits(graph, budget, specs, solutions, timeout, threads,
     def peak(s):
         return _program_peak(program, traced, s.schedule)
 
-    peaks = [(peak(s), spec) for spec, s in solutions.items() if s.valid]
+    # A budget fits when the schedule's simulated peak and its program
+    # peak are both within it (the solvers judge the first).
+    peaks = [(max(s.peak_bytes, peak(s)), spec)
+             for spec, s in solutions.items() if s.valid]
     noremat = traced.noremat_peak_bytes
     hi, who = min(peaks) if peaks else (noremat, "noremat")
     # Probe with the heuristics: the exact methods would spend their whole
@@ -415,11 +418,11 @@ def _nothing_fits(graph, budget, specs, solutions, timeout, threads,
     lo = max(budget, graph.lower_bound_bytes - 1)  # lo never fits
     while hi - lo > max(1, hi // 100):  # to 1%
         mid = (lo + hi) // 2
-        found = [(peak(s), spec) for spec, s in
+        found = [spec for spec, s in
                  _solve_all(graph, probes, mid, timeout, threads).items()
                  if s.status == "feasible" and peak(s) <= mid]
         if found:
-            hi, who = min(found)
+            hi, who = mid, found[0]
         else:
             lo = mid
     return (f"{graph.name}: no algorithm fits the budget of {budget} bytes "
