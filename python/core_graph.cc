@@ -60,7 +60,7 @@ Schedule AsSchedule(const py::object& schedule, const Graph& graph) {
 TimingModel AsTiming(const std::string& link, const py::object& compute_rate,
                      const py::object& host_budget) {
   TimingModel timing;
-  timing.link = ParseLink(link);
+  timing.link = ParseLink(link, "link");
   if (!compute_rate.is_none()) {
     const double rate = compute_rate.cast<double>();
     // The rule of `--compute-rate`: a finite number above zero.
