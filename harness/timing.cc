@@ -29,7 +29,7 @@ std::optional<double> ParsePositive(const std::string& text) {
 
 Link DefaultLink() { return ParseLink("pcie4"); }
 
-Link ParseLink(const std::string& text) {
+Link ParseLink(const std::string& text, const std::string& what) {
   // Effective rates of a x16 slot per direction and a DMA set-up latency;
   // NVLink-C2C is Grace Hopper's 900 GB/s, 450 each way.
   if (text == "pcie3") return {text, 12e9, 10e-6};
@@ -43,10 +43,10 @@ Link ParseLink(const std::string& text) {
     latency = after == "0" ? 0.0 : ParsePositive(after);
   }
   if (!rate || !latency) {
-    throw InputError(fmt::format(
-        "--link '{}': expected pcie3, pcie4, nvlink-c2c or "
-        "BYTES_PER_SECOND[:LATENCY_SECONDS] (positive, finite)",
-        text));
+    throw InputError(
+        fmt::format("{} '{}': expected pcie3, pcie4, nvlink-c2c or "
+                    "BYTES_PER_SECOND[:LATENCY_SECONDS] (positive, finite)",
+                    what, text));
   }
   return {text, *rate, *latency};
 }

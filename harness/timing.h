@@ -27,8 +27,9 @@ struct Link {
 
 // "pcie3" (12 GB/s), "pcie4" (25 GB/s, the default), "nvlink-c2c"
 // (450 GB/s per direction), or "BYTES_PER_S[:LATENCY_S]" ("20e9:5e-6").
-// Throws InputError naming the text.
-Link ParseLink(const std::string& text);
+// Throws InputError naming the option `what` (the command line's --link,
+// the Python module's link) and the text.
+Link ParseLink(const std::string& text, const std::string& what = "--link");
 Link DefaultLink();
 
 struct TimingModel {

@@ -12,6 +12,7 @@
 
 #include "harness/graph.h"
 #include "harness/schedule.h"
+#include "harness/timing.h"
 
 // A Schedule is a Python class of its own, not a list converted each way.
 PYBIND11_MAKE_OPAQUE(remat::Schedule)
@@ -69,10 +70,12 @@ PyGraph AsGraph(const py::object& graph);
 int64_t AsBudget(const py::object& budget);
 // A schedule from a Schedule or a path to its text file.
 Schedule AsSchedule(const py::object& schedule, const Graph& graph);
-
-inline Json NullOr(bool present, const Json& value) {
-  return present ? value : Json(nullptr);
-}
+// The timing model of solve and validate, from the arguments that stand
+// for `--link`, `--compute-rate` and `--host-budget`: a link name or
+// "BYTES_PER_S[:LATENCY_S]", cost units per second (None: by the graph's
+// cost unit) and a host budget as `budget` takes it (None: unbounded).
+TimingModel AsTiming(const std::string& link, const py::object& compute_rate,
+                     const py::object& host_budget);
 
 // Graph, Node, load_graph, parse_graph_json (core_graph.cc).
 void BindGraph(py::module_& m);

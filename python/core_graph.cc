@@ -1,11 +1,15 @@
 // rematbench._core: graphs, nodes, schedules and the simulator.
+#include <fmt/format.h>
+
 #include <sstream>
 
 #include "harness/algorithm.h"
 #include "harness/errors.h"
 #include "harness/graph_json.h"
 #include "harness/graph_source.h"
+#include "harness/option_limits.h"
 #include "harness/params.h"
+#include "harness/records.h"
 #include "harness/results.h"
 #include "harness/simulator.h"
 #include "python/core.h"
@@ -23,16 +27,26 @@ PyGraph AsGraph(const py::object& graph) {
   throw py::type_error("graph must be a rematbench.Graph or a spec string");
 }
 
+namespace {
+
+// An int (bytes) or a str ("512MiB"), named `what` in errors.
+int64_t AsBytes(const py::object& bytes, const std::string& what) {
+  if (py::isinstance<py::str>(bytes)) {
+    return ParseBytes(bytes.cast<std::string>(), what);
+  }
+  if (py::isinstance<py::bool_>(bytes) || !py::isinstance<py::int_>(bytes)) {
+    throw py::type_error(what + " must be None, an int (bytes) or a str");
+  }
+  // Read as its decimal text, as the command line's options are: one rule
+  // for the range.
+  return ParseBytes(py::str(bytes).cast<std::string>(), what);
+}
+
+}  // namespace
+
 int64_t AsBudget(const py::object& budget) {
   if (budget.is_none()) return kUnboundedBudget;
-  if (py::isinstance<py::str>(budget)) {
-    return ParseBytes(budget.cast<std::string>(), "budget");
-  }
-  if (py::isinstance<py::bool_>(budget) || !py::isinstance<py::int_>(budget)) {
-    throw py::type_error("budget must be None, an int (bytes) or a str");
-  }
-  // Read as its decimal text, as `--budget` is: one rule for the range.
-  return ParseBytes(py::str(budget).cast<std::string>(), "budget");
+  return AsBytes(budget, "budget");
 }
 
 Schedule AsSchedule(const py::object& schedule, const Graph& graph) {
@@ -41,6 +55,27 @@ Schedule AsSchedule(const py::object& schedule, const Graph& graph) {
     return ReadScheduleFile(schedule.cast<std::string>(), graph.num_nodes());
   }
   throw py::type_error("schedule must be a rematbench.Schedule or a path");
+}
+
+TimingModel AsTiming(const std::string& link, const py::object& compute_rate,
+                     const py::object& host_budget) {
+  TimingModel timing;
+  timing.link = ParseLink(link, "link");
+  if (!compute_rate.is_none()) {
+    const double rate = compute_rate.cast<double>();
+    // The rule of `--compute-rate`: a finite number above zero.
+    if (!IsTimeLimit(rate)) {
+      throw InputError(fmt::format(
+          "compute_rate: must be a number of cost units per second > 0 "
+          "(got {})",
+          rate));
+    }
+    timing.compute_rate = rate;
+  }
+  if (!host_budget.is_none()) {
+    timing.host_budget_bytes = AsBytes(host_budget, "host_budget");
+  }
+  return timing;
 }
 
 namespace {
@@ -86,36 +121,27 @@ NodeView NodeAt(const PyGraph& g, int64_t v) {
   return {g.graph, static_cast<NodeId>(v)};
 }
 
-// `remat validate --json`.
+// `remat validate --json`: read from a path, the schedule's events keep
+// their lines for the error's line.
 py::dict Validate(const py::object& graph_arg, const py::object& schedule_arg,
-                  const py::object& budget_arg) {
-  const PyGraph g = AsGraph(graph_arg);
-  const Schedule schedule = AsSchedule(schedule_arg, *g.graph);
+                  const py::object& budget_arg, const std::string& link,
+                  const py::object& compute_rate,
+                  const py::object& host_budget) {
+  // In the command line's order, so that of two bad arguments the same one
+  // is named.
   const int64_t budget = AsBudget(budget_arg);
-  SimulationResult sim;
+  const TimingModel timing = AsTiming(link, compute_rate, host_budget);
+  const PyGraph g = AsGraph(graph_arg);
+  const ScheduleToValidate schedule =
+      py::isinstance<py::str>(schedule_arg)
+          ? ReadScheduleToValidate(schedule_arg.cast<std::string>(), *g.graph)
+          : ScheduleToValidate{.events = AsSchedule(schedule_arg, *g.graph)};
+  Json record;
   {
     py::gil_scoped_release release;
-    sim = Simulate(*g.graph, schedule, {.critical_path = true});
+    record = ValidateRecord(*g.graph, schedule, budget, timing);
   }
-  const bool fits = sim.valid && sim.peak_bytes <= budget;
-  Json doc = {
-      {"graph", g.graph->name()},
-      {"schedule", py::isinstance<py::str>(schedule_arg)
-                       ? Json(schedule_arg.cast<std::string>())
-                       : Json(nullptr)},
-      {"valid", sim.valid},
-      {"error",
-       sim.valid ? Json(nullptr)
-                 : Json({{"event", sim.error_index}, {"reason", sim.error}})},
-      {"budget_bytes", NullOr(budget != kUnboundedBudget, budget)},
-      {"fits_budget", fits},
-      {"peak_bytes", sim.peak_bytes},
-      {"cost", sim.cost},
-      {"base_cost", sim.base_cost},
-      {"overhead", sim.overhead},
-      {"length", sim.length}};
-  doc.update(Json(TimelineFigures(sim)));
-  return ToPython(doc);
+  return ToPython(record);
 }
 
 }  // namespace
@@ -327,8 +353,16 @@ void BindSchedule(py::module_& m) {
       "Simulates a schedule (a Schedule or a file path); with timeline, "
       "memory_at_event holds the memory at every event.");
   m.def("validate", &Validate, py::arg("graph"), py::arg("schedule"),
-        py::arg("budget") = py::none(),
-        "`remat validate --json`: the simulator's verdict on a schedule.");
+        py::arg("budget") = py::none(), py::arg("link") = DefaultLink().name,
+        py::arg("compute_rate") = py::none(),
+        py::arg("host_budget") = py::none(),
+        "`remat validate --json`: the simulator's verdict on a schedule (a "
+        "Schedule or a path to its text file) at a budget (None, bytes, or "
+        "'512MiB'). link, compute_rate and host_budget are `--link`, "
+        "`--compute-rate` and `--host-budget` (None: the default). An "
+        "illegal event is reported in `error` with its 0-based event index, "
+        "its reason and, for a file, its 1-based line (None for a "
+        "Schedule).");
 }
 
 }  // namespace remat::python

@@ -2,13 +2,12 @@
 #include "harness/algorithm.h"
 #include "harness/errors.h"
 #include "harness/graph_source.h"
-#include "harness/json_text.h"
 #include "harness/option_limits.h"
 #include "harness/params.h"
+#include "harness/records.h"
 #include "harness/registry.h"
 #include "harness/registry_json.h"
 #include "harness/runner.h"
-#include "harness/simulator.h"
 #include "harness/sweep.h"
 #include "python/core.h"
 
@@ -60,7 +59,8 @@ struct Solution {
 
 Solution Solve(const py::object& graph_arg, const std::string& algorithm,
                const py::object& budget_arg, const py::object& params_arg,
-               double timeout) {
+               double timeout, const std::string& link,
+               const py::object& compute_rate, const py::object& host_budget) {
   auto [name, items] = SplitSpec(algorithm);
   for (std::string& item : AsItems(params_arg)) items.push_back(item);
   const AlgorithmInfo& info = FindAlgorithm(name);
@@ -68,36 +68,18 @@ Solution Solve(const py::object& graph_arg, const std::string& algorithm,
   const PyGraph g = AsGraph(graph_arg);
   const Graph& graph = *g.graph;
   const int64_t budget = AsBudget(budget_arg);
+  const TimingModel timing = AsTiming(link, compute_rate, host_budget);
   // 0, the default, is no time limit (as without `remat solve --timeout`).
   if (timeout != 0) CheckTimeLimit(timeout, "solve: timeout");
   Attempt attempt;
   {
     py::gil_scoped_release release;
-    attempt = RunAlgorithm(graph, info, params, budget, timeout);
+    attempt = RunAlgorithm(graph, info, params, budget, timeout, nullptr,
+                           nullptr, &timing);
   }
-  const SolveResult r = Judge(attempt, budget);
-  const bool has = r.has_schedule;
-  // The fields, their order and their nulls of `remat solve --json`.
-  Json doc = {
-      {"algorithm", info.name},
-      {"params", params.given()},
-      {"graph", graph.name()},
-      {"budget_bytes", NullOr(budget != kUnboundedBudget, budget)},
-      {"status", StatusName(r.status)},
-      {"valid", NullOr(has, r.valid)},
-      {"peak_bytes", NullOr(has, r.peak_bytes)},
-      {"total_peak_bytes", NullOr(has, r.peak_bytes + graph.static_bytes())},
-      {"cost", NullOr(has, r.cost)},
-      {"base_cost", BaseCost(graph)},
-      {"overhead", NullOr(has, r.overhead)},
-      {"length", NullOr(has, r.length)}};
-  doc.update(Json(TimelineOrNull(r)));
-  doc["solve_seconds"] = r.solve_seconds;
-  doc["message"] = r.message;
-  if (r.lower_bound_cost) doc["lower_bound_cost"] = *r.lower_bound_cost;
-  if (r.optimal) doc["optimal"] = true;
-  if (!r.extra.empty()) doc["details"] = Json::parse(DumpJson(r.extra));
-  return {std::move(doc), std::move(attempt.output.schedule)};
+  const SolveResult result = Judge(attempt, budget);
+  return {SolveRecord(graph, info, params, budget, result),
+          std::move(attempt.output.schedule)};
 }
 
 // `remat sweep`'s results document (results/SCHEMA.md).
@@ -238,11 +220,15 @@ void BindSolveAndSweep(py::module_& m) {
       });
   m.def("solve", &Solve, py::arg("graph"), py::arg("algorithm"),
         py::arg("budget") = py::none(), py::arg("params") = py::none(),
-        py::arg("timeout") = 0.0,
+        py::arg("timeout") = 0.0, py::arg("link") = DefaultLink().name,
+        py::arg("compute_rate") = py::none(),
+        py::arg("host_budget") = py::none(),
         "Runs one algorithm ('name' or 'name:k=v,...', more parameters as a "
         "list of 'k=v' or a dict) on a Graph or spec at a budget (None, "
-        "bytes, or '512MiB'); timeout in seconds (<= 0: none). The schedule "
-        "is simulated and judged as by `remat solve`.");
+        "bytes, or '512MiB'); timeout in seconds (0: none). link, "
+        "compute_rate and host_budget are `--link`, `--compute-rate` and "
+        "`--host-budget` (None: the default). The schedule is simulated and "
+        "judged as by `remat solve`; the Solution's `json` is its document.");
   m.def("sweep", &Sweep, py::arg("graphs") = py::none(),
         py::arg("algorithms") = "all", py::arg("corpus") = py::none(),
         py::arg("budgets") = 16, py::arg("threads") = 0,

@@ -9,11 +9,9 @@
 #include "harness/errors.h"
 #include "harness/file_io.h"
 #include "harness/graph_source.h"
-#include "harness/json_text.h"
+#include "harness/records.h"
 #include "harness/registry.h"
-#include "harness/results.h"
 #include "harness/runner.h"
-#include "harness/simulator.h"
 
 namespace remat::cli {
 
@@ -46,38 +44,8 @@ int RunSolve(const SolveOptions& o, bool as_json) {
       WriteScheduleText(out, *attempt.output.schedule);
     });
   }
-  Json result = {
-      {"algorithm", info.name},
-      {"params", params.given()},
-      {"graph", graph.name()},
-      {"budget_bytes",
-       budget == kUnboundedBudget ? Json(nullptr) : Json(budget)},
-      {"status", StatusName(r.status)},
-      {"valid", r.has_schedule ? Json(r.valid) : Json(nullptr)},
-      {"peak_bytes", r.has_schedule ? Json(r.peak_bytes) : Json(nullptr)},
-      {"total_peak_bytes", r.has_schedule
-                               ? Json(r.peak_bytes + graph.static_bytes())
-                               : Json(nullptr)},
-      {"cost", r.has_schedule ? Json(r.cost) : Json(nullptr)},
-      {"base_cost", BaseCost(graph)},
-      {"overhead", r.has_schedule ? Json(r.overhead) : Json(nullptr)},
-      {"length", r.has_schedule ? Json(r.length) : Json(nullptr)}};
-  result.update(Json(TimelineOrNull(r)));
-  result["solve_seconds"] = r.solve_seconds;
-  result["message"] = r.message;
-  if (r.lower_bound_cost) result["lower_bound_cost"] = *r.lower_bound_cost;
-  if (r.optimal) result["optimal"] = true;
-  if (!r.extra.empty()) result["details"] = Json::parse(DumpJson(r.extra));
-  Print(result, as_json);
+  Print(SolveRecord(graph, info, params, budget, r), as_json);
   return r.status == Status::kFeasible ? kExitOk : kExitNegative;
-}
-
-// The 1-based line of event `index`; the line after the last event when
-// the schedule ended too early (index == its length).
-Json LineOf(const std::vector<int64_t>& lines, int64_t index) {
-  if (index < 0) return nullptr;
-  if (index < static_cast<int64_t>(lines.size())) return lines[index];
-  return lines.empty() ? 1 : lines.back() + 1;
 }
 
 int RunValidate(const std::string& graph_spec, const std::string& path,
@@ -86,30 +54,10 @@ int RunValidate(const std::string& graph_spec, const std::string& path,
   const int64_t budget = BudgetOf(budget_text, budget_given);
   const TimingModel timing = timing_options.Model();
   Graph graph = LoadGraph(graph_spec);
-  std::vector<int64_t> lines;
-  Schedule schedule = ReadScheduleFile(path, graph.num_nodes(), &lines);
-  SimulationResult sim =
-      Simulate(graph, schedule, {.timing = &timing, .critical_path = true});
-  const bool fits = sim.valid && sim.peak_bytes <= budget;
-  Json result = {
-      {"graph", graph.name()},
-      {"schedule", path},
-      {"valid", sim.valid},
-      {"error", sim.valid ? Json(nullptr)
-                          : Json({{"line", LineOf(lines, sim.error_index)},
-                                  {"event", sim.error_index},
-                                  {"reason", sim.error}})},
-      {"budget_bytes",
-       budget == kUnboundedBudget ? Json(nullptr) : Json(budget)},
-      {"fits_budget", fits},
-      {"peak_bytes", sim.peak_bytes},
-      {"cost", sim.cost},
-      {"base_cost", sim.base_cost},
-      {"overhead", sim.overhead},
-      {"length", sim.length}};
-  result.update(Json(TimelineFigures(sim)));
-  Print(result, as_json);
-  return fits ? kExitOk : kExitNegative;
+  const ScheduleToValidate schedule = ReadScheduleToValidate(path, graph);
+  const Json record = ValidateRecord(graph, schedule, budget, timing);
+  Print(record, as_json);
+  return record["fits_budget"].get<bool>() ? kExitOk : kExitNegative;
 }
 
 }  // namespace

@@ -9,6 +9,8 @@ algorithms on training graphs, judged by the harness's one simulator.
     s.status, s.peak_bytes, s.overhead, s.json   # s.json: `remat solve --json`
     rb.simulate(g, s.schedule).peak_bytes
     rb.validate(g, s.schedule, budget=6)     # `remat validate --json`
+    rb.validate(g, "s.txt", link="pcie3")    # and its --link, --compute-rate,
+                                             # --host-budget (solve has them)
     doc = rb.sweep(["chain:n=64"], ["revolve", "twremat"], budgets=4)
                                              # the results document of `remat sweep`
 

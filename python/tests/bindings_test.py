@@ -9,6 +9,7 @@ rematbench.Error with the CLI's one-line message.
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -297,14 +298,14 @@ class Errors(unittest.TestCase):
     line `remat` prints after "remat: "."""
 
     def check(self, call, cli_args):
-        """The CLI's message; an option (--budget) is named as the Python
-        argument (budget)."""
+        """The CLI's message; an option (--budget, --host-budget) is named
+        as the Python argument (budget, host_budget)."""
         with self.assertRaises(rb.Error) as caught:
             call()
         self.assertIsInstance(caught.exception, ValueError)
-        want = cli_error(*cli_args)
-        if want.startswith("--"):
-            want = want[2:]
+        want = re.sub(r"^--([a-z-]+)",
+                      lambda option: option.group(1).replace("-", "_"),
+                      cli_error(*cli_args))
         self.assertEqual(str(caught.exception), want)
 
     def test_bad_graphs(self):
@@ -361,6 +362,21 @@ class Errors(unittest.TestCase):
                    ["validate", "-g", "chain:n=4", "-s", far])
         with self.assertRaises(rb.Error):
             rb.Schedule([("x", 1)])
+
+    def test_bad_timing_options(self):
+        path = write("timing.txt", "c 0\n")
+        self.check(lambda: rb.validate("chain:n=4", path, link="pcie9"),
+                   ["validate", "-g", "chain:n=4", "-s", path, "--link",
+                    "pcie9"])
+        self.check(lambda: rb.solve("chain:n=4", "noremat",
+                                    host_budget="12XB"),
+                   ["solve", "-a", "noremat", "-g", "chain:n=4",
+                    "--host-budget", "12XB"])
+        for rate in (0, -1, float("nan"), float("inf")):
+            with self.assertRaises(rb.Error):
+                rb.validate("chain:n=4", path, compute_rate=rate)
+            cli("validate", "-g", "chain:n=4", "-s", path, "--compute-rate",
+                str(rate), ok=(2,))
 
     def test_bad_sweeps(self):
         self.check(lambda: rb.sweep(["chain:n=4"], ["nosuch"]),
