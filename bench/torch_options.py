@@ -367,7 +367,7 @@ def run_model(name, build, args, rows):
             f"{r['step_seconds']:.3f} s ({r['step_seconds'] / base['step_seconds']:.2f}x), "
             f"grads equal {r.get('gradients_equal')} "
             f"(max diff {r.get('max_grad_diff', 0):.1e})")
-        options[(method, setting)] = (r["peak_bytes"], running, rows[-1])
+        options[(method, setting)] = (r["peak_bytes"], running)
         return r
 
     @contextlib.contextmanager
@@ -445,7 +445,7 @@ def run_model(name, build, args, rows):
             p.compile(False)
             p._built.clear()  # free the compiled graphs
 
-    for (method, setting), (peak, _, _) in options.items():
+    for (method, setting), (peak, _) in options.items():
         targets.append((peak, f"{method} {setting}"))
     hi, lo = g.noremat_peak_bytes, g.lower_bound_bytes
     for k in range(args.ladder):
@@ -567,7 +567,7 @@ def run_model(name, build, args, rows):
                 f"{rc['max_grad_diff']:.1e}, recomputations kept "
                 f"{rc['recomputations_kept']}, compile "
                 f"{rc['compile_seconds']} s")
-    head_to_head = compare(name, options, candidates, meas, args)
+    head_to_head = compare(options, candidates, meas, args)
     return {"model": name, "parameters": n_params,
             "graph_nodes": g.num_nodes,
             "noremat_simulated_peak_bytes": g.noremat_peak_bytes,
@@ -579,7 +579,7 @@ def run_model(name, build, args, rows):
             "seconds": round(time.perf_counter() - t0, 1)}
 
 
-def compare(name, options, candidates, meas, args):
+def compare(options, candidates, meas, args):
     """Each PyTorch option against rematbench's plan at or below its
     measured peak, timed again side by side: the two steps alternate,
     `args.pairs` pairs after a warm-up pair, and the ratio is the median
@@ -590,7 +590,7 @@ def compare(name, options, candidates, meas, args):
     compiled, compiled too; the faster of the two is the level's result
     (both are in `timed`)."""
     out = []
-    for (method, setting), (level, running, orow) in options.items():
+    for (method, setting), (level, running) in options.items():
         fits = [c for c in candidates
                 if c[0]["measured_peak_bytes"] <= level]
         entry = {"option_method": method, "option_setting": setting,
