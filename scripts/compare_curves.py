@@ -11,7 +11,8 @@ draws it.
     scripts/compare_curves.py old.json new.json --check revolve --tolerance 0.01
 
 Exit status: 0, or 1 if an algorithm named with --check got worse than the
-tolerance allows in B (usable in CI against regressions), 2 on bad input.
+tolerance allows in B or lost a run B does not have (usable in CI against
+regressions), 2 on bad input (a --check name with no run in either file).
 """
 import argparse
 import json
@@ -100,7 +101,8 @@ def main():
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet under `| head`
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n\n")[0],
-        epilog="Exit status: 0, 1 if a --check algorithm got worse, 2 on bad input.")
+        epilog="Exit status: 0, 1 if a --check algorithm got worse or lost "
+               "a run, 2 on bad input.")
     parser.add_argument("a", help="baseline results file")
     parser.add_argument("b", help="results file to compare with the baseline")
     parser.add_argument("--check", action="append", default=[],
@@ -131,9 +133,21 @@ def main():
         # A run or point without the fields of results/SCHEMA.md.
         bad_input(f"{args.a} or {args.b}: malformed run or point "
                   f"({type(e).__name__}: {str(e)[:120]})")
+    runs = list(runs_a.items()) + list(runs_b.items())
+    known = {r["algorithm"] for _, r in runs} | {k[1] for k, _ in runs}
+    for name in args.check:
+        if name != "all" and name not in known:
+            bad_input(f"--check {name}: no run of that algorithm in "
+                      f"{args.a} or {args.b}")
+    # A checked run the new file lost cannot be judged better: it fails.
+    missing = [{"graph": k[0], "algorithm": k[1]}
+               for k, r in sorted(runs_a.items()) if k not in runs_b and
+               ("all" in args.check or r["algorithm"] in args.check or
+                k[1] in args.check)]
 
     if args.json:
-        print(json.dumps({"a": args.a, "b": args.b, "rows": rows}, indent=2))
+        print(json.dumps({"a": args.a, "b": args.b, "rows": rows,
+                          "missing": missing}, indent=2))
     else:
         def fmt(v, spec):
             return "-" if v is None else format(v, spec)
@@ -148,10 +162,14 @@ def main():
                   f"{fmt(r['min_feasible_budget_b'], 'd'):>12} "
                   f"{fmt(r['geomean_slowdown'], '.4f'):>8}  "
                   f"{r['regression'] or ''}")
-        only = (set(runs_a) ^ set(runs_b))
+        for m in missing:
+            print(f"{m['graph'][:28]:<28} {m['algorithm'][:24]:<24} "
+                  f"regression: checked, missing from {args.b}")
+        only = (set(runs_a) ^ set(runs_b)) - \
+            {(m["graph"], m["algorithm"]) for m in missing}
         if only:
             print(f"({len(only)} run(s) present in only one file are skipped)")
-    return 1 if any(r["regression"] for r in rows) else 0
+    return 1 if missing or any(r["regression"] for r in rows) else 0
 
 
 if __name__ == "__main__":

@@ -49,6 +49,10 @@ def main():
     if not os.access(args.remat, os.X_OK):
         bad_usage(f"reproduce: {args.remat} is not an executable "
                          "(build it with scripts/build.sh or pass --remat)")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        # Found now, not after minutes of solves when the files are written.
+        bad_usage(f"reproduce: --out {args.out} exists and is not a "
+                  "directory")
     args.remat = os.path.abspath(args.remat)
     if args.milp_seconds is None:
         args.milp_seconds = 5 if args.quick else 30

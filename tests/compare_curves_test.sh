@@ -41,4 +41,30 @@ for r in rows:
 PY
 # Unchecked algorithms never fail the run.
 "${compare[@]}" "$work/a.json" "$work/b.json" --check noremat >/dev/null
+
+# A checked algorithm whose runs the new file lost fails the gate; one that
+# is in neither file is bad input.
+"$REMAT_PYTHON" - "$work/a.json" "$work/c.json" <<'PY'
+import json, sys
+results = json.load(open(sys.argv[1]))
+results["runs"] = [r for r in results["runs"]
+                   if r["algorithm"] != "checkpoint_last"]
+json.dump(results, open(sys.argv[2], "w"))
+PY
+status=0
+"${compare[@]}" "$work/a.json" "$work/c.json" --check checkpoint_last \
+  --json > "$work/out.json" || status=$?
+test "$status" -eq 1
+"$REMAT_PYTHON" - "$work/out.json" <<'PY'
+import json, sys
+missing = json.load(open(sys.argv[1]))["missing"]
+assert {m["algorithm"] for m in missing} == {"checkpoint_last"}, missing
+assert len(missing) == 2, missing  # one run per graph
+PY
+"${compare[@]}" "$work/a.json" "$work/c.json" --check noremat >/dev/null
+status=0
+"${compare[@]}" "$work/a.json" "$work/a.json" --check revolvee \
+  2> "$work/err" >/dev/null || status=$?
+test "$status" -eq 2
+grep -q "revolvee: no run of that algorithm" "$work/err"
 echo "compare_curves: ok"

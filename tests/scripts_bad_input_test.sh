@@ -66,6 +66,12 @@ for bad in missing.json truncated.json binary.json list.json malformed.json \
     failed=1
   fi
 done
+# reproduce.py's --out naming a regular file: refused before any solve.
+echo keep > "$work/regular"
+expect_refusal 20 reproduce.py kusumoto2019 --quick --remat "$remat" \
+  --out "$work/regular"
+grep -qx keep "$work/regular" || { echo "FAIL: reproduce.py wrote over" \
+  "$work/regular" >&2; failed=1; }
 # Good input still compares equal (exit 0).
 "$REMAT_PYTHON" "$source_dir/scripts/compare_curves.py" "$work/good.json" \
   "$work/good.json" --check all >/dev/null
