@@ -8,6 +8,14 @@ source "$source_dir/scripts/env.sh"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 compare=("$REMAT_PYTHON" "$source_dir/scripts/compare_curves.py")
+# Runs compare_curves.py with the remaining arguments, its JSON to
+# $work/out.json and stderr to $work/err; fails unless it exits with $1.
+expect_exit() {
+  local want=$1 status=0
+  shift
+  "${compare[@]}" "$@" --json > "$work/out.json" 2> "$work/err" || status=$?
+  test "$status" -eq "$want"
+}
 "$remat" sweep --graphs chain:n=8,"$source_dir"/tests/fixtures/skip_connections.json \
   --algorithms noremat,checkpoint_last --budgets 4 --out "$work/a.json" >/dev/null
 
@@ -25,10 +33,7 @@ for run in results["runs"]:
                 p["overhead"] *= 1.2
 json.dump(results, open(sys.argv[2], "w"))
 PY
-status=0
-"${compare[@]}" "$work/a.json" "$work/b.json" --check checkpoint_last \
-  --json > "$work/out.json" || status=$?
-test "$status" -eq 1
+expect_exit 1 "$work/a.json" "$work/b.json" --check checkpoint_last
 "$REMAT_PYTHON" - "$work/out.json" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]
@@ -51,10 +56,7 @@ results["runs"] = [r for r in results["runs"]
                    if r["algorithm"] != "checkpoint_last"]
 json.dump(results, open(sys.argv[2], "w"))
 PY
-status=0
-"${compare[@]}" "$work/a.json" "$work/c.json" --check checkpoint_last \
-  --json > "$work/out.json" || status=$?
-test "$status" -eq 1
+expect_exit 1 "$work/a.json" "$work/c.json" --check checkpoint_last
 "$REMAT_PYTHON" - "$work/out.json" <<'PY'
 import json, sys
 missing = json.load(open(sys.argv[1]))["missing"]
@@ -62,9 +64,6 @@ assert {m["algorithm"] for m in missing} == {"checkpoint_last"}, missing
 assert len(missing) == 2, missing  # one run per graph
 PY
 "${compare[@]}" "$work/a.json" "$work/c.json" --check noremat >/dev/null
-status=0
-"${compare[@]}" "$work/a.json" "$work/a.json" --check revolvee \
-  2> "$work/err" >/dev/null || status=$?
-test "$status" -eq 2
+expect_exit 2 "$work/a.json" "$work/a.json" --check revolvee
 grep -q "revolvee: no run of that algorithm" "$work/err"
 echo "compare_curves: ok"
