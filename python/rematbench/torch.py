@@ -125,14 +125,13 @@ def _program_timeline(program, traced, schedule):
     simulated memory (docs/model.md) of the schedule with each value, or
     each part of a multi-output value, freed after its last reader as the
     program frees it (_releases), plus what the program holds beside the
-    schedule's values. A random op that the
-    schedule computes more than once keeps the generator's state from its
-    first execution to its last (CPU: the state is a 5,056-byte tensor on
-    the model's device; on CUDA the states are in host memory), and each
-    replay saves the state it interrupts while it runs; states of random
-    ops run out of eager order are recorded before the step and held
-    through it. The loss is returned, so it is held from its computation
-    to the end."""
+    schedule's values. A random op that the schedule computes more than
+    once keeps the generator's state from its first execution to its last
+    (CPU: the state is a 5,056-byte tensor on the model's device; on CUDA
+    the states are in host memory), and each replay saves the state it
+    interrupts while it runs; states of random ops run out of eager order
+    are recorded before the step and held through it. The loss is
+    returned, so it is held from its computation to the end."""
     nodes = traced.graph["nodes"]
     events = Plan._as_events(schedule)
     random = collections.Counter(program.owner[m] for m in program.random)
