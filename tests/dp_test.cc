@@ -555,8 +555,8 @@ TEST(DpPeerGraphs, NeverDearerThanNoRematWhereItFits) {
   if (!std::filesystem::exists(dir)) {
     GTEST_SKIP() << dir << " is absent (peer graphs are optional)";
   }
-  for (const char* name : {"vgg19", "unet", "resnet50", "resnet152",
-                           "densenet", "pspnet", "googlenet"}) {
+  for (const char* name : {"vgg19", "unet", "resnet50", "resnet152", "densenet",
+                           "pspnet", "googlenet"}) {
     SCOPED_TRACE(name);
     Graph graph = LoadGraph(fmt::format("{}/cg_{}.txt", dir, name));
     const SimulationResult noremat =
