@@ -263,7 +263,7 @@ def plot(doc, path):
                     r.get("measured_peak_bytes") is None:
                 continue
             by.setdefault(r["method"], []).append(
-                (r["measured_peak_bytes"] / 2**20, r["step_seconds"]))
+                (r["measured_peak_bytes"] / 2**20, _ratio(r, m)))
         for method, pts in sorted(by.items()):
             pts.sort()
             ax.plot([p[0] for p in pts], [p[1] for p in pts],
@@ -274,7 +274,7 @@ def plot(doc, path):
                    lw=1)
         ax.set_title(m["model"])
         ax.set_xlabel("measured activation peak (MiB)")
-        ax.set_ylabel("step time (s, log)")
+        ax.set_ylabel("step time / eager (paired, log)")
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
