@@ -28,7 +28,6 @@ import argparse
 import contextlib
 import datetime
 import functools
-import json
 import math
 import os
 import platform
@@ -45,7 +44,7 @@ from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 
 import rematbench
 import rematbench.torch as rt
-from rematbench import measure
+from rematbench import files, measure
 
 HEURISTICS = ["noremat", "dtr", "rotor", "chen_greedy", "chen_sqrtn",
               "chen_recursive", "revolve", "twremat", "checkpoint_last",
@@ -732,9 +731,7 @@ def main():
 
 def write(out, device, doc):
     path = os.path.join(out, f"{device}.json")
-    with open(path, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
+    files.write_json(path, doc, indent=1)
     from torch_options_report import report
     report(doc, os.path.join(out, f"{device}.md"),
            os.path.join(out, f"{device}.png"))

@@ -7,6 +7,8 @@ import json
 import os
 import sys
 
+from rematbench import files
+
 PYTORCH = ("checkpoint_block", "checkpoint_sequential", "sac", "compile")
 COLORS = {"eager": "black", "checkpoint_block": "tab:blue",
           "checkpoint_sequential": "tab:orange", "sac": "tab:pink",
@@ -243,8 +245,7 @@ def report(doc, md_path, png_path=None):
         lines += [f"- Predicted against measured step time (rematbench_eager "
                   f"over the eager step): median error {errs[len(errs) // 2]:.1%}"
                   f", largest {errs[-1]:.1%}.", ""]
-    with open(md_path, "w") as f:
-        f.write("\n".join(lines) + "\n")
+    files.write_text(md_path, "\n".join(lines) + "\n")
     if png_path:
         plot(doc, png_path)
 
@@ -277,7 +278,8 @@ def plot(doc, path):
         ax.set_ylabel("step time / eager (paired, log)")
     axes[0][0].legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    with files.replacing(path, binary=True) as f:
+        fig.savefig(f, format="png", dpi=110)
 
 
 if __name__ == "__main__":

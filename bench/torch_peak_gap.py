@@ -21,7 +21,6 @@ naming.
 """
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -30,7 +29,7 @@ import torch
 
 import rematbench
 import rematbench.torch as rt
-from rematbench import measure
+from rematbench import files, measure
 
 _MARK = "rematbench.event:"
 
@@ -174,8 +173,7 @@ def report(doc, path):
                 f" | {p['events_within_5pct']} of {p['events_compared']} | "
                 f"{big} |")
         lines.append("")
-    with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
+    files.write_text(path, "\n".join(lines) + "\n")
 
 
 def main():
@@ -205,11 +203,7 @@ def main():
     for n in names:
         doc["models"].append(run_model(n, table[n][0], args))
     path = os.path.join(out, "cpu.json")
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
-    os.replace(tmp, path)
+    files.write_json(path, doc, indent=1)
     report(doc, os.path.join(out, "cpu.md"))
     log(f"wrote {path}")
 

@@ -20,15 +20,14 @@ See `Mapping` in graphs/corpus/torch/README.md for how ops become nodes.
 import argparse
 import collections
 import json
-import os
 import platform
 import sys
-import tempfile
 import time
 
 import torch
 import torchvision
 
+from rematbench import files  # noqa: E402
 # The tracer is rematbench.trace (python/rematbench/trace.py, from the
 # installed package), shared with rematbench.torch; the models live in
 # torch_models.py (the replayer rebuilds them from there). The names stay
@@ -102,22 +101,14 @@ def write(path, graph):
     lines += ",\n".join(
         json.dumps(n, separators=(",", ":")) for n in graph["nodes"])
     text = lines + "\n ]\n}\n"
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".",
-                               prefix=".export_torch.")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            if path.endswith(".gz"):
-                import gzip
-                with gzip.GzipFile(filename="", mode="wb", fileobj=f,
-                                   mtime=0) as z:
-                    z.write(text.encode())
-            else:
-                f.write(text.encode())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+    with files.replacing(path, binary=True) as f:
+        if path.endswith(".gz"):
+            import gzip
+            with gzip.GzipFile(filename="", mode="wb", fileobj=f,
+                               mtime=0) as z:
+                z.write(text.encode())
+        else:
+            f.write(text.encode())
 
 
 def main(argv):

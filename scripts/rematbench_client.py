@@ -44,6 +44,8 @@ import subprocess
 import tempfile
 import threading
 
+from rematbench import files
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GB = 1e9
 
@@ -240,12 +242,9 @@ def git_commit(short=12):
 
 
 def write_text(path, text):
-    """Writes `text` (ending in one newline) via a temporary name and a rename,
-    creating the folder."""
-    os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        f.write(text.rstrip() + "\n")
-    os.replace(path + ".tmp", path)
+    """Writes `text` ending in one newline, whole or not at all (creating the
+    folder)."""
+    files.write_text(path, text.rstrip() + "\n")
 
 
 def write_json(path, doc):

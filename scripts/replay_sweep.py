@@ -37,10 +37,10 @@ import platform
 import statistics
 import subprocess
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import replay_torch as RT  # noqa: E402
+from rematbench import files  # noqa: E402
 import results_file  # noqa: E402
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -87,19 +87,6 @@ def parse_args(argv):
     if args.repeats < 0 or args.warmup < 0:
         p.error("--repeats and --warmup must be >= 0")
     return args
-
-
-def write_atomic(path, data, binary=False):
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".",
-                               prefix=".replay_sweep.")
-    try:
-        with os.fdopen(fd, "wb" if binary else "w") as f:
-            f.write(data)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
 
 
 def run_sweep(args):
@@ -202,10 +189,9 @@ def main(argv):
         print(f"replay_sweep.py: {e}", file=sys.stderr)
         return 2
     os.makedirs(out_dir, exist_ok=True)  # after the input proved good
-    write_atomic(os.path.join(out_dir, "replay.json"),
-                 json.dumps(doc, indent=1) + "\n")
+    files.write_json(os.path.join(out_dir, "replay.json"), doc, indent=1)
     plot(doc, out_dir)
-    write_atomic(os.path.join(out_dir, "cost_model.md"), cost_report(doc))
+    files.write_text(os.path.join(out_dir, "cost_model.md"), cost_report(doc))
     s = doc["summary"]
     print(f"replay_sweep.py: {s['points']} points ({s['replays']} distinct "
           f"schedules): gradients equal {s['gradients_equal_percent']:.1f}%, "
@@ -447,16 +433,9 @@ def plot(doc, out_dir):
     marks = "osD^v<>p"
 
     def save(fig, name):
-        fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".replay_sweep.",
-                                   suffix=".png")
-        os.close(fd)
-        try:
-            fig.savefig(tmp, dpi=110, metadata={"Software": None})
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, os.path.join(out_dir, name))
-        except BaseException:
-            os.unlink(tmp)
-            raise
+        with files.replacing(os.path.join(out_dir, name), binary=True) as f:
+            fig.savefig(f, format="png", dpi=110,
+                        metadata={"Software": None})
         plt.close(fig)
 
     fig, ax = plt.subplots(figsize=(6.4, 5.4))

@@ -82,6 +82,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # The executor is rematbench.executor (python/rematbench/executor.py, from
 # the installed package), shared with rematbench.torch.
+from rematbench import files  # noqa: E402
 from rematbench.executor import BadInput, Program  # noqa: E402
 
 # --------------------------------------------------------------------------
@@ -498,21 +499,6 @@ def load_cost_graph(path, graph):
     return cg
 
 
-def write_json(path, obj):
-    """Temp file + rename: no partial output."""
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path) or ".",
-                               prefix=".replay.")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(obj, f, indent=1)
-            f.write("\n")
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def parse_args(argv):
     p = argparse.ArgumentParser(
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -586,7 +572,7 @@ def main(argv):
         if tmp:
             os.unlink(tmp)
     if args.out:
-        write_json(args.out, out)
+        files.write_json(args.out, out, indent=1)
     if args.json:
         json.dump(out, sys.stdout, indent=1)
         print()

@@ -32,10 +32,10 @@ import json
 import math
 import os
 import sys
-import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import compare_curves  # noqa: E402
+from rematbench import files  # noqa: E402
 import results_file  # noqa: E402
 from plot_tradeoff import (COLORS, DEFAULT_MAX_OVERHEAD, DEFAULT_REMAT,  # noqa: E402
                            best_so_far, byte_unit, in_budget, registry_order,
@@ -669,20 +669,6 @@ def build(results, path, baseline=None, baseline_path=None, remat=None,
         "</p></body></html>")
 
 
-def write_atomically(path, text):
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".report-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("results", help="results JSON written by remat sweep")
@@ -720,7 +706,7 @@ def main():
                                   else "")
                                + f": malformed results ({type(e).__name__}: "
                                f"{str(e)[:160]!r})")
-    write_atomically(args.out, text)
+    files.write_text(args.out, text)
     print(args.out)
     return 0
 
