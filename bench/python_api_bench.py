@@ -33,6 +33,8 @@ import subprocess
 import sys
 import time
 
+from rematbench import files
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -140,12 +142,7 @@ def main(argv):
            "host": platform.node(), "cpu_count": os.cpu_count(),
            "load_average": os.getloadavg(), "repeats": args.repeats,
            "summary": summary, "rows": rows, "timeouts_left_out": timeouts}
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "overhead.json.tmp"), "w") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
-    os.replace(os.path.join(args.out, "overhead.json.tmp"),
-               os.path.join(args.out, "overhead.json"))
+    files.write_json(os.path.join(args.out, "overhead.json"), doc, indent=1)
     left_out = ", ".join(f"{t['graph']} {t['algorithm']}" for t in timeouts)
     md = ["# Python API vs CLI: time per solve\n",
           f"`{doc['command']}` on {doc['host']} ({doc['cpu_count']} cores, "
@@ -177,8 +174,8 @@ def main(argv):
                   f"| {r['api_loaded_seconds'] * 1e3:.2f} | "
                   f"{r['cli_solve_seconds'] * 1e3:.2f} / "
                   f"{r['api_solve_seconds'] * 1e3:.2f} | {r['overhead']:+.1%} |")
-    with open(os.path.join(args.out, "overhead.md"), "w") as f:
-        f.write("\n".join(md) + "\n")
+    files.write_text(os.path.join(args.out, "overhead.md"),
+                     "\n".join(md) + "\n")
     print(json.dumps(summary, indent=1))
 
 
