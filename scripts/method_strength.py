@@ -24,6 +24,7 @@ import signal
 import sys
 
 import results_file
+from rematbench import files
 
 PAPER_METHODS = ("dp_exact", "dp_approx", "checkmate_milp", "checkmate_lp",
                  "moccasin", "twremat", "revolve", "rotor", "dtr")
@@ -127,8 +128,7 @@ def main():
         raise SystemExit(f"method_strength: {args.results}: malformed results "
                          f"({e!r})")
     if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+        files.write_text(args.out, text)
     sys.stdout.write(text)
 
 

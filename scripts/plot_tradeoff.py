@@ -46,6 +46,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 # the path unless put there.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import results_file  # noqa: E402
+from rematbench import files  # noqa: E402
 
 UNITS = [("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30),
          ("TiB", 1 << 40)]
@@ -392,7 +393,8 @@ def plot_graph(graph, runs, order, out_dir, include_static, formats,
     paths = []
     for fmt in formats:
         path = os.path.join(out_dir, f"{stem}.{fmt}")
-        fig.savefig(path, dpi=120, bbox_inches="tight")
+        with files.replacing(path, binary=True) as f:
+            fig.savefig(f, format=fmt, dpi=120, bbox_inches="tight")
         paths.append(path)
     plt.close(fig)
     return paths

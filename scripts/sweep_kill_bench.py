@@ -31,6 +31,8 @@ import sys
 import tempfile
 import time
 
+from rematbench import files
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -159,10 +161,7 @@ def main():
     }
     text = json.dumps(report, indent=2) + "\n"
     if options.out:
-        os.makedirs(os.path.dirname(os.path.abspath(options.out)),
-                    exist_ok=True)
-        with open(options.out, "w", encoding="utf-8") as f:
-            f.write(text)
+        files.write_text(options.out, text)
     else:
         sys.stdout.write(text)
     print(f"{len(trials)} trials, {report['summary']['killed_mid_run']} "

@@ -32,6 +32,8 @@ import sys
 import tempfile
 import time
 
+from rematbench import files
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
@@ -164,10 +166,7 @@ def main():
         if not o.skip_corpus:
             report["corpus"] = corpus_runs(o, work)
     report["context"]["load_average_after"] = load()
-    os.makedirs(os.path.dirname(os.path.abspath(o.out)), exist_ok=True)
-    with open(o.out, "w", encoding="utf-8") as f:
-        json.dump(report, f, indent=2)
-        f.write("\n")
+    files.write_json(o.out, report, indent=2)
     print(f"wrote {o.out}", file=sys.stderr)
     return 0
 
