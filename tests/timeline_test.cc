@@ -115,11 +115,29 @@ TEST(Timeline, AFreeGatesLaterComputesOnUnlimitedLanes) {
   EXPECT_EQ(r.critical_path, 6);
 }
 
+TEST(Timeline, ARefusedComputeLeavesTheCriticalPathOfTheEventsBefore) {
+  // d reads b and c, and c was freed: d is refused, and b's last use is
+  // its own end (10 + 5), not d's (16), though b is live and d reads it.
+  Graph g = Diamond();
+  SimulationResult r =
+      Timed(g, Schedule{E::Compute(0), E::Compute(1), E::Compute(2), E::Free(2),
+                        E::Compute(3)});
+  EXPECT_FALSE(r.valid);
+  EXPECT_EQ(r.error_index, 4);
+  EXPECT_EQ(r.critical_path, 15);
+  EXPECT_DOUBLE_EQ(r.parallelism, 20.0 / 15.0);
+  // c is refused after a's free; the gate holds b's end.
+  r = Timed(g,
+            Schedule{E::Compute(0), E::Compute(1), E::Free(0), E::Compute(2)});
+  EXPECT_EQ(r.error_index, 3);
+  EXPECT_EQ(r.critical_path, 15);
+}
+
 // Random schedules, illegal events among them, against the timeline's
 // definition written out plainly: every mode of the simulator (with or
 // without the critical path, with or without the memory at each event)
 // gives the same figures and errors, and the critical path is the
-// definition's.
+// definition's (of the events before the illegal one, where there is one).
 TEST(Timeline, EveryModeAgreesWithThePlainDefinitionOnRandomSchedules) {
   std::mt19937 rng(32);
   for (const char* spec : {"resnet:depth=18,batch=2,image=32", "unet",
@@ -130,7 +148,7 @@ TEST(Timeline, EveryModeAgreesWithThePlainDefinitionOnRandomSchedules) {
       SCOPED_TRACE(fmt::format("{} trial {}", spec, trial));
       // The plain definition, applied while the schedule is drawn.
       std::vector<int64_t> ready(n, -1), last_use(n, -1);
-      int64_t gate = 0, critical_path = 0;
+      int64_t gate = 0, critical_path = 0, prefix_critical_path = 0;
       Schedule schedule;
       int64_t legal_prefix = -1;
       for (int step = 0; step < 4 * n; ++step) {
@@ -156,6 +174,7 @@ TEST(Timeline, EveryModeAgreesWithThePlainDefinitionOnRandomSchedules) {
         } else if (trial % 4 == 3 && legal_prefix < 0) {
           // One illegal event, the rest of the schedule after it.
           legal_prefix = static_cast<int64_t>(schedule.size());
+          prefix_critical_path = critical_path;
           schedule.push_back(ready[v] >= 0 ? Event::Compute(v)
                                            : Event::Free(v));
         }
@@ -190,9 +209,9 @@ TEST(Timeline, EveryModeAgreesWithThePlainDefinitionOnRandomSchedules) {
                                  : legal_prefix);
       EXPECT_TRUE(modes[0].memory_at_event.empty());
       for (const SimulationResult* r : {&modes[2], &modes[3]}) {
-        if (legal_prefix < 0) {
-          EXPECT_EQ(r->critical_path, static_cast<double>(critical_path));
-        }
+        EXPECT_EQ(r->critical_path,
+                  static_cast<double>(legal_prefix < 0 ? critical_path
+                                                       : prefix_critical_path));
         EXPECT_EQ(r->parallelism, modes[2].parallelism);
       }
     }
