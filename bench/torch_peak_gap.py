@@ -15,9 +15,8 @@ largest sum of live allocations the allocator had while its ops ran
 (gradients left out, as rematbench.measure counts them). Writes
 <out>/<device>.json and <device>.md: per plan the predicted and measured
 peaks, how many events are within 5%, and the events that differ most,
-named by node and ATen op. The issue's goal is a predicted peak within 5%
-of the measured one, or the difference named op by op: this is the
-naming.
+named by node and ATen op: where the model and the allocator disagree,
+this says where, so that the model can be corrected.
 """
 
 import argparse
