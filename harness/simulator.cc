@@ -453,6 +453,8 @@ template <bool kTransfers, bool kLanes, bool kRecord>
 SimulationResult Run(const Graph& graph, std::span<const Event> schedule,
                      const SimulationOptions& options) {
   SimulationResult result;
+  // The graph's, whatever the schedule: reported for invalid ones too.
+  result.base_cost = BaseCost(graph);
   const int32_t n = graph.num_nodes();
   if constexpr (kRecord) result.memory_at_event.resize(schedule.size());
   Timeline<kTransfers, kLanes, kRecord> timeline(graph, options, result);
@@ -485,7 +487,6 @@ SimulationResult Run(const Graph& graph, std::span<const Event> schedule,
   }
 
   auto over_host_budget = timeline.Finish();
-  result.base_cost = BaseCost(graph);
   result.overhead = result.base_cost == 0
                         ? 1.0
                         : static_cast<double>(result.cost) / result.base_cost;

@@ -93,6 +93,17 @@ TEST(Simulator, EveryTargetMustBeComputed) {
             std::string::npos);
 }
 
+TEST(Simulator, AnInvalidScheduleStillReportsTheGraphsBaseCost) {
+  // d before c: the schedule stops at event 2, but computing each needed
+  // node once still costs 10 + 5 + 5 + 1.
+  SimulationResult r = Simulate(
+      Diamond(),
+      Schedule{E::Compute(0), E::Compute(1), E::Compute(3), E::Compute(2)});
+  EXPECT_FALSE(r.valid);
+  EXPECT_EQ(r.error_index, 2);
+  EXPECT_EQ(r.base_cost, 21);
+}
+
 TEST(Simulator, TargetsMayBeFreedRightAway) {
   Graph g = GraphFromNodes(R"([{"id": 0, "mem": 3, "cost": 1, "inputs": []}])");
   EXPECT_TRUE(Simulate(g, Schedule{E::Compute(0), E::Free(0)}).valid);
