@@ -5,10 +5,10 @@
 // preceded by a recomputation of the forward values it reads, built one
 // stage at a time while a timeline of the memory at every compute so far is
 // kept. Two changes make it lower and cheaper:
-// - Reuse within the budget. Before recomputing a forward value a stage
+// - Reuse within a bound. Before recomputing a forward value a stage
 //   needs, it asks whether the value's latest instance could instead have
 //   been kept alive from its last read until now: the timeline's maximum
-//   over that span plus the value's size within the budget. If so the
+//   over that span plus the value's size within the bound. If so the
 //   instance is kept (the timeline raised over the span) and nothing behind
 //   it is recomputed; if not, the value is recomputed and the same question
 //   is asked of its inputs. Values nearest the stage are asked first, so a
@@ -20,6 +20,10 @@
 //   which frees the layer's input gradient, before the input's gradient,
 //   which allocates a new one. With a forward value that reads a
 //   non-forward one the stages keep their topological order.
+// - A search over the bound. The bound is the budget, or when that schedule
+//   does not fit, stricter ones down to keeping nothing, in this order and
+//   then in checkpoint_last's: the first schedule that fits is the answer.
+//   The last candidate is checkpoint_last's own schedule.
 // Every decision looks only at the past (a kept instance raises computes
 // already placed), so the timeline is exact: the simulator's peak is the
 // timeline's maximum.
@@ -143,6 +147,7 @@ class CheckpointReuse : public Algorithm {
         StageOrder(graph, request, is_stage, is_forward, memory_first));
     if (memory_first) {
       orders.push_back(StageOrder(graph, request, is_stage, is_forward, false));
+      if (orders[0] == orders[1]) orders.pop_back();
     }
     if (request.deadline.Expired()) {
       return AlgorithmOutput::NoSchedule(Status::kTimeout,

@@ -48,7 +48,7 @@ from rematbench import files, measure
 
 HEURISTICS = ["noremat", "dtr", "rotor", "chen_greedy", "chen_sqrtn",
               "chen_recursive", "revolve", "twremat", "checkpoint_last",
-              "dp_approx"]
+              "checkpoint_reuse", "dp_approx"]
 COMPILE_BUDGETS = [1.0, 0.5, 0.2, 0.05]
 
 # --------------------------------------------------------------------------

@@ -400,7 +400,7 @@ def _nothing_fits(graph, budget, specs, solutions, timeout, threads,
     """The error text when no schedule fits: the budget against the NoRemat
     peak, and the smallest budget at which one of these algorithms finds a
     schedule that fits as a program (bisection between the budget and the
-    least peak found)."""
+    least peak found; each probe solved as _solve_plan solves)."""
     def peak(s):
         return _program_peak(program, traced, s.schedule)
 
@@ -415,11 +415,19 @@ def _nothing_fits(graph, budget, specs, solutions, timeout, threads,
     exact = {a.name for a in rematbench.algorithms() if a.exact}
     probes = [s for s in specs if s.split(":")[0] not in exact] or specs
     lo = max(budget, graph.lower_bound_bytes - 1)  # lo never fits
+    most = _most_held(program, traced)
+
+    def fitting(mid, solve_at):
+        return [spec for spec, s in
+                _solve_all(graph, probes, solve_at, timeout, threads).items()
+                if s.status == "feasible" and peak(s) <= mid]
+
     while hi - lo > max(1, hi // 100):  # to 1%
         mid = (lo + hi) // 2
-        found = [spec for spec, s in
-                 _solve_all(graph, probes, mid, timeout, threads).items()
-                 if s.status == "feasible" and peak(s) <= mid]
+        # As a plan is made: solved once more below the budget by the most
+        # the program can hold beside the schedule when it did not fit.
+        found = fitting(mid, mid) or (fitting(mid, mid - most)
+                                      if mid > most else [])
         if found:
             hi, who = mid, found[0]
         else:
