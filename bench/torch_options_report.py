@@ -235,9 +235,13 @@ def report(doc, md_path, png_path=None):
         low = min((r["measured_peak_bytes"] for r in plans
                    if r["model"] == m["model"]), default=None)
         if low is not None:
+            once = m.get("gradients_once_lower_bound_bytes")
             lines.append(f"- {m['model']}: lowest rematbench peak "
                          f"{_mib(low)} MiB, {low / m['lower_bound_bytes']:.2f}"
-                         " times the memory lower bound.")
+                         " times the memory lower bound" + (
+                             f" ({low / once:.2f} times the least that "
+                             "computing each gradient once can take, "
+                             f"{_mib(once)} MiB)" if once else "") + ".")
     knob = [line for m in doc["models"] for line in compile_knob(rows, m)]
     lines += [""] + knob + ([""] if knob else [])
     if pred:

@@ -2,6 +2,7 @@
 the small U-Net: they run, write what results/SCHEMA.md describes, and
 what they measure holds the plan's promises (no time is judged here)."""
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -64,3 +65,28 @@ def test_options_side_by_side(tmp_path):
         assert e["rematbench_peak_bytes"] <= e["option_peak_bytes"]
         assert e["time_ratio"] > 0 and e["pairs"] == 1
     assert "timed again side by side" in md
+    assert model["lower_bound_bytes"] <= \
+        model["gradients_once_lower_bound_bytes"] <= min(
+            r["measured_peak_bytes"] for r in doc["rows"]
+            if r["method"] == "rematbench_eager" and
+            r.get("measured_peak_bytes") is not None)
+
+
+def test_gradients_once_lower_bound_by_hand():
+    # a -> loss L -> g1 (2) -> g2 (3) -> g3 (4) -> g4 (1), and g4 reads g1
+    # too: computing g3 (g2 3 + g3 4) once, g1 (2) is live (computed
+    # before, read after): 9, where the graph's own bound is 7 (g3 with
+    # g2, g4 with g3 and g1).
+    spec = importlib.util.spec_from_file_location(
+        "torch_options", os.path.join(BENCH, "torch_options.py"))
+    torch_options = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(torch_options)
+
+    def node(i, kind, mem, inputs):
+        return {"id": i, "kind": kind, "mem": mem, "inputs": inputs}
+    nodes = [node(0, "forward", 1, []), node(1, "loss", 1, [0]),
+             node(2, "backward", 2, [1]), node(3, "backward", 3, [2]),
+             node(4, "backward", 4, [3]), node(5, "backward", 1, [4, 2])]
+    assert torch_options.gradients_once_lower_bound(nodes) == 9
+    nodes[5]["inputs"] = [4]  # g1 dies at g2: g3's own 7 is the most
+    assert torch_options.gradients_once_lower_bound(nodes) == 7
