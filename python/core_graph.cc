@@ -318,10 +318,16 @@ void BindSchedule(py::module_& m) {
       });
   m.def(
       "read_schedule",
-      [](const std::string& path, const PyGraph& g) {
-        return ReadScheduleFile(path, g.graph->num_nodes());
+      [](const std::string& path, const PyGraph& g, bool lines) {
+        std::vector<int64_t> event_lines;
+        Schedule s = ReadScheduleFile(path, g.graph->num_nodes(),
+                                      lines ? &event_lines : nullptr);
+        if (!lines) return py::cast(std::move(s));
+        return py::object(py::make_tuple(std::move(s), event_lines));
       },
-      py::arg("path"), py::arg("graph"));
+      py::arg("path"), py::arg("graph"), py::arg("lines") = false,
+      "Reads a schedule file for `graph`; with lines, (schedule, the 1-based "
+      "line of each event).");
 
   py::class_<SimulationResult>(m, "Simulation",
                                "The simulator's figures for one schedule.")

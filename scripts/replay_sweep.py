@@ -148,7 +148,7 @@ def measured_cost_graph(path, graph, out_dir, args):
     return dest, RT.load_cost_graph(dest, graph)
 
 
-def schedule_for(point, run, spec, results_dir, args):
+def schedule_for(point, run, rep, results_dir, args):
     """(schedule path, temporary?, source)."""
     if point.get("schedule_file"):
         path = os.path.join(results_dir, point["schedule_file"])
@@ -157,7 +157,7 @@ def schedule_for(point, run, spec, results_dir, args):
                               "missing")
         return path, False, "schedule_file"
     params = [f"{k}={v}" for k, v in sorted(run.get("params", {}).items())]
-    path, _ = RT.solve(args.remat, spec, run["algorithm"],
+    path, _ = RT.solve(rep.core, rep.path, run["algorithm"],
                        point["budget_bytes"], params, args.timeout)
     return path, True, "remat solve"
 
@@ -217,7 +217,7 @@ def replay_all(results, results_dir, out_dir, args):
             continue
         print(f"replay_sweep.py: {gname}: rebuilding {path}",
               file=sys.stderr)
-        rep = RT.Replayer(path, args.device, args.threads, args.remat)
+        rep = RT.Replayer(path, args.device, args.threads)
         cost_path, cost_graph = (None, None)
         if args.measured_costs:
             cost_path, cost_graph = measured_cost_graph(
@@ -245,7 +245,7 @@ def replay_all(results, results_dir, out_dir, args):
                         point.get("transfer_bytes"):
                     continue
                 try:
-                    sched, temp, source = schedule_for(point, run, path,
+                    sched, temp, source = schedule_for(point, run, rep,
                                                        results_dir, args)
                 except RT.BadInput as e:
                     points.append(base_point(gname, run, point, rep) |
@@ -261,7 +261,7 @@ def replay_all(results, results_dir, out_dir, args):
                                                args.time_limit)
                         done[key]["first"] = (run["algorithm"],
                                               point["budget_bytes"])
-                        count_recomputations(sched, rep.graph, cost_graph,
+                        count_recomputations(sched, rep, cost_graph,
                                              recomputed)
                     r = done[key]
                 finally:
@@ -358,10 +358,11 @@ def make_point(gname, run, point, rep, r, source):
     return p
 
 
-def count_recomputations(sched, graph, cost_graph, acc):
+def count_recomputations(sched, rep, cost_graph, acc):
     """Adds, per op class, the computes beyond the first of each node in
     one schedule and their cost in the graph's unit and measured."""
-    events = RT.read_schedule(sched, len(graph["nodes"]))
+    graph = rep.graph
+    events, _ = RT.read_schedule(sched, rep.core)
     seen = set()
     for k, v, _ in events:
         if k != "c":

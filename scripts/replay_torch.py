@@ -4,12 +4,14 @@ graph was exported from, and measures what the simulator only predicts.
 
   scripts/replay_torch.py GRAPH.json SCHEDULE.txt [--json]
   scripts/replay_torch.py GRAPH.json --algorithm chen_sqrtn --budget 8MiB \\
-      [-p k=v ...] [--remat build/remat]
+      [-p k=v ...]
 
 GRAPH is an export of scripts/export_torch.py (its provenance names the
 model, options and seed); SCHEDULE is the text format of docs/formats.md
-(`c <id>` / `f <id>`), or `--algorithm/--budget` asks `remat solve
---schedule-out` for one.
+(`c <id>` / `f <id>`), or `--algorithm/--budget` has the package's core
+(rematbench.solve, what `remat solve` runs) make one. The core reads the
+schedule and the export and simulates the schedule, as `remat validate`
+does.
 
 What happens:
  1. The training step is rebuilt from the provenance (torch_models.build:
@@ -74,7 +76,6 @@ import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -82,6 +83,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # The executor is rematbench.executor (python/rematbench/executor.py, from
 # the installed package), shared with rematbench.torch.
+import rematbench  # noqa: E402
 from rematbench import files  # noqa: E402
 from rematbench.executor import BadInput, Program  # noqa: E402
 
@@ -110,112 +112,70 @@ def load_graph(path):
     return g
 
 
-def read_schedule(path, n):
-    """[(kind 'c'|'f', node id, line number)]."""
+def core_graph(graph, path):
+    """The core's Graph of an export (what reads, simulates and solves
+    schedules for it)."""
     try:
-        with open(path) as f:
-            lines = f.read().splitlines()
-    except OSError as e:
-        raise BadInput(f"{path}: cannot read schedule: {e}")
+        return rematbench.parse_graph_json(json.dumps(graph), path)
+    except rematbench.Error as e:
+        raise BadInput(str(e))
+
+
+def replay_events(schedule, lines, where):
+    """[(kind 'c'|'f', node id, line)] of a core Schedule whose events are
+    on `lines` of `where`."""
     events = []
-    for no, line in enumerate(lines, 1):
-        s = line.strip()
-        if not s or s.startswith("#"):
-            continue
-        parts = s.split()
-        if len(parts) == 2 and parts[0] in ("o", "p", "w"):
-            raise BadInput(f"{path}:{no}: offload, prefetch and wait events "
-                           f"('{s}') are not replayed; replay a schedule "
-                           f"of computes and frees")
-        if len(parts) != 2 or parts[0] not in ("c", "f") or \
-                not parts[1].isdigit():
-            raise BadInput(f"{path}:{no}: expected 'c <id>' or 'f <id>', "
-                           f"got '{s}'")
-        v = int(parts[1])
-        if v >= n:
-            raise BadInput(f"{path}:{no}: node {v} does not exist (the graph "
-                           f"has {n} nodes)")
-        events.append((parts[0], v, no))
+    for (kind, v), line in zip(schedule, lines):
+        if kind not in ("c", "f"):
+            raise BadInput(f"{where}:{line}: offload, prefetch and wait "
+                           f"events ('{kind} {v}') are not replayed; replay "
+                           "a schedule of computes and frees")
+        events.append((kind, v, line))
     return events
 
 
-def simulate(graph, events, path, per_event=None):
-    """The simulator of docs/model.md: (activation peak, cost, length); checks the
-    schedule's legality the same way (exit 2 naming the event). Fills
-    per_event[k] with the memory at compute event k."""
-    nodes = graph["nodes"]
-    live, mem, peak, cost, length = set(), 0, 0, 0, 0
-    for k, (kind, v, no) in enumerate(events):
-        n = nodes[v]
-        if kind == "c":
-            if v in live:
-                raise BadInput(f"{path}:{no}: c {v}: node {v} ({n['name']}) "
-                               "is already live")
-            for u in n["inputs"]:
-                if u not in live:
-                    raise BadInput(
-                        f"{path}:{no}: c {v}: input {u} "
-                        f"({nodes[u]['name']}) of node {v} ({n['name']}) "
-                        "is not live")
-            at = mem + n["mem"] + n.get("workspace", 0)
-            peak = max(peak, at)
-            if per_event is not None:
-                per_event[k] = at
-            mem += n["mem"]
-            live.add(v)
-            cost += n["cost"]
-            length += 1
-        else:
-            if v not in live:
-                raise BadInput(f"{path}:{no}: f {v}: node {v} ({n['name']}) "
-                               "is not live")
-            live.remove(v)
-            mem -= n["mem"]
-    targets = target_ids(graph)
-    done = {v for k, v, _ in events if k == "c"}
-    missing = [v for v in targets if v not in done]
-    if missing:
-        raise BadInput(f"{path}: target node {missing[0]} "
-                       f"({nodes[missing[0]]['name']}) is never computed")
-    return peak, cost, length
-
-
-def target_ids(graph):
-    read = {u for n in graph["nodes"] for u in n["inputs"]}
-    return [n["id"] for n in graph["nodes"]
-            if n.get("target", n["id"] not in read)]
-
-
-def solve(remat, graph_path, algorithm, budget, params, timeout=None):
-    """Asks `remat solve` for a schedule; returns (schedule path, the
-    solver's JSON). The caller deletes the file."""
-    fd, sched = tempfile.mkstemp(prefix="replay_torch.", suffix=".txt")
-    os.close(fd)
-    cmd = [remat, "solve", "-a", algorithm, "-g", graph_path,
-           "--schedule-out", sched, "--json"]
-    if budget is not None:
-        cmd += ["-b", str(budget)]
-    for kv in params:
-        cmd += ["-p", kv]
-    if timeout:
-        cmd += ["--timeout", str(timeout)]
+def read_schedule(path, core):
+    """(events as replay_events gives them, the core's Schedule) of a
+    schedule file."""
     try:
-        r = subprocess.run(cmd, capture_output=True, text=True)
-    except OSError as e:
-        os.unlink(sched)
-        raise BadInput(f"{remat}: cannot run: {e}")
+        schedule, lines = rematbench.read_schedule(path, core, lines=True)
+    except rematbench.Error as e:
+        raise BadInput(str(e))
+    return replay_events(schedule, lines, path), schedule
+
+
+def simulate(core, schedule, events, path):
+    """The core's simulation of a legal schedule (exit 2 naming the event
+    otherwise): (activation peak, cost, length, {compute event index:
+    memory while it runs})."""
+    sim = rematbench.simulate(core, schedule, timeline=True)
+    if not sim.valid:
+        i = sim.error_index
+        line = events[i][2] if i < len(events) else \
+            (events[-1][2] + 1 if events else 1)
+        raise BadInput(f"{path}:{line}: {sim.error}")
+    at = {k: sim.memory_at_event[k] for k, e in enumerate(events)
+          if e[0] == "c"}
+    return sim.peak_bytes, sim.cost, sim.length, at
+
+
+def solve(core, graph_path, algorithm, budget, params, timeout=None):
+    """A schedule from the core's solver, written to a temporary file;
+    returns (its path, the solve document of `remat solve --json`). The
+    caller deletes the file."""
     try:
-        out = json.loads(r.stdout)
-    except ValueError:
-        os.unlink(sched)
-        msg = (r.stderr.strip().splitlines() or ["no output"])[-1]
-        raise BadInput(f"{remat} solve -a {algorithm}: {msg}")
-    if out.get("status") != "feasible" or os.path.getsize(sched) == 0:
-        os.unlink(sched)
+        sol = rematbench.solve(core, algorithm, budget, list(params),
+                               timeout or 0.0)
+    except rematbench.Error as e:
+        raise BadInput(f"{graph_path}: {e}")
+    if sol.status != "feasible":
         raise BadInput(f"{graph_path}: {algorithm} at budget {budget}: "
-                       f"status {out.get('status')}, no schedule to replay "
-                       f"({out.get('message', '')})")
-    return sched, out
+                       f"status {sol.status}, no schedule to replay "
+                       f"({sol.json.get('message', '')})")
+    fd, sched = tempfile.mkstemp(prefix="replay_torch.", suffix=".txt")
+    with os.fdopen(fd, "w") as f:
+        f.write(sol.schedule.to_text())
+    return sched, sol.json
 
 
 # --------------------------------------------------------------------------
@@ -302,13 +262,14 @@ class Step:
 class Replayer:
     """Rebuilds one export once and replays any number of schedules on it."""
 
-    def __init__(self, path, device="cpu", threads=1, remat="build/remat"):
+    def __init__(self, path, device="cpu", threads=1):
         import torch
         if threads:
             torch.set_num_threads(threads)
         self.torch = torch
-        self.path, self.device, self.remat = path, device, remat
+        self.path, self.device = path, device
         self.graph = load_graph(path)
+        self.core = core_graph(self.graph, path)
         self.step = Step(path, self.graph, device)
         self.program = Program(self.step)
         self.eager_grads, self.eager_loss, self.eager_buffers = \
@@ -355,12 +316,11 @@ class Replayer:
     def noremat(self):
         """(events, simulated cost) of the graph's NoRemat schedule."""
         if self._noremat is None:
-            sched, _ = solve(self.remat, self.path, "noremat", None, [])
-            try:
-                events = read_schedule(sched, len(self.graph["nodes"]))
-            finally:
-                os.unlink(sched)
-            _, cost, _ = simulate(self.graph, events, "noremat schedule")
+            schedule = rematbench.solve(self.core, "noremat").schedule
+            where = "noremat schedule"
+            events = replay_events(schedule, range(1, len(schedule) + 1),
+                                   where)
+            _, cost, _, _ = simulate(self.core, schedule, events, where)
             self._noremat = (events, cost)
         return self._noremat
 
@@ -387,9 +347,9 @@ class Replayer:
         least one)."""
         torch = self.torch
         g = self.graph
-        events = read_schedule(sched_path, len(g["nodes"]))
-        sim_at = {}
-        sim_peak, sim_cost, length = simulate(g, events, sched_path, sim_at)
+        events, schedule = read_schedule(sched_path, self.core)
+        sim_peak, sim_cost, length, sim_at = simulate(self.core, schedule,
+                                                      events, sched_path)
         cuda_peak = None
         if self.device != "cpu":
             self.sync()
@@ -513,13 +473,12 @@ def parse_args(argv):
                    help="schedule file (c <id> / f <id>); or use "
                    "--algorithm and --budget")
     p.add_argument("-a", "--algorithm",
-                   help="get the schedule from `remat solve -a NAME`")
+                   help="make the schedule with this algorithm (as `remat "
+                   "solve -a NAME`)")
     p.add_argument("-b", "--budget", help="budget for --algorithm (bytes, "
                    "or 8MiB ...)")
     p.add_argument("-p", "--param", action="append", default=[],
                    help="algorithm parameter k=v (repeatable)")
-    p.add_argument("--remat", default="build/remat",
-                   help="the remat binary (default build/remat)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads (default 1: steadier timings; 0 "
@@ -554,11 +513,11 @@ def main(argv):
             if not torch.cuda.is_available():
                 raise BadInput(f"--device {args.device}: torch "
                                f"{torch.__version__} sees no CUDA device")
-        r = Replayer(args.graph, args.device, args.threads, args.remat)
+        r = Replayer(args.graph, args.device, args.threads)
         cost_graph = load_cost_graph(args.cost_graph, r.graph) \
             if args.cost_graph else None
         if args.algorithm:
-            tmp, _ = solve(args.remat, args.graph, args.algorithm,
+            tmp, _ = solve(r.core, args.graph, args.algorithm,
                            args.budget, args.param)
             sched = tmp
         out = r.replay(sched, args.repeats, args.warmup, cost_graph)

@@ -77,7 +77,7 @@ def write(name, text):
 
 def run_replay(*args):
     return subprocess.run([PY, os.path.join(SCRIPTS, "replay_torch.py"),
-                           "--remat", REMAT, "--repeats", "1", *args],
+                           "--repeats", "1", *args],
                           capture_output=True, text=True)
 
 
@@ -88,7 +88,7 @@ class HandBuiltMlp(unittest.TestCase):
     def setUpClass(cls):
         cls.path = mlp()
         cls.graph = RT.load_graph(cls.path)
-        cls.rep = RT.Replayer(cls.path, remat=REMAT)
+        cls.rep = RT.Replayer(cls.path)
 
     def test_sizes_known_by_hand(self):
         fwd = [(n["op"].split(".")[1], n["mem"]) for n in self.graph["nodes"]
@@ -122,8 +122,8 @@ class HandBuiltMlp(unittest.TestCase):
         # NoRemat, except that the first relu is freed as soon as the next
         # addmm has read it and computed again just before its next reader.
         # Its input (node 0) is kept until then.
-        events = RT.read_schedule(schedule(self.path, "noremat"),
-                                  len(self.graph["nodes"]))
+        events, _ = RT.read_schedule(schedule(self.path, "noremat"),
+                                     self.rep.core)
         relu = 1
         self.assertEqual(self.graph["nodes"][relu]["inputs"], [0])
         readers = [v for k, v, _ in events if k == "c" and
@@ -156,7 +156,7 @@ class EveryAlgorithm(unittest.TestCase):
     def sweep(self, path):
         g = info(path)
         lo, hi = g["lower_bound_bytes"], g["noremat_peak_bytes"]
-        rep = RT.Replayer(path, remat=REMAT)
+        rep = RT.Replayer(path)
         replayed, refused = {}, {}
         for a in self.algorithms():
             for budget in ((lo + hi) // 2, hi):
@@ -232,7 +232,7 @@ class BadInput(unittest.TestCase):
         sched = write("early.txt", "# bad\nc 2\n")
         out = os.path.join(TMP, "early.json")
         r = run_replay(mlp(), sched, "-o", out)
-        self.assertOneLine(r, sched + ":2", "c 2", "not live")
+        self.assertOneLine(r, sched + ":2", "compute 2", "not live")
         self.assertFalse(os.path.exists(out))
 
     def test_schedule_of_another_graph(self):
