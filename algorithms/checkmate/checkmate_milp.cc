@@ -27,7 +27,8 @@ class CheckmateMilp : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
-    return SolveStagedMilp(graph, request, {.name = "staged schedules"});
+    return SolveStagedMilp(graph, request, {.name = "staged schedules"},
+                           MilpSolverNamed(request.params.String("solver")));
   }
 };
 
@@ -44,7 +45,11 @@ const bool kRegistered = RegisterAlgorithm({
     .isolate = true,
     .params = WithCheckmateParams(
         "checkmate_milp", std::string("checkmate_lp+") + kStagedHeuristics,
-        CbcParams()),
+        [] {
+          std::vector<ParamSpec> params = CbcParams();
+          params.push_back(MilpSolverParam());
+          return params;
+        }()),
     .create = [] { return std::make_unique<CheckmateMilp>(); },
 });
 

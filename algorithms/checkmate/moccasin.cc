@@ -57,7 +57,7 @@ class Moccasin : public Algorithm {
     StagedStart start = BestStagedStart(graph, request, c);
     const std::string& solver = request.params.String("solver");
     std::string gecode_note;
-    if (solver != "cbc") {
+    if (solver == "auto" || solver == "gecode") {
       const Deadline deadline =
           solver == "gecode"
               ? request.deadline
@@ -73,7 +73,8 @@ class Moccasin : public Algorithm {
                              "{} times",
                              c),
          .max_computes = c},
-        std::move(start));
+        std::move(start),
+        MilpSolverNamed(solver == "auto" ? kDefaultMilpSolver : solver));
     out.message += gecode_note;
     return out;
   }
@@ -93,9 +94,9 @@ std::vector<ParamSpec> MoccasinParams() {
                     .default_value = "auto",
                     .description = "auto (default): the interval model on "
                                    "Gecode for gecode_seconds, then the "
-                                   "MILP on CBC unless Gecode settled it; "
-                                   "cbc or gecode: that one alone",
-                    .choices = {"auto", "cbc", "gecode"}});
+                                   "MILP on HiGHS unless Gecode settled it; "
+                                   "highs, cbc or gecode: that one alone",
+                    .choices = {"auto", "highs", "cbc", "gecode"}});
   params.push_back({.name = "gecode_seconds",
                     .type = ParamSpec::Type::kDouble,
                     .default_value = "2",
