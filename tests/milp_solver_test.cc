@@ -58,8 +58,9 @@ class ScopedEnv {
 
 // CBC's optimum of the model as it reads it from `mps_text`.
 double CbcOptimumOfMps(const std::string& mps_text) {
-  char path[] = "/tmp/remat-mps-test-XXXXXX";
-  const int fd = mkstemp(path);
+  // CoinMpsIO looks for PATH.mps when PATH has no extension.
+  char path[] = "/tmp/remat-mps-test-XXXXXX.mps";
+  const int fd = mkstemps(path, 4);
   EXPECT_GE(fd, 0);
   close(fd);
   std::ofstream(path) << mps_text;

@@ -14,9 +14,10 @@
 //   cumulative constraint, as a constraint program on Gecode (the paper
 //   used OR-tools CP-SAT, which Debian does not ship), searched by branch
 //   and bound below the warm start's cost;
-// - cbc: the staged MILP with the rows sum_t R[t,i] <= C (S[t+1,i] <=
-//   S[t,i] + R[t,i] already makes every interval contiguous and start at a
-//   compute), solved as checkmate_milp is (staged_milp.h).
+// - cbc (or highs): the staged MILP with the rows sum_t R[t,i] <= C
+//   (S[t+1,i] <= S[t,i] + R[t,i] already makes every interval contiguous
+//   and start at a compute), solved as checkmate_milp is (staged_milp.h),
+//   on CBC or on HiGHS's executable.
 // Chosen by measurement (results/checkmate_milp_vgg16.json, Checkmate's
 // VGG16 at 8 budgets, threads=1): Gecode proves the same optima as CBC in
 // 2.0 s in all against CBC's 16.5 s (checkmate_milp: 19.2 s), most at the
@@ -94,9 +95,9 @@ std::vector<ParamSpec> MoccasinParams() {
                     .default_value = "auto",
                     .description = "auto (default): the interval model on "
                                    "Gecode for gecode_seconds, then the "
-                                   "MILP on HiGHS unless Gecode settled it; "
-                                   "highs, cbc or gecode: that one alone",
-                    .choices = {"auto", "highs", "cbc", "gecode"}});
+                                   "MILP on CBC unless Gecode settled it; "
+                                   "cbc, highs or gecode: that one alone",
+                    .choices = {"auto", "cbc", "highs", "gecode"}});
   params.push_back({.name = "gecode_seconds",
                     .type = ParamSpec::Type::kDouble,
                     .default_value = "2",
@@ -104,7 +105,7 @@ std::vector<ParamSpec> MoccasinParams() {
                                    "tenth of the time left)"});
   return WithCheckmateParams("moccasin",
                              std::string("checkmate_lp+") + kStagedHeuristics,
-                             std::move(params));
+                             std::move(params), kMilpLimits);
 }
 
 const bool kRegistered = RegisterAlgorithm({
