@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -146,7 +147,7 @@ TEST(MilpSolvers, HighsProvesCbcsOptima) {
     const Graph g = LoadGraph(spec);
     const int64_t lb = MemoryLowerBound(g);
     const int64_t peak = NoRematPeak(g);
-    const int64_t step = std::max<int64_t>(1, (peak - lb) / 5);
+    const int64_t step = std::max<int64_t>(1, (peak - lb) / 3);
     for (int64_t budget = lb; budget <= peak; budget += step) {
       for (const char* algorithm : {"checkmate_milp", "moccasin"}) {
         const SolveResult cbc = Solve(g, algorithm, budget, {"solver=cbc"});
@@ -168,7 +169,7 @@ TEST(MilpSolvers, HighsProvesCbcsOptima) {
       }
     }
   }
-  EXPECT_GE(compared, 18);
+  EXPECT_GE(compared, 12);
 }
 
 int64_t Binomial(int64_t a, int64_t b) {
@@ -183,8 +184,11 @@ int64_t Binomial(int64_t a, int64_t b) {
 // r - 1), with s = budget - 2 slots, l = n + 1 steps and r the least
 // repetition number with C(s + r, s) >= l, which the staged class reaches
 // on chains (Griewank and Walther; tests/moccasin_test.cc).
+// HiGHS writes Highs.log into its working folder by default; none may
+// appear in the caller's.
 TEST(MilpSolvers, HighsMatchesBinomialCheckpointingOnChains) {
   ASSERT_TRUE(FindHighs().has_value());
+  std::filesystem::remove("Highs.log");
   for (int64_t n : {5, 7}) {
     const Graph g = LoadGraph(fmt::format("chain:n={}", n));
     for (int64_t budget = 3; budget <= n + 2; ++budget) {
@@ -199,6 +203,7 @@ TEST(MilpSolvers, HighsMatchesBinomialCheckpointingOnChains) {
       EXPECT_EQ(highs.cost, cost) << "n=" << n << " budget " << budget;
     }
   }
+  EXPECT_FALSE(std::filesystem::exists("Highs.log"));
 }
 
 // Without the executable, solver=highs is one result with status error

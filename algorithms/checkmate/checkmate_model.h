@@ -198,8 +198,8 @@ struct CheckmateLimits {
 inline constexpr CheckmateLimits kLpLimits{.max_nodes = 150};
 // checkmate_milp's and moccasin's, from the measured speed of the MILP
 // solvers (docs/algorithms.md, "Which MILP solver"): no model of 2.0
-// million nonzeros (random_layered n=250, Checkmate's ResNet-50) gave a
-// schedule or a bound within 60 s on any solver, while every model of
+// million nonzeros or more (random_layered n=250, Checkmate's ResNet-50)
+// gave a schedule within 60 s on any solver, while every model of
 // 0.23 million (n=100) with a fitting warm start was proven optimal in
 // 3-12 s; so a model is refused above 30,000 nonzeros per second of its
 // time limit (300,000 at run.sh's 10 s, 1.8 million at 60 s).

@@ -129,9 +129,12 @@ HighsRun RunHighs(const CheckmateModel& model,
     }
     // The objective takes integer values (costs over their gcd), so only a
     // gap of 0 proves the optimum CBC would prove; HiGHS stops at 0.01% by
-    // default. A fixed seed makes runs repeat.
+    // default. A fixed seed makes runs repeat. HiGHS writes Highs.log into
+    // its working folder unless told otherwise: here, into the temporary
+    // one (the child also starts there).
     std::ofstream o(options);
-    o << "mip_rel_gap = 0\nrandom_seed = 0\n";
+    o << "mip_rel_gap = 0\nrandom_seed = 0\nlog_file = " << dir.path()
+      << "/highs.log\n";
     if (!out || !o) {
       run.error = fmt::format("cannot write the model for HiGHS in {}",
                               dir.path());
@@ -189,6 +192,7 @@ HighsRun RunHighs(const CheckmateModel& model,
     if (getppid() != parent) _exit(127);
     dup2(log_fd, STDOUT_FILENO);
     dup2(log_fd, STDERR_FILENO);
+    if (chdir(dir.path().c_str()) != 0) _exit(127);
     execve(argv[0], argv.data(), envp.data());
     _exit(127);
   }

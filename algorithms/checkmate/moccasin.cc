@@ -26,8 +26,9 @@
 // proving infeasibility or finding deep recomputation takes search
 // (tests/moccasin_test.cc: random_layered:n=20, chain:n=6 at 3 units) it
 // runs for minutes where CBC ends within a second, and it gives no bound.
-// Hence solver=auto (default): Gecode for gecode_seconds, then CBC from
-// Gecode's best schedule unless Gecode settled the question.
+// Hence solver=auto (default): Gecode for gecode_seconds, then the MILP
+// from Gecode's best schedule unless Gecode settled the question, on HiGHS
+// (kDefaultMilpSolver, chosen by measurement: docs/algorithms.md).
 //
 // Exact within its class: optimal among staged schedules (in the model's
 // stage order) that compute each value at most C times. Every such
@@ -95,9 +96,9 @@ std::vector<ParamSpec> MoccasinParams() {
                     .default_value = "auto",
                     .description = "auto (default): the interval model on "
                                    "Gecode for gecode_seconds, then the "
-                                   "MILP on CBC unless Gecode settled it; "
-                                   "cbc, highs or gecode: that one alone",
-                    .choices = {"auto", "cbc", "highs", "gecode"}});
+                                   "MILP on HiGHS unless Gecode settled it; "
+                                   "highs, cbc or gecode: that one alone",
+                    .choices = {"auto", "highs", "cbc", "gecode"}});
   params.push_back({.name = "gecode_seconds",
                     .type = ParamSpec::Type::kDouble,
                     .default_value = "2",
@@ -112,7 +113,7 @@ const bool kRegistered = RegisterAlgorithm({
     .name = "moccasin",
     .description = "Moccasin's retention intervals (each value computed at "
                    "most C times) over Checkmate's stages: the interval "
-                   "model on Gecode, then the MILP on COIN-OR CBC (optimal "
+                   "model on Gecode, then the MILP on HiGHS or CBC (optimal "
                    "in that class)",
     .citation = "Bartan et al., Moccasin: Efficient Tensor "
                 "Rematerialization for Neural Networks, ICML 2023",

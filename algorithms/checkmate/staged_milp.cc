@@ -268,11 +268,11 @@ ParamSpec MilpSolverParam() {
   return {.name = "solver",
           .type = ParamSpec::Type::kChoice,
           .default_value = kDefaultMilpSolver,
-          .description = "MILP solver: cbc (default: COIN-OR CBC in this "
-                         "process) or highs (HiGHS's executable in a child "
-                         "process, from highsbox in the project's Python "
-                         "environment, REMAT_HIGHS or PATH)",
-          .choices = {"cbc", "highs"}};
+          .description = "MILP solver: highs (default: HiGHS's executable "
+                         "in a child process, from highsbox in the "
+                         "project's Python environment, REMAT_HIGHS or "
+                         "PATH) or cbc (COIN-OR CBC in this process)",
+          .choices = {"highs", "cbc"}};
 }
 
 }  // namespace remat
