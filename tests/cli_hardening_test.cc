@@ -608,7 +608,7 @@ TEST_F(Cli, CheckmateModelsTheMemoryLimitCannotHoldAreRefused) {
     const auto start = std::chrono::steady_clock::now();
     Outcome run = Remat(fmt::format(
         "--max-memory 1GiB solve -a {} -g resnet:depth=152 "
-        "-p max_nodes=2000,nonzeros_per_second=0 -b 3GB --timeout 20 --json",
+        "-p max_nodes=2000 -p nonzeros_per_second=0 -b 3GB --timeout 20 --json",
         algorithm));
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
