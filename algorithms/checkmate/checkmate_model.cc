@@ -451,7 +451,7 @@ Schedule CheckmateModel::Extract(
 }
 
 std::optional<AlgorithmOutput> RefuseCheckmateRequest(
-    const Graph& graph, const SolveRequest& request) {
+    const Graph& graph, const SolveRequest& request, bool milp) {
   if (request.budget_bytes < MemoryLowerBound(graph)) {
     return AlgorithmOutput::NoSchedule(
         Status::kInfeasible, "budget is below the memory lower bound");
@@ -482,7 +482,7 @@ std::optional<AlgorithmOutput> RefuseCheckmateRequest(
   }
   const double per_second = request.params.Double("nonzeros_per_second");
   const double seconds = request.deadline.SecondsLeft();
-  if (per_second > 0 && seconds < 1e9 &&
+  if (milp && per_second > 0 && seconds < 1e9 &&
       static_cast<double>(size.nonzeros) > per_second * seconds) {
     return AlgorithmOutput::NoSchedule(
         Status::kTooLarge,

@@ -228,9 +228,11 @@ inline constexpr int64_t kCheckmateBytesPerNonzero = 300;
 // needed nodes than max_nodes, more nonzeros than nonzeros_per_second x
 // the seconds left, or a model whose LP would need more than
 // MemoryLimit() at kCheckmateBytesPerNonzero or has more columns, rows or
-// nonzeros than an int holds: too_large), or nullopt.
+// nonzeros than an int holds: too_large), or nullopt. `milp` false (a
+// solve without a MILP solver: moccasin's solver=gecode) skips the limit
+// by the MILP solvers' speed.
 std::optional<AlgorithmOutput> RefuseCheckmateRequest(
-    const Graph& graph, const SolveRequest& request);
+    const Graph& graph, const SolveRequest& request, bool milp = true);
 
 // The warm start of checkmate_milp and checkmate_lp, and their model: the
 // cheapest schedule the algorithms of the warm_start parameter find
