@@ -48,9 +48,9 @@ int Write(const std::string& graph_spec, int64_t budget,
   request.deadline = Deadline::In(60);
   const auto started = std::chrono::steady_clock::now();
   StagedStart start = BestStagedStart(graph, request, max_computes);
-  const double warm_seconds = std::chrono::duration<double>(
-                                  std::chrono::steady_clock::now() - started)
-                                  .count();
+  const double warm_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+          .count();
   const CheckmateModel& model = start.model;
   {
     std::ofstream mps(prefix + ".mps");
@@ -120,9 +120,9 @@ int SolveCbc(const std::string& prefix, double seconds, int threads) {
   Cbc_setMaximumSeconds(cbc, seconds);
   const auto started = std::chrono::steady_clock::now();
   Cbc_solve(cbc);
-  const double took = std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - started)
-                          .count();
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+          .count();
   nlohmann::json out = {{"solver", "cbc"}, {"seconds", took}};
   const bool optimal = Cbc_isProvenOptimal(cbc) != 0;
   if (Cbc_isProvenInfeasible(cbc)) {
@@ -131,14 +131,12 @@ int SolveCbc(const std::string& prefix, double seconds, int threads) {
     out["status"] = "no_solution";
   } else {
     const double objective = Cbc_getObjValue(cbc);
-    const double bound =
-        optimal ? objective : Cbc_getBestPossibleObjValue(cbc);
+    const double bound = optimal ? objective : Cbc_getBestPossibleObjValue(cbc);
     out["status"] = optimal ? "optimal" : "time_limit";
     out["objective"] = objective;
     out["bound"] = bound;
-    out["gap"] = objective > 0
-                     ? std::max(0.0, (objective - bound) / objective)
-                     : 0.0;
+    out["gap"] =
+        objective > 0 ? std::max(0.0, (objective - bound) / objective) : 0.0;
   }
   if (!out.contains("bound")) out["bound"] = Cbc_getBestPossibleObjValue(cbc);
   std::cout << out.dump() << "\n";

@@ -151,8 +151,7 @@ TEST(MilpSolvers, HighsProvesCbcsOptima) {
     for (int64_t budget = lb; budget <= peak; budget += step) {
       for (const char* algorithm : {"checkmate_milp", "moccasin"}) {
         const SolveResult cbc = Solve(g, algorithm, budget, {"solver=cbc"});
-        const SolveResult highs =
-            Solve(g, algorithm, budget, {"solver=highs"});
+        const SolveResult highs = Solve(g, algorithm, budget, {"solver=highs"});
         const std::string where =
             fmt::format("{} {} at {}", algorithm, spec, budget);
         ASSERT_EQ(highs.status, cbc.status) << where << ": " << highs.message;

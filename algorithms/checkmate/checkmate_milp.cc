@@ -4,10 +4,10 @@
 // The staged MILP of algorithms/checkmate_model.h solved by HiGHS's
 // executable in a child process (highs_process.h; the default, chosen by
 // measurement: results/solver_choice/cpu.md, docs/algorithms.md) or with
-// solver=cbc by COIN-OR CBC in this process (the paper used Gurobi). Each stage computes one new node and may
-// recompute earlier ones; the MILP picks what to recompute and what to keep
-// between stages at least cost under the budget. It starts from the
-// cheapest schedule the registered heuristics find, staged
+// solver=cbc by COIN-OR CBC in this process (the paper used Gurobi). Each stage
+// computes one new node and may recompute earlier ones; the MILP picks what to
+// recompute and what to keep between stages at least cost under the budget. It
+// starts from the cheapest schedule the registered heuristics find, staged
 // (CheckmateModel::Staged) in the order of its own first computes, which
 // becomes the model's stage order, and stops at the request's deadline;
 // CBC may overrun it during its root node, so the warm start is offered as

@@ -63,8 +63,7 @@ std::optional<double> ReportValue(const std::string& log,
   std::optional<double> value;
   while (std::getline(lines, line)) {
     const size_t at = line.find(label);
-    if (at == std::string::npos ||
-        line.find_first_not_of(' ') != at) {
+    if (at == std::string::npos || line.find_first_not_of(' ') != at) {
       continue;
     }
     char* end = nullptr;
@@ -83,7 +82,8 @@ std::optional<std::string> FindHighs() {
     return std::string(given);
   }
 #ifdef REMAT_HIGHS_DEFAULT
-  if (IsExecutable(REMAT_HIGHS_DEFAULT)) return std::string(REMAT_HIGHS_DEFAULT);
+  if (IsExecutable(REMAT_HIGHS_DEFAULT))
+    return std::string(REMAT_HIGHS_DEFAULT);
 #endif
   if (const char* path = std::getenv("PATH")) {
     std::istringstream dirs(path);
@@ -136,8 +136,8 @@ HighsRun RunHighs(const CheckmateModel& model,
     o << "mip_rel_gap = 0\nrandom_seed = 0\nlog_file = " << dir.path()
       << "/highs.log\n";
     if (!out || !o) {
-      run.error = fmt::format("cannot write the model for HiGHS in {}",
-                              dir.path());
+      run.error =
+          fmt::format("cannot write the model for HiGHS in {}", dir.path());
       return run;
     }
   }

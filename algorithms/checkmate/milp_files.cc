@@ -27,9 +27,9 @@ void WriteMps(const CheckmateModel& model, std::ostream& out) {
 
   out << "NAME staged\nROWS\n N obj\n";
   for (int r = 0; r < rows; ++r) {
-    const char* type = lower[r] == upper[r] ? "E"
+    const char* type = lower[r] == upper[r]   ? "E"
                        : std::isinf(lower[r]) ? "L"
-                       : "G";
+                                              : "G";
     out << ' ' << type << " r" << r << '\n';
   }
   out << "COLUMNS\n";

@@ -119,9 +119,8 @@ MilpAnswer SolveWithCbc(const CheckmateModel& model,
 MilpAnswer SolveWithHighs(const CheckmateModel& model,
                           const std::optional<std::vector<double>>& start,
                           const SolveRequest& request, double seconds) {
-  HighsRun run =
-      RunHighs(model, start, std::min(seconds, 1e7),
-               static_cast<int>(request.params.Int("threads")));
+  HighsRun run = RunHighs(model, start, std::min(seconds, 1e7),
+                          static_cast<int>(request.params.Int("threads")));
   MilpAnswer answer;
   answer.error = std::move(run.error);
   if (!answer.error.empty()) return answer;
@@ -186,10 +185,9 @@ AlgorithmOutput SolveStagedMilp(const SolveRequest& request,
                                       "fits",
                                       name));
   }
-  const MilpAnswer answer =
-      solver == MilpSolver::kHighs
-          ? SolveWithHighs(model, start, request, seconds)
-          : SolveWithCbc(model, start, request, seconds);
+  const MilpAnswer answer = solver == MilpSolver::kHighs
+                                ? SolveWithHighs(model, start, request, seconds)
+                                : SolveWithCbc(model, start, request, seconds);
   if (!answer.error.empty()) {
     return AlgorithmOutput::NoSchedule(Status::kError, answer.error);
   }
@@ -214,11 +212,11 @@ AlgorithmOutput SolveStagedMilp(const SolveRequest& request,
   // The objective takes integer values, so a fractional bound rounds up;
   // at a proven optimum the solver's last bound may lag behind the
   // objective. Costs are not negative, so 0 bounds every objective.
-  const double bound =
-      optimal ? objective
-              : std::max(0.0, std::isfinite(answer.bound)
-                                  ? std::ceil(answer.bound - 1e-6)
-                                  : 0.0);
+  const double bound = optimal
+                           ? objective
+                           : std::max(0.0, std::isfinite(answer.bound)
+                                               ? std::ceil(answer.bound - 1e-6)
+                                               : 0.0);
   const std::span<const double> x(*answer.x);
   AlgorithmOutput out = AlgorithmOutput::Found(
       model.Extract(model.RoundR(x, 0.5), model.RoundS(x, 0.5)),
@@ -244,17 +242,19 @@ std::vector<ParamSpec> CbcParams() {
   return {{.name = "preprocess",
            .type = ParamSpec::Type::kChoice,
            .default_value = "off",
-           .description = "CBC preprocessing (solver=cbc): off (default), on, or auto "
-                          "(on up to 10000 columns); on has crashed CBC "
-                          "2.10 in CglPreProcess::postProcess when the "
-                          "time limit stopped it",
+           .description =
+               "CBC preprocessing (solver=cbc): off (default), on, or auto "
+               "(on up to 10000 columns); on has crashed CBC "
+               "2.10 in CglPreProcess::postProcess when the "
+               "time limit stopped it",
            .choices = {"auto", "on", "off"}},
           {.name = "cost_target",
            .type = ParamSpec::Type::kInt,
            .default_value = "0",
-           .description = "0 (default): minimize the cost; X > 0: answer "
-                          "with the warm start, without running the solver, when it "
-                          "costs at most X (not proven optimal)",
+           .description =
+               "0 (default): minimize the cost; X > 0: answer "
+               "with the warm start, without running the solver, when it "
+               "costs at most X (not proven optimal)",
            .min_int = 0},
           {.name = "threads",
            .type = ParamSpec::Type::kInt,
@@ -268,10 +268,11 @@ ParamSpec MilpSolverParam() {
   return {.name = "solver",
           .type = ParamSpec::Type::kChoice,
           .default_value = kDefaultMilpSolver,
-          .description = "MILP solver: highs (default: HiGHS's executable "
-                         "in a child process, from highsbox in the "
-                         "project's Python environment, REMAT_HIGHS or "
-                         "PATH) or cbc (COIN-OR CBC in this process)",
+          .description =
+              "MILP solver: highs (default: HiGHS's executable "
+              "in a child process, from highsbox in the "
+              "project's Python environment, REMAT_HIGHS or "
+              "PATH) or cbc (COIN-OR CBC in this process)",
           .choices = {"highs", "cbc"}};
 }
 
