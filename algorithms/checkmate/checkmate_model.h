@@ -199,10 +199,11 @@ inline constexpr CheckmateLimits kLpLimits{.max_nodes = 150};
 // checkmate_milp's and moccasin's, from the measured speed of the MILP
 // solvers (docs/algorithms.md, "Which MILP solver"): no model of 2.0
 // million nonzeros or more (random_layered n=250, Checkmate's ResNet-50)
-// gave a schedule within 60 s on any solver, while every model of
-// 0.23 million (n=100) with a fitting warm start was proven optimal in
-// 3-12 s; so a model is refused above 30,000 nonzeros per second of its
-// time limit (300,000 at run.sh's 10 s, 1.8 million at 60 s).
+// gave a schedule within 60 s on any solver, while models of 0.11-0.22
+// million with a fitting warm start (VGG19, random_layered n=100) were
+// proven in 3-15 s or left at gaps of 0.15%; so a model is refused above
+// 30,000 nonzeros per second of its time limit, just under the smallest
+// size measured to fail (300,000 at run.sh's 10 s, 1.8 million at 60 s).
 inline constexpr CheckmateLimits kMilpLimits{.nonzeros_per_second = 30000};
 
 // `params` and those of both Checkmate algorithms: max_nodes and
