@@ -602,12 +602,13 @@ TEST_F(Cli, CheckmateModelsTheMemoryLimitCannotHoldAreRefused) {
   // (11 CPU-minutes before its time limit was kept). resnet:depth=152's
   // model has 17.4 million nonzeros, about 4.9 GiB for Clp: refused at
   // once under a limit of 1 GiB, by the solvers that build the model. The
-  // limit reaches the isolated process that decides.
+  // limit reaches the isolated process that decides. (nonzeros_per_second=0:
+  // the MILPs' limit by their measured speed would refuse it first.)
   for (const char* algorithm : {"checkmate_lp", "checkmate_milp", "moccasin"}) {
     const auto start = std::chrono::steady_clock::now();
     Outcome run = Remat(fmt::format(
-        "--max-memory 1GiB solve -a {} -g resnet:depth=152 -p max_nodes=2000 "
-        "-b 3GB --timeout 20 --json",
+        "--max-memory 1GiB solve -a {} -g resnet:depth=152 "
+        "-p max_nodes=2000 -p nonzeros_per_second=0 -b 3GB --timeout 20 --json",
         algorithm));
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -622,6 +623,38 @@ TEST_F(Cli, CheckmateModelsTheMemoryLimitCannotHoldAreRefused) {
         << algorithm << ": " << result["message"];
     EXPECT_LT(seconds, 15) << algorithm;  // before: the whole time limit
   }
+}
+
+TEST_F(Cli, StagedMilpsRefuseModelsTheirTimeLimitCannotSolve) {
+  // resnet:depth=18's model has 311,272 nonzeros: more than the 30,000 per
+  // second of a 5 s limit that the MILP solvers were measured to answer
+  // (docs/algorithms.md), so too_large at once, naming the limit; not so
+  // for checkmate_lp, whose limit is its 150 nodes (the graph has 138).
+  for (const char* algorithm : {"checkmate_milp", "moccasin"}) {
+    Outcome run = Remat(fmt::format(
+        "solve -a {} -g resnet:depth=18,batch=8,image=64 --timeout 5 "
+        "--json",
+        algorithm));
+    ASSERT_EQ(run.status, 1) << algorithm << ": " << run.err;
+    const nlohmann::json result = nlohmann::json::parse(run.out);
+    EXPECT_EQ(result["status"], "too_large") << algorithm << ": " << run.out;
+    EXPECT_NE(result["message"].get<std::string>().find(
+                  "311272 nonzeros: more than the "),
+              std::string::npos)
+        << result["message"];
+    EXPECT_NE(result["message"].get<std::string>().find(
+                  "(nonzeros_per_second=30000 x the "),
+              std::string::npos)
+        << result["message"];
+  }
+  // A graph of more than 150 needed nodes whose model is small enough for
+  // the time limit is not refused: chain:n=100 (201 nodes, 634,008
+  // nonzeros) at 30 s; its NoRemat peak fits, so the warm start is optimal.
+  Outcome run = Remat(
+      "solve -a checkmate_milp -g chain:n=100 --timeout 30 -p cost_target=1000 "
+      "--json");
+  const nlohmann::json result = nlohmann::json::parse(run.out);
+  EXPECT_EQ(result["status"], "feasible") << run.out;
 }
 
 TEST_F(Cli, DpApproxRefusesAncestorClosuresTheMemoryLimitCannotHold) {

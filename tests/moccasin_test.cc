@@ -1,5 +1,6 @@
-// moccasin with solver=cbc (the MILP) and solver=auto (the interval model
-// on Gecode first, then the MILP): known answers on chains, where binomial checkpointing (the
+// moccasin with solver=cbc and solver=highs (the MILP on either solver)
+// and solver=auto (the interval model on Gecode first, then the MILP):
+// known answers on chains, where binomial checkpointing (the
 // revolve formula) is the optimum over all schedules and its repetition
 // number r says how often a value is recomputed; the relation to
 // checkmate_milp, whose staged class contains moccasin's; and Gecode's
@@ -48,7 +49,7 @@ Revolve RevolveOptimum(int64_t n, int64_t budget) {
   return {r, n + 1 + r * l - Binomial(s + r, r - 1)};
 }
 
-// Runs each test with solver=cbc and solver=auto.
+// Runs each test with solver=cbc, solver=highs and solver=auto.
 class Moccasin : public ::testing::TestWithParam<std::string> {
  protected:
   SolveResult SolveMoccasin(const Graph& graph, int64_t budget,
@@ -124,7 +125,8 @@ TEST_P(Moccasin, NeverBelowCheckmateMilpEqualUncapped) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Solvers, Moccasin, ::testing::Values("cbc", "auto"),
+INSTANTIATE_TEST_SUITE_P(Solvers, Moccasin,
+                         ::testing::Values("cbc", "highs", "auto"),
                          [](const auto& info) { return info.param; });
 
 // Gecode alone answers the same model as CBC: wherever its search ends

@@ -171,7 +171,8 @@ const bool kRegistered = RegisterAlgorithm({
           .type = ParamSpec::Type::kInt,
           .default_value = "0",
           .description = "seed of the randomized roundings",
-          .min_int = 0}}),
+          .min_int = 0}},
+        kLpLimits),
     .create = [] { return std::make_unique<CheckmateLp>(); },
 });
 

@@ -1,11 +1,13 @@
 // checkmate_milp — Jain et al., "Checkmate: Breaking the Memory Wall with
 // Optimal Tensor Rematerialization", MLSys 2020.
 //
-// The staged MILP of algorithms/checkmate_model.h solved by COIN-OR CBC
-// (the paper used Gurobi). Each stage computes one new node and may
-// recompute earlier ones; the MILP picks what to recompute and what to keep
-// between stages at least cost under the budget. It starts from the
-// cheapest schedule the registered heuristics find, staged
+// The staged MILP of algorithms/checkmate_model.h solved by HiGHS's
+// executable in a child process (highs_process.h; the default, chosen by
+// measurement: results/solver_choice/cpu.md, docs/algorithms.md) or with
+// solver=cbc by COIN-OR CBC in this process (the paper used Gurobi). Each stage
+// computes one new node and may recompute earlier ones; the MILP picks what to
+// recompute and what to keep between stages at least cost under the budget. It
+// starts from the cheapest schedule the registered heuristics find, staged
 // (CheckmateModel::Staged) in the order of its own first computes, which
 // becomes the model's stage order, and stops at the request's deadline;
 // CBC may overrun it during its root node, so the warm start is offered as
@@ -27,13 +29,15 @@ class CheckmateMilp : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
-    return SolveStagedMilp(graph, request, {.name = "staged schedules"});
+    return SolveStagedMilp(graph, request, {.name = "staged schedules"},
+                           MilpSolverNamed(request.params.String("solver")));
   }
 };
 
 const bool kRegistered = RegisterAlgorithm({
     .name = "checkmate_milp",
-    .description = "Checkmate's staged MILP solved by COIN-OR CBC, warm-"
+    .description = "Checkmate's staged MILP solved by HiGHS (or COIN-OR "
+                   "CBC), warm-"
                    "started from the best heuristic (optimal among staged "
                    "schedules)",
     .citation = "Jain et al., Checkmate: Breaking the Memory Wall with "
@@ -44,7 +48,12 @@ const bool kRegistered = RegisterAlgorithm({
     .isolate = true,
     .params = WithCheckmateParams(
         "checkmate_milp", std::string("checkmate_lp+") + kStagedHeuristics,
-        CbcParams()),
+        [] {
+          std::vector<ParamSpec> params = CbcParams();
+          params.push_back(MilpSolverParam());
+          return params;
+        }(),
+        kMilpLimits),
     .create = [] { return std::make_unique<CheckmateMilp>(); },
 });
 

@@ -451,14 +451,14 @@ Schedule CheckmateModel::Extract(
 }
 
 std::optional<AlgorithmOutput> RefuseCheckmateRequest(
-    const Graph& graph, const SolveRequest& request) {
+    const Graph& graph, const SolveRequest& request, bool milp) {
   if (request.budget_bytes < MemoryLowerBound(graph)) {
     return AlgorithmOutput::NoSchedule(
         Status::kInfeasible, "budget is below the memory lower bound");
   }
   const int64_t max_nodes = request.params.Int("max_nodes");
   const std::vector<NodeId> order = NoRematOrder(graph);
-  if (static_cast<int64_t>(order.size()) > max_nodes) {
+  if (max_nodes > 0 && static_cast<int64_t>(order.size()) > max_nodes) {
     return AlgorithmOutput::NoSchedule(
         Status::kTooLarge,
         fmt::format("{} needed nodes > max_nodes={} (the model has n "
@@ -480,6 +480,18 @@ std::optional<AlgorithmOutput> RefuseCheckmateRequest(
                     "max_nodes={})",
                     model, max_nodes));
   }
+  const double per_second = request.params.Double("nonzeros_per_second");
+  const double seconds = request.deadline.SecondsLeft();
+  if (milp && per_second > 0 && seconds < 1e9 &&
+      static_cast<double>(size.nonzeros) > per_second * seconds) {
+    return AlgorithmOutput::NoSchedule(
+        Status::kTooLarge,
+        fmt::format("{}: more than the {:.0f} (nonzeros_per_second={} x the "
+                    "{:.1f} s left) that the MILP solvers were measured to "
+                    "answer in time (docs/algorithms.md); raise the time "
+                    "limit or nonzeros_per_second",
+                    model, per_second * seconds, per_second, seconds));
+  }
   const int64_t bytes = size.nonzeros * kCheckmateBytesPerNonzero;
   if (bytes > MemoryLimit()) {
     return AlgorithmOutput::NoSchedule(
@@ -494,7 +506,8 @@ std::optional<AlgorithmOutput> RefuseCheckmateRequest(
 
 std::vector<ParamSpec> WithCheckmateParams(const std::string& owner,
                                            const std::string& warm_start,
-                                           std::vector<ParamSpec> params) {
+                                           std::vector<ParamSpec> params,
+                                           const CheckmateLimits& limits) {
   params.push_back(WarmStartParam(owner, warm_start));
   params.push_back({.name = "stage_order",
                     .type = ParamSpec::Type::kChoice,
@@ -507,11 +520,19 @@ std::vector<ParamSpec> WithCheckmateParams(const std::string& owner,
                     .choices = {"incumbent", "graph"}});
   params.push_back({.name = "max_nodes",
                     .type = ParamSpec::Type::kInt,
-                    .default_value = "150",
+                    .default_value = std::to_string(limits.max_nodes),
                     .description = "refuse (too_large) graphs with more "
-                                   "needed nodes than this (the model grows "
-                                   "with n^2; raise it for long studies)",
-                    .min_int = 1});
+                                   "needed nodes than this (0: no such "
+                                   "limit; the model grows with n^2)",
+                    .min_int = 0});
+  params.push_back(
+      {.name = "nonzeros_per_second",
+       .type = ParamSpec::Type::kDouble,
+       .default_value = fmt::format("{}", limits.nonzeros_per_second),
+       .description = "refuse (too_large) models with more nonzeros than "
+                      "this x the seconds left (0: no such limit; the "
+                      "default is the MILP solvers' measured speed, "
+                      "docs/algorithms.md)"});
   params.push_back({.name = "warm_start_seconds",
                     .type = ParamSpec::Type::kDouble,
                     .default_value = "5",

@@ -185,12 +185,35 @@ inline constexpr const char* kStagedHeuristics =
     "checkpoint_last+chen_greedy+chen_recursive+chen_sqrtn+dp_approx+"
     "dp_exact+noremat+revolve+rotor+twremat";
 
-// `params` and those of both Checkmate algorithms: max_nodes and the three
-// BestStagedStart reads, stage_order, warm_start (of algorithm `owner`,
-// default `warm_start`) and warm_start_seconds.
+// The default size limits of a staged algorithm (RefuseCheckmateRequest):
+// more needed nodes than max_nodes (0: no such limit), or more nonzeros
+// than nonzeros_per_second x the seconds left (0: no such limit), is
+// too_large.
+struct CheckmateLimits {
+  int64_t max_nodes = 0;
+  double nonzeros_per_second = 0;
+};
+// checkmate_lp's: its LP's speed was not measured against model size, so
+// it keeps the node limit it had.
+inline constexpr CheckmateLimits kLpLimits{.max_nodes = 150};
+// checkmate_milp's and moccasin's, from the measured speed of the MILP
+// solvers (docs/algorithms.md, "Which MILP solver"): no model of 2.0
+// million nonzeros or more (random_layered n=250, Checkmate's ResNet-50)
+// gave a schedule within 60 s on any solver, while models of 0.11-0.22
+// million with a fitting warm start (VGG19, random_layered n=100) were
+// proven in 3-15 s or left at gaps of 0.15%; so a model is refused above
+// 30,000 nonzeros per second of its time limit, just under the smallest
+// size measured to fail (300,000 at run.sh's 10 s, 1.8 million at 60 s).
+inline constexpr CheckmateLimits kMilpLimits{.nonzeros_per_second = 30000};
+
+// `params` and those of both Checkmate algorithms: max_nodes and
+// nonzeros_per_second (defaults `limits`), and the three BestStagedStart
+// reads, stage_order, warm_start (of algorithm `owner`, default
+// `warm_start`) and warm_start_seconds.
 std::vector<ParamSpec> WithCheckmateParams(const std::string& owner,
                                            const std::string& warm_start,
-                                           std::vector<ParamSpec> params);
+                                           std::vector<ParamSpec> params,
+                                           const CheckmateLimits& limits);
 
 // Memory per nonzero of the model while Clp solves its LP relaxation
 // (checkmate_lp), the model's own arrays included; CBC's MILP needs more.
@@ -203,11 +226,14 @@ inline constexpr int64_t kCheckmateBytesPerNonzero = 300;
 
 // Why checkmate_milp, checkmate_lp and moccasin refuse a request before
 // building a model (a budget below the memory lower bound: infeasible; more
-// needed nodes than max_nodes, or a model whose LP would need more than
+// needed nodes than max_nodes, more nonzeros than nonzeros_per_second x
+// the seconds left, or a model whose LP would need more than
 // MemoryLimit() at kCheckmateBytesPerNonzero or has more columns, rows or
-// nonzeros than an int holds: too_large), or nullopt.
+// nonzeros than an int holds: too_large), or nullopt. `milp` false (a
+// solve without a MILP solver: moccasin's solver=gecode) skips the limit
+// by the MILP solvers' speed.
 std::optional<AlgorithmOutput> RefuseCheckmateRequest(
-    const Graph& graph, const SolveRequest& request);
+    const Graph& graph, const SolveRequest& request, bool milp = true);
 
 // The warm start of checkmate_milp and checkmate_lp, and their model: the
 // cheapest schedule the algorithms of the warm_start parameter find

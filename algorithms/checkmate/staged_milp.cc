@@ -1,4 +1,4 @@
-// The CBC wiring of checkmate_milp and moccasin (staged_milp.h).
+// The MILP solver wiring of checkmate_milp and moccasin (staged_milp.h).
 #include "algorithms/checkmate/staged_milp.h"
 
 #include <Cbc_C_Interface.h>
@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string>
 
 #include "algorithms/checkmate/checkmate_model.h"
+#include "algorithms/checkmate/highs_process.h"
 #include "algorithms/common/warm_start.h"
 
 namespace remat {
@@ -35,8 +37,17 @@ struct CbcDeleter {
 
 }  // namespace
 
+std::string_view MilpSolverName(MilpSolver solver) {
+  return solver == MilpSolver::kHighs ? "HiGHS" : "CBC";
+}
+
+MilpSolver MilpSolverNamed(const std::string& name) {
+  return name == "cbc" ? MilpSolver::kCbc : MilpSolver::kHighs;
+}
+
 AlgorithmOutput SolveStagedMilp(const Graph& graph, const SolveRequest& request,
-                                const StagedMilpClass& schedule_class) {
+                                const StagedMilpClass& schedule_class,
+                                MilpSolver solver) {
   if (auto refused = RefuseCheckmateRequest(graph, request)) {
     return std::move(*refused);
   }
@@ -44,46 +55,26 @@ AlgorithmOutput SolveStagedMilp(const Graph& graph, const SolveRequest& request,
   // order (BestStagedStart).
   return SolveStagedMilp(
       request, schedule_class,
-      BestStagedStart(graph, request, schedule_class.max_computes));
+      BestStagedStart(graph, request, schedule_class.max_computes), solver);
 }
 
-AlgorithmOutput SolveStagedMilp(const SolveRequest& request,
-                                const StagedMilpClass& schedule_class,
-                                StagedStart staged_start) {
-  const std::optional<Incumbent>& incumbent = staged_start.incumbent;
-  const CheckmateModel& model = staged_start.model;
-  std::optional<std::vector<double>> start;
-  if (incumbent) start = model.PointOf(incumbent->schedule);
-  std::string warm_start = "none fits when staged";
-  if (incumbent) {
-    warm_start = fmt::format("{} (staged cost {}{})", incumbent->algorithm,
-                             incumbent->cost,
-                             start ? "" : ", rejected by the model's rows");
-  }
-  // What to answer if CBC overruns the deadline, or has no time at all.
-  std::optional<AlgorithmOutput> standby;
-  if (incumbent) {
-    standby = AlgorithmOutput::Found(
-        incumbent->schedule,
-        fmt::format("CBC did not finish; warm start: {}", warm_start));
-    standby->status = Status::kTimeout;
-    standby->extra["warm_start"] = request.params.String("warm_start");
-    if (request.standby) request.standby->Offer(*standby);
-  }
+namespace {
 
-  // The decision question "a schedule within the budget at cost <= X?"
-  // (the Checkmate reproduction's) needs no MILP when the warm start
-  // answers it.
-  const int64_t target = request.params.Int("cost_target");
-  if (target > 0 && incumbent && incumbent->cost <= target) {
-    AlgorithmOutput out = AlgorithmOutput::Found(
-        incumbent->schedule,
-        fmt::format("warm start {} meets cost_target={}; CBC not run",
-                    warm_start, target));
-    out.extra["warm_start"] = request.params.String("warm_start");
-    return out;
-  }
+// What a MILP solver answered, in the model's (scaled) units.
+struct MilpAnswer {
+  // Empty when the solver ran; else why not (status error).
+  std::string error;
+  bool proven_infeasible = false;
+  bool optimal = false;
+  std::optional<std::vector<double>> x;
+  double objective = 0;
+  // Proven lower bound on the objective; -inf when none.
+  double bound = -std::numeric_limits<double>::infinity();
+};
 
+MilpAnswer SolveWithCbc(const CheckmateModel& model,
+                        const std::optional<std::vector<double>>& start,
+                        const SolveRequest& request, double seconds) {
   std::unique_ptr<Cbc_Model, CbcDeleter> cbc(Cbc_newModel());
   Cbc_loadProblem(cbc.get(), model.num_cols(), model.num_rows(),
                   model.col_starts().data(), model.row_index().data(),
@@ -109,57 +100,137 @@ AlgorithmOutput SolveStagedMilp(const SolveRequest& request,
   }
   Cbc_setParameter(cbc.get(), "threads",
                    std::to_string(request.params.Int("threads")).c_str());
-
   std::unique_lock lock(cbc_mutex);
+  if (seconds < 1e9) Cbc_setMaximumSeconds(cbc.get(), seconds);
+  Cbc_solve(cbc.get());
+  lock.unlock();
+
+  MilpAnswer answer;
+  answer.proven_infeasible = Cbc_isProvenInfeasible(cbc.get());
+  const double* best = Cbc_bestSolution(cbc.get());
+  if (answer.proven_infeasible || best == nullptr) return answer;
+  answer.optimal = Cbc_isProvenOptimal(cbc.get()) != 0;
+  answer.objective = Cbc_getObjValue(cbc.get());
+  answer.bound = Cbc_getBestPossibleObjValue(cbc.get());
+  answer.x.emplace(best, best + model.num_cols());
+  return answer;
+}
+
+MilpAnswer SolveWithHighs(const CheckmateModel& model,
+                          const std::optional<std::vector<double>>& start,
+                          const SolveRequest& request, double seconds) {
+  HighsRun run = RunHighs(model, start, std::min(seconds, 1e7),
+                          static_cast<int>(request.params.Int("threads")));
+  MilpAnswer answer;
+  answer.error = std::move(run.error);
+  if (!answer.error.empty()) return answer;
+  answer.proven_infeasible = run.model_status == "Infeasible";
+  if (answer.proven_infeasible || !run.x) return answer;
+  answer.optimal = run.model_status == "Optimal";
+  for (int c = 0; c < model.num_cols(); ++c) {
+    answer.objective += model.objective()[c] * (*run.x)[c];
+  }
+  if (run.bound) answer.bound = *run.bound;
+  answer.x = std::move(run.x);
+  return answer;
+}
+
+}  // namespace
+
+AlgorithmOutput SolveStagedMilp(const SolveRequest& request,
+                                const StagedMilpClass& schedule_class,
+                                StagedStart staged_start, MilpSolver solver) {
+  const std::string_view name = MilpSolverName(solver);
+  const std::optional<Incumbent>& incumbent = staged_start.incumbent;
+  const CheckmateModel& model = staged_start.model;
+  std::optional<std::vector<double>> start;
+  if (incumbent) start = model.PointOf(incumbent->schedule);
+  std::string warm_start = "none fits when staged";
+  if (incumbent) {
+    warm_start = fmt::format("{} (staged cost {}{})", incumbent->algorithm,
+                             incumbent->cost,
+                             start ? "" : ", rejected by the model's rows");
+  }
+  // What to answer if the solver overruns the deadline, or has no time at
+  // all.
+  std::optional<AlgorithmOutput> standby;
+  if (incumbent) {
+    standby = AlgorithmOutput::Found(
+        incumbent->schedule,
+        fmt::format("{} did not finish; warm start: {}", name, warm_start));
+    standby->status = Status::kTimeout;
+    standby->extra["warm_start"] = request.params.String("warm_start");
+    if (request.standby) request.standby->Offer(*standby);
+  }
+
+  // The decision question "a schedule within the budget at cost <= X?"
+  // (the Checkmate reproduction's) needs no MILP when the warm start
+  // answers it.
+  const int64_t target = request.params.Int("cost_target");
+  if (target > 0 && incumbent && incumbent->cost <= target) {
+    AlgorithmOutput out = AlgorithmOutput::Found(
+        incumbent->schedule,
+        fmt::format("warm start {} meets cost_target={}; {} not run",
+                    warm_start, target, name));
+    out.extra["warm_start"] = request.params.String("warm_start");
+    return out;
+  }
+
   // Leave a little time to extract and return the schedule.
   const double seconds = request.deadline.SecondsLeft() - 0.2;
   if (seconds <= 0) {
     if (standby) return *standby;
     return AlgorithmOutput::NoSchedule(
-        Status::kTimeout, "no time left to run CBC; no warm start fits");
+        Status::kTimeout, fmt::format("no time left to run {}; no warm start "
+                                      "fits",
+                                      name));
   }
-  if (seconds < 1e9) Cbc_setMaximumSeconds(cbc.get(), seconds);
-  Cbc_solve(cbc.get());
-  lock.unlock();
-
-  const bool proven_infeasible = Cbc_isProvenInfeasible(cbc.get());
-  const double* best = Cbc_bestSolution(cbc.get());
-  if (proven_infeasible) {
+  const MilpAnswer answer = solver == MilpSolver::kHighs
+                                ? SolveWithHighs(model, start, request, seconds)
+                                : SolveWithCbc(model, start, request, seconds);
+  if (!answer.error.empty()) {
+    return AlgorithmOutput::NoSchedule(Status::kError, answer.error);
+  }
+  if (answer.proven_infeasible) {
     return AlgorithmOutput::NoSchedule(
         Status::kInfeasible,
-        fmt::format("CBC proved that no schedule of its class ({}) fits the "
+        fmt::format("{} proved that no schedule of its class ({}) fits the "
                     "budget (other schedules may)",
-                    schedule_class.name));
+                    name, schedule_class.name));
   }
-  if (best == nullptr) {
+  if (!answer.x) {
     if (standby) return *standby;
     return AlgorithmOutput::NoSchedule(
         Status::kTimeout,
-        fmt::format("CBC found no schedule of its class within the time "
+        fmt::format("{} found no schedule of its class within the time "
                     "limit; warm start: {}",
-                    warm_start));
+                    name, warm_start));
   }
   const double scale = static_cast<double>(model.cost_scale());
-  const bool optimal = Cbc_isProvenOptimal(cbc.get()) != 0;
-  const double objective = Cbc_getObjValue(cbc.get());
+  const bool optimal = answer.optimal;
+  const double objective = answer.objective;
   // The objective takes integer values, so a fractional bound rounds up;
-  // at a proven optimum CBC's last bound may lag behind the objective.
-  const double bound =
-      optimal ? objective
-              : std::ceil(Cbc_getBestPossibleObjValue(cbc.get()) - 1e-6);
-  const std::span<const double> x(best, model.num_cols());
+  // at a proven optimum the solver's last bound may lag behind the
+  // objective. Costs are not negative, so 0 bounds every objective.
+  const double bound = optimal
+                           ? objective
+                           : std::max(0.0, std::isfinite(answer.bound)
+                                               ? std::ceil(answer.bound - 1e-6)
+                                               : 0.0);
+  const std::span<const double> x(*answer.x);
   AlgorithmOutput out = AlgorithmOutput::Found(
       model.Extract(model.RoundR(x, 0.5), model.RoundS(x, 0.5)),
-      fmt::format("{}; MILP cost {:.0f}, bound {:.0f}; warm start: {}",
+      fmt::format("{}; {} MILP cost {:.0f}, bound {:.0f}; warm start: {}",
                   optimal ? "optimal among " + schedule_class.name
                           : std::string("time limit before proving optimality"),
-                  objective * scale, bound * scale, warm_start));
+                  name, objective * scale, bound * scale, warm_start));
   if (!optimal) out.status = Status::kTimeout;
   out.optimal = optimal;
   out.extra["staged_lower_bound_cost"] =
       static_cast<int64_t>(std::llround(bound)) * model.cost_scale();
   out.extra["mip_gap"] =
       objective > 0 ? std::max(0.0, (objective - bound) / objective) : 0.0;
+  out.extra["milp_solver"] = solver == MilpSolver::kHighs ? "highs" : "cbc";
   out.extra["stage_order"] = staged_start.order_source;
   out.extra["variables"] = model.num_cols();
   out.extra["warm_start"] = request.params.String("warm_start");
@@ -171,24 +242,38 @@ std::vector<ParamSpec> CbcParams() {
   return {{.name = "preprocess",
            .type = ParamSpec::Type::kChoice,
            .default_value = "off",
-           .description = "CBC preprocessing: off (default), on, or auto "
-                          "(on up to 10000 columns); on has crashed CBC "
-                          "2.10 in CglPreProcess::postProcess when the "
-                          "time limit stopped it",
+           .description =
+               "CBC preprocessing (solver=cbc): off (default), on, or auto "
+               "(on up to 10000 columns); on has crashed CBC "
+               "2.10 in CglPreProcess::postProcess when the "
+               "time limit stopped it",
            .choices = {"auto", "on", "off"}},
           {.name = "cost_target",
            .type = ParamSpec::Type::kInt,
            .default_value = "0",
-           .description = "0 (default): minimize the cost; X > 0: answer "
-                          "with the warm start, without running CBC, when it "
-                          "costs at most X (not proven optimal)",
+           .description =
+               "0 (default): minimize the cost; X > 0: answer "
+               "with the warm start, without running the solver, when it "
+               "costs at most X (not proven optimal)",
            .min_int = 0},
           {.name = "threads",
            .type = ParamSpec::Type::kInt,
            .default_value = "1",
-           .description = "solver threads (CBC's; moccasin's Gecode "
-                          "search too)",
+           .description = "solver threads (the MILP solver's; moccasin's "
+                          "Gecode search too)",
            .min_int = 1}};
+}
+
+ParamSpec MilpSolverParam() {
+  return {.name = "solver",
+          .type = ParamSpec::Type::kChoice,
+          .default_value = kDefaultMilpSolver,
+          .description =
+              "MILP solver: highs (default: HiGHS's executable "
+              "in a child process, from highsbox in the "
+              "project's Python environment, REMAT_HIGHS or "
+              "PATH) or cbc (COIN-OR CBC in this process)",
+          .choices = {"highs", "cbc"}};
 }
 
 }  // namespace remat

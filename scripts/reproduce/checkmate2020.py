@@ -193,7 +193,8 @@ def milp_proof(remat, ok, spec, b, seconds, gpu):
     how = (f"Each `checkmate_milp` solve (at most {seconds:g} s) asks whether a "
            "schedule within both limits exists (`cost_target` = the compute limit): "
            "its warm start, the cheapest heuristic schedule staged, answers yes "
-           "without CBC when it is within both limits; otherwise CBC minimizes the "
+           "without the MILP solver when it is within both limits; otherwise the solver "
+           "(`details.milp_solver`) minimizes the "
            "cost, and a solve stopped by the limit answers with its best schedule, "
            "which counts when it is within both limits. ")
     if a is None:
@@ -209,10 +210,10 @@ def milp_proof(remat, ok, spec, b, seconds, gpu):
                       f"{b} a schedule fits within both limits.")
     if a["status"] == "infeasible":
         return how + (f"The maximum batch {b} is proven among staged schedules: at "
-                      f"batch {b + 1} CBC proved that none fits the budget.")
+                      f"batch {b + 1} the MILP solver proved that none fits the budget.")
     if a.get("optimal"):
         return how + (f"The maximum batch {b} is proven among staged schedules: at "
-                      f"batch {b + 1} CBC proved the optimum, overhead "
+                      f"batch {b + 1} the MILP solver proved the optimum, overhead "
                       f"{a['overhead']:.3f}, above the limit.")
     return how + (f"The maximum batch {b} is **not proven**: at batch {b + 1} the "
                   f"solve stopped at its time limit ({a['status']}, "

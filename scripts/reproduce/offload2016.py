@@ -12,7 +12,7 @@ SOURCE = ("Rhu et al., vDNN, MICRO 2016 (arXiv:1602.08124), abstract: VGG-16 at 
 LINKS = ("pcie3", "pcie4", "nvlink-c2c")
 # Every remat-only method that answers on the corpus in seconds; the best of
 # them at each budget is "remat-only" (the exact ones are left out: minutes
-# per point, and checkmate refuses graphs over 150 nodes).
+# per point, and checkmate refuses large models: too_large).
 REMAT_ONLY = ("noremat", "checkpoint_last", "chen_greedy", "chen_sqrtn",
               "dp_approx", "dtr", "revolve", "rotor", "twremat")
 # The vDNN paper's machine: Titan X (Maxwell), 6.1 TFLOP/s FP32, over PCIe 3.

@@ -1,0 +1,241 @@
+// The staged MILP's two solvers: the model written as MPS is the model
+// CBC solves in memory (same optimum when CBC reads the file back), HiGHS
+// proves the same optima as CBC (chains at every budget, where binomial
+// checkpointing gives the optimum, and branching fixtures), and without
+// its executable solver=highs answers status error naming what is
+// missing.
+#include <Cbc_C_Interface.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+
+#include "algorithms/checkmate/checkmate_model.h"
+#include "algorithms/checkmate/highs_process.h"
+#include "algorithms/checkmate/milp_files.h"
+#include "harness/graph_source.h"
+#include "harness/registry.h"
+#include "harness/runner.h"
+#include "harness/simulator.h"
+#include "tests/test_support.h"
+
+namespace remat {
+namespace {
+
+SolveResult Solve(const Graph& graph, const std::string& algorithm,
+                  int64_t budget, std::vector<std::string> params) {
+  const AlgorithmInfo& info = FindAlgorithm(algorithm);
+  const Attempt attempt = RunAlgorithm(
+      graph, info, Params::Parse(params, info.params, algorithm), budget, 60);
+  return Judge(attempt, budget);
+}
+
+// Sets an environment variable for one scope. The isolated child inherits
+// it, so it reaches FindHighs there too.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* old = getenv(name)) old_ = old;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (old_) {
+      setenv(name_, old_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// CBC's optimum of the model as it reads it from `mps_text`.
+double CbcOptimumOfMps(const std::string& mps_text) {
+  // CoinMpsIO looks for PATH.mps when PATH has no extension.
+  char path[] = "/tmp/remat-mps-test-XXXXXX.mps";
+  const int fd = mkstemps(path, 4);
+  EXPECT_GE(fd, 0);
+  close(fd);
+  std::ofstream(path) << mps_text;
+  Cbc_Model* cbc = Cbc_newModel();
+  EXPECT_EQ(Cbc_readMps(cbc, path), 0);
+  std::remove(path);
+  Cbc_setLogLevel(cbc, 0);
+  Cbc_setParameter(cbc, "log", "0");
+  Cbc_solve(cbc);
+  EXPECT_TRUE(Cbc_isProvenOptimal(cbc));
+  const double objective = Cbc_getObjValue(cbc);
+  Cbc_deleteModel(cbc);
+  return objective;
+}
+
+double CbcOptimumInMemory(const CheckmateModel& model) {
+  Cbc_Model* cbc = Cbc_newModel();
+  Cbc_loadProblem(cbc, model.num_cols(), model.num_rows(),
+                  model.col_starts().data(), model.row_index().data(),
+                  model.values().data(), model.col_lower().data(),
+                  model.col_upper().data(), model.objective().data(),
+                  model.row_lower().data(), model.row_upper().data());
+  for (int col : model.integer_cols()) Cbc_setInteger(cbc, col);
+  Cbc_setLogLevel(cbc, 0);
+  Cbc_setParameter(cbc, "log", "0");
+  Cbc_solve(cbc);
+  EXPECT_TRUE(Cbc_isProvenOptimal(cbc));
+  const double objective = Cbc_getObjValue(cbc);
+  Cbc_deleteModel(cbc);
+  return objective;
+}
+
+// The MPS file holds the model: read back by CBC, it has the same columns,
+// rows and optimum as the model loaded from memory, at budgets where
+// recomputation is needed (so that the memory rows bind) and, with
+// moccasin's cap rows, where the cap binds too.
+TEST(MilpFiles, MpsReadBackByCbcHasTheSameOptimum) {
+  const Graph g = LoadGraph("chain:n=5");
+  for (int cap : {0, 2}) {
+    for (int64_t budget : {4, 5, 7}) {
+      const CheckmateModel model(g, budget, NoRematOrder(g), cap);
+      std::ostringstream mps;
+      WriteMps(model, mps);
+      EXPECT_DOUBLE_EQ(CbcOptimumOfMps(mps.str()), CbcOptimumInMemory(model))
+          << "budget " << budget << " cap " << cap;
+    }
+  }
+}
+
+// A start point written as a HiGHS solution file reads back column by
+// column; a file that names a column the model lacks is refused.
+TEST(MilpFiles, HighsSolutionFilesRoundTrip) {
+  const Graph g = LoadGraph("chain:n=3");
+  const CheckmateModel model(g, NoRematPeak(g), NoRematOrder(g));
+  std::vector<double> x(model.num_cols());
+  for (int c = 0; c < model.num_cols(); ++c) x[c] = c % 3 == 0 ? 1 : 0.5;
+  std::stringstream file;
+  WriteHighsStart(model, x, file);
+  const HighsSolution read = ReadHighsSolution(file, model.num_cols());
+  EXPECT_EQ(read.model_status, "Unknown");
+  ASSERT_TRUE(read.x.has_value());
+  EXPECT_EQ(*read.x, x);
+  std::stringstream other;
+  WriteHighsStart(model, x, other);
+  EXPECT_THROW(ReadHighsSolution(other, model.num_cols() - 1),
+               std::runtime_error);
+}
+
+// HiGHS and CBC prove the same optimum of every staged model below: chains
+// from the memory lower bound to the NoRemat peak (where the optimum is
+// binomial checkpointing's, tests/moccasin_test.cc) and graphs with
+// branches and skip connections; and they agree where no staged schedule
+// fits (status infeasible) too.
+TEST(MilpSolvers, HighsProvesCbcsOptima) {
+  ASSERT_TRUE(FindHighs().has_value())
+      << "the HiGHS executable is missing (scripts/setup.sh installs "
+         "highsbox into the project's environment)";
+  int compared = 0;
+  for (const std::string& spec :
+       {std::string("chain:n=6"),
+        testing::SourceDir() + "/tests/fixtures/diamond.json",
+        testing::SourceDir() + "/tests/fixtures/skip_connections.json"}) {
+    const Graph g = LoadGraph(spec);
+    const int64_t lb = MemoryLowerBound(g);
+    const int64_t peak = NoRematPeak(g);
+    const int64_t step = std::max<int64_t>(1, (peak - lb) / 3);
+    for (int64_t budget = lb; budget <= peak; budget += step) {
+      for (const char* algorithm : {"checkmate_milp", "moccasin"}) {
+        const SolveResult cbc = Solve(g, algorithm, budget, {"solver=cbc"});
+        const SolveResult highs = Solve(g, algorithm, budget, {"solver=highs"});
+        const std::string where =
+            fmt::format("{} {} at {}", algorithm, spec, budget);
+        ASSERT_EQ(highs.status, cbc.status) << where << ": " << highs.message;
+        EXPECT_EQ(highs.optimal, cbc.optimal) << where;
+        if (cbc.status == Status::kFeasible) {
+          EXPECT_TRUE(highs.optimal) << where;
+          EXPECT_EQ(highs.cost, cbc.cost) << where;
+          EXPECT_EQ(highs.extra["staged_lower_bound_cost"],
+                    cbc.extra["staged_lower_bound_cost"])
+              << where;
+          EXPECT_EQ(highs.extra["milp_solver"], "highs") << where;
+        }
+        ++compared;
+      }
+    }
+  }
+  EXPECT_GE(compared, 12);
+}
+
+int64_t Binomial(int64_t a, int64_t b) {
+  if (b < 0 || b > a) return 0;
+  int64_t c = 1;
+  for (int64_t i = 1; i <= b; ++i) c = c * (a - b + i) / i;
+  return c;
+}
+
+// Known answers on chains, recomputation forced at all but the largest
+// budget: binomial checkpointing's optimal cost n + 1 + r l - C(s + r,
+// r - 1), with s = budget - 2 slots, l = n + 1 steps and r the least
+// repetition number with C(s + r, s) >= l, which the staged class reaches
+// on chains (Griewank and Walther; tests/moccasin_test.cc).
+// HiGHS writes Highs.log into its working folder by default; none may
+// appear in the caller's.
+TEST(MilpSolvers, HighsMatchesBinomialCheckpointingOnChains) {
+  ASSERT_TRUE(FindHighs().has_value());
+  std::filesystem::remove("Highs.log");
+  for (int64_t n : {5, 7}) {
+    const Graph g = LoadGraph(fmt::format("chain:n={}", n));
+    for (int64_t budget = 3; budget <= n + 2; ++budget) {
+      const int64_t l = n + 1, s = budget - 2;
+      int64_t r = 0;
+      while (Binomial(s + r, s) < l) ++r;
+      const int64_t cost = n + 1 + r * l - Binomial(s + r, r - 1);
+      const SolveResult highs =
+          Solve(g, "checkmate_milp", budget, {"solver=highs"});
+      ASSERT_EQ(highs.status, Status::kFeasible) << highs.message;
+      EXPECT_TRUE(highs.optimal);
+      EXPECT_EQ(highs.cost, cost) << "n=" << n << " budget " << budget;
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists("Highs.log"));
+}
+
+// Without the executable, solver=highs is one result with status error
+// that names what is missing and how to get it, for both algorithms;
+// solver=cbc still answers.
+TEST(MilpSolvers, MissingHighsIsAnErrorNamingIt) {
+  const ScopedEnv no_highs("REMAT_HIGHS", "");
+  EXPECT_FALSE(FindHighs().has_value());
+  const Graph g = LoadGraph("chain:n=5");
+  for (const char* algorithm : {"checkmate_milp", "moccasin"}) {
+    const SolveResult highs = Solve(g, algorithm, 5, {"solver=highs"});
+    EXPECT_EQ(highs.status, Status::kError) << algorithm;
+    EXPECT_NE(highs.message.find("HiGHS executable `highs` was not found"),
+              std::string::npos)
+        << highs.message;
+    EXPECT_NE(highs.message.find("highsbox"), std::string::npos);
+    const SolveResult cbc = Solve(g, algorithm, 5, {"solver=cbc"});
+    EXPECT_EQ(cbc.status, Status::kFeasible) << cbc.message;
+  }
+}
+
+// REMAT_HIGHS naming a program that is not HiGHS (it exits at once with
+// an error) is an error with that program's reason, not a crash or a
+// silent warm start.
+TEST(MilpSolvers, ABrokenHighsIsAnError) {
+  const ScopedEnv broken("REMAT_HIGHS", "/bin/false");
+  const Graph g = LoadGraph("chain:n=5");
+  const SolveResult highs = Solve(g, "checkmate_milp", 5, {"solver=highs"});
+  EXPECT_EQ(highs.status, Status::kError);
+  EXPECT_NE(highs.message.find("/bin/false exited with status 1"),
+            std::string::npos)
+      << highs.message;
+}
+
+}  // namespace
+}  // namespace remat
