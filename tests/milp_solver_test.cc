@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -234,6 +235,35 @@ TEST(MilpSolvers, ABrokenHighsIsAnError) {
   EXPECT_EQ(highs.status, Status::kError);
   EXPECT_NE(highs.message.find("/bin/false exited with status 1"),
             std::string::npos)
+      << highs.message;
+}
+
+// A HiGHS whose time limit runs out while it still reads the model exits
+// with status 255 ("Error loading file", seen with 0.2 s on a 10 MB model):
+// that is the time limit, not a broken solver, so the warm start stands
+// (status timeout), as when HiGHS stops while solving.
+TEST(MilpSolvers, TimeOutWhileReadingTheModelKeepsTheWarmStart) {
+  const std::filesystem::path fake =
+      std::filesystem::temp_directory_path() /
+      fmt::format("remat_highs_parser_timeout_{}.sh", getpid());
+  {
+    std::ofstream out(fake);
+    out << "#!/bin/sh\n"
+           "echo 'WARNING: Free format reader reached time_limit while "
+           "parsing the input file'\n"
+           "echo 'ERROR:   Parser reached timeout'\n"
+           "echo 'Error loading file'\n"
+           "exit 255\n";
+  }
+  std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
+  const ScopedEnv slow("REMAT_HIGHS", fake.string());
+  const Graph g = LoadGraph("chain:n=5");
+  const SolveResult highs = Solve(g, "checkmate_milp", 5, {"solver=highs"});
+  std::filesystem::remove(fake);
+  EXPECT_EQ(highs.status, Status::kTimeout) << highs.message;
+  EXPECT_TRUE(highs.valid) << highs.message;
+  EXPECT_LE(highs.peak_bytes, 5);
+  EXPECT_NE(highs.message.find("warm start"), std::string::npos)
       << highs.message;
 }
 

@@ -233,6 +233,13 @@ HighsRun RunHighs(const CheckmateModel& model,
     run.error = fmt::format("HiGHS crashed (signal {})", WTERMSIG(status));
     return run;
   }
+  if (log_text.find("Parser reached timeout") != std::string::npos) {
+    // Its time limit ran out while it read the model (exit status 255,
+    // "Error loading file"): no answer within the limit, as when it stops
+    // while solving.
+    run.model_status = "Time limit reached";
+    return run;
+  }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     // The last line of its log says why (a missing library, a bad file).
     std::string last;
