@@ -4,7 +4,8 @@
 # --enable-recovery` the worker ranks end within seconds, each with one
 # line, and the sweep then runs with --resume. Before the
 # ranks kept their heartbeats while they planned, the workers waited in
-# MPI's collectives forever. Skipped (exit 77) as tests/sweep_mpi_test.sh is.
+# MPI's collectives forever; so did rank 0 when a worker died then.
+# Skipped (exit 77) as tests/sweep_mpi_test.sh is.
 set -euo pipefail
 remat=$1
 source_dir=$2
@@ -67,4 +68,26 @@ assert len(results["graphs"]) == 8, len(results["graphs"])
 assert all(p["status"] == "feasible" for r in results["runs"]
            for p in r["points"]), results["runs"]
 PY
+
+# A worker that dies while the ranks plan: rank 0 cannot finish planning
+# without it, so it ends with one line once the worker is silent for 3 s,
+# and the other worker then ends as above.
+start_recovering_sweep worker.json "${args[@]}"
+kill_rank_when_seen 2 1.5
+for _ in $(seq 300); do
+  kill -0 "$mpirun_pid" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "$mpirun_pid" 2>/dev/null; then
+  echo "sweep_mpi_planning_death: ranks still running 30 s after rank 2" \
+    "died while planning" >&2
+  exit 1
+fi
+wait "$mpirun_pid" || true
+mpirun_pid=
+test "$(grep -c "^remat: sweep: rank 2 silent for 3 s while the ranks planned, taken for dead" \
+  err.txt)" -eq 1
+test "$(grep -c "^remat: rank 1: rank 0 silent for 3 s while planning" \
+  err.txt)" -eq 1
+test ! -e worker.json
 echo "sweep mpi planning death: ok"
