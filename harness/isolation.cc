@@ -149,7 +149,6 @@ void StartWatchdog(const StandbyAnswer& standby, double timeout_seconds,
   // the check after it covers a parent that died before.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) std::_Exit(3);
-  const auto started = std::chrono::steady_clock::now();
   StandbyAnswer standby;
   try {
     const nlohmann::json request = nlohmann::json::parse(ReadStdin());
@@ -160,14 +159,32 @@ void StartWatchdog(const StandbyAnswer& standby, double timeout_seconds,
                       info.params, info.name);
     const Graph graph =
         ParseGraphJson(request.at("graph").get<std::string>(), "request");
-    const double timeout_seconds = request.at("timeout_seconds").get<double>();
+    double timeout_seconds = request.at("timeout_seconds").get<double>();
     // Solvers that size their work (checkmate_lp's LP) check it against
     // the parent's --max-memory.
     if (const int64_t max_memory = request.at("max_memory").get<int64_t>();
         max_memory > 0) {
       SetMemoryLimit(max_memory);
     }
-    StartWatchdog(standby, timeout_seconds, started);
+    // The time limit counts from the parent's start of the solve (steady
+    // clocks are one clock across the processes of a host): writing,
+    // sending and reading a large graph took seconds beyond it.
+    using Clock = std::chrono::steady_clock;
+    const auto solve_started = Clock::time_point(
+        Clock::duration(request.at("started_ticks").get<int64_t>()));
+    if (timeout_seconds > 0 && timeout_seconds <= 1e9) {
+      const double left =
+          timeout_seconds -
+          std::chrono::duration<double>(Clock::now() - solve_started).count();
+      if (left <= 0) {
+        AnswerOnce(AlgorithmOutput::NoSchedule(
+            Status::kTimeout,
+            "the time limit passed while the graph was handed to the "
+            "isolated process"));
+      }
+      timeout_seconds = left;
+    }
+    StartWatchdog(standby, timeout_seconds, Clock::now());
     const Attempt attempt = RunAlgorithm(
         graph, info, params, request.at("budget_bytes").get<int64_t>(),
         timeout_seconds, nullptr, &standby);
@@ -226,20 +243,35 @@ bool IsolationEnabled() { return isolation_enabled; }
 
 AlgorithmOutput RunIsolated(const Graph& graph, const AlgorithmInfo& algorithm,
                             const Params& params, int64_t budget_bytes,
-                            double timeout_seconds) {
+                            double timeout_seconds,
+                            std::chrono::steady_clock::time_point started) {
+  const bool limited = timeout_seconds > 0 && timeout_seconds <= 1e9;
+  const auto deadline =
+      limited
+          ? started +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(timeout_seconds))
+          : std::chrono::steady_clock::time_point::max();
   std::ostringstream graph_text;
   WriteGraphJson(graph_text, graph);
+  if (std::chrono::steady_clock::now() >= deadline) {
+    return AlgorithmOutput::NoSchedule(
+        Status::kTimeout,
+        "the time limit passed while the graph was written for the isolated "
+        "process");
+  }
   std::vector<std::string> items;
   for (const auto& [key, value] : params.given()) {
     items.push_back(key + "=" + value);
   }
-  const std::string request =
-      DumpJson(nlohmann::json{{"algorithm", algorithm.name},
-                              {"params", items},
-                              {"budget_bytes", budget_bytes},
-                              {"timeout_seconds", timeout_seconds},
-                              {"max_memory", GivenMemoryLimit()},
-                              {"graph", graph_text.str()}});
+  const std::string request = DumpJson(
+      nlohmann::json{{"algorithm", algorithm.name},
+                     {"params", items},
+                     {"budget_bytes", budget_bytes},
+                     {"timeout_seconds", timeout_seconds},
+                     {"started_ticks", started.time_since_epoch().count()},
+                     {"max_memory", GivenMemoryLimit()},
+                     {"graph", graph_text.str()}});
 
   // One socket is the child's stdin and stdout. Close-on-exec keeps it out
   // of children that other threads spawn meanwhile, which would hold it
@@ -272,11 +304,11 @@ AlgorithmOutput RunIsolated(const Graph& graph, const AlgorithmInfo& algorithm,
   SendAll(fds[0], request);
   shutdown(fds[0], SHUT_WR);
   const auto kill_at =
-      timeout_seconds > 0
-          ? std::chrono::steady_clock::now() +
+      limited
+          ? deadline +
                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                     std::chrono::duration<double>(
-                        timeout_seconds + KillGraceSeconds(timeout_seconds)))
+                        KillGraceSeconds(timeout_seconds)))
           : std::chrono::steady_clock::time_point::max();
   std::string reply;
   const bool answered = ReadAll(fds[0], kill_at, reply);

@@ -16,6 +16,7 @@
 // grace of 5% of the limit (at least 2 s).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 
 #include "harness/algorithm.h"
@@ -28,9 +29,10 @@ namespace remat {
 inline constexpr char kIsolatedSolveFlag[] = "--remat-isolated-solve";
 
 // Call first in main(). Started as a child by RunIsolated (argv[1] is
-// kIsolatedSolveFlag, argv[2] the parent's pid), it answers the request and ends the process;
-// otherwise it enables isolation in this process. Programs that never call
-// it (and the children themselves) run every algorithm in-process.
+// kIsolatedSolveFlag, argv[2] the parent's pid), it answers the request and
+// ends the process; otherwise it enables isolation in this process. Programs
+// that never call it (and the children themselves) run every algorithm
+// in-process.
 void InitIsolation(int argc, char** argv);
 bool IsolationEnabled();
 
@@ -38,8 +40,11 @@ bool IsolationEnabled();
 // error naming the signal or exit status; one that has not answered twice
 // its watchdog's grace plus 1 s after its time limit is killed and becomes
 // status timeout, without a schedule.
+// The time limit counts from `started` (the solve's start) in the child
+// too, so that writing, sending and reading the graph take from it.
 AlgorithmOutput RunIsolated(const Graph& graph, const AlgorithmInfo& algorithm,
                             const Params& params, int64_t budget_bytes,
-                            double timeout_seconds);
+                            double timeout_seconds,
+                            std::chrono::steady_clock::time_point started);
 
 }  // namespace remat

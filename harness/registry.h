@@ -5,10 +5,10 @@
 
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "harness/algorithm.h"
 #include "harness/graph.h"
@@ -28,6 +28,14 @@ struct AlgorithmInfo {
   // algorithms that call a library which can crash or keeps process-wide
   // state.
   bool isolate = false;
+  // Optional: the algorithm's own quick refusals (too_large, a budget below
+  // the lower bound), in time linear in the graph. An isolated algorithm's
+  // are checked before the graph is sent to its process, which takes
+  // seconds for 10^6 nodes: longer than the time limit such a refusal
+  // should take.
+  std::function<std::optional<AlgorithmOutput>(const Graph& graph,
+                                               const SolveRequest& request)>
+      refuse;
   std::vector<ParamSpec> params;
   std::function<std::unique_ptr<Algorithm>()> create;
 };

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <memory>
 #include <new>
+#include <optional>
+#include <utility>
 
 #include "harness/isolation.h"
 
@@ -20,9 +22,15 @@ Attempt RunAlgorithm(const Graph& graph, const AlgorithmInfo& algorithm,
   if (timing) request.timing = *timing;
   const auto start = std::chrono::steady_clock::now();
   try {
-    if (algorithm.isolate && IsolationEnabled()) {
-      attempt.output =
-          RunIsolated(graph, algorithm, params, budget_bytes, timeout_seconds);
+    std::optional<AlgorithmOutput> refused;
+    if (algorithm.isolate && IsolationEnabled() && algorithm.refuse) {
+      refused = algorithm.refuse(graph, request);
+    }
+    if (refused) {
+      attempt.output = std::move(*refused);
+    } else if (algorithm.isolate && IsolationEnabled()) {
+      attempt.output = RunIsolated(graph, algorithm, params, budget_bytes,
+                                   timeout_seconds, start);
     } else {
       std::unique_ptr<Algorithm> solver = algorithm.create();
       if (preparation) {
@@ -41,9 +49,8 @@ Attempt RunAlgorithm(const Graph& graph, const AlgorithmInfo& algorithm,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   if (attempt.output.schedule) {
-    attempt.simulation =
-        Simulate(graph, *attempt.output.schedule,
-                 {.timing = timing, .critical_path = true});
+    attempt.simulation = Simulate(graph, *attempt.output.schedule,
+                                  {.timing = timing, .critical_path = true});
   }
   return attempt;
 }

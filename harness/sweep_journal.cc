@@ -173,6 +173,9 @@ SweepJournal::SweepJournal(const std::string& path,
                            const nlohmann::json& graphs, bool resume)
     : path_(path), lock_(path) {
   namespace fs = std::filesystem;
+  // A run killed while it wrote the journal's header left
+  // "<journal>.tmp.<pid>"; this one holds the lock, so no other is writing.
+  RemoveStaleTemporaries(path);
   std::error_code error;  // a name the system refuses fails at the write
   const bool exists = fs::exists(path, error);
   if (resume && exists) {

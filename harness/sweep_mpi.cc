@@ -1,24 +1,29 @@
 // MpiRanks with Open MPI (harness/sweep_mpi.h). Only each rank's main
 // thread calls MPI (MPI_THREAD_FUNNELED); tasks run on a pool of threads
-// per rank. Waiting is done by polling (MPI_Iprobe every 100 us between
-// waits on the pool), never in a blocking MPI call, because Open MPI's
-// blocking calls spin and would take a core from the rank's own solves.
+// per rank, and each planning step on a thread of its own. Waiting is done
+// by polling (MPI_Iprobe every 100 us between waits on the pool, MPI_Test
+// on the planning's collectives), never in a blocking MPI call, because
+// Open MPI's blocking calls spin and would take a core from the rank's own
+// solves, and never return when a rank has died.
 #include "harness/sweep_mpi.h"
 
 #include <fmt/format.h>
 #include <mpi.h>
+#include <omp.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <future>
 #include <iostream>
 #include <list>
 #include <map>
 #include <mutex>
 #include <set>
 #include <thread>
+#include <vector>
 
 #include "harness/errors.h"
 #include "harness/json_text.h"
@@ -45,6 +50,10 @@ constexpr std::chrono::duration<double> kLeadTimeout{10};
 // the throughput of short tasks). One: a long task can wait behind another
 // on a rank only at the very end of the dispatch order.
 constexpr int kLookahead = 1;
+
+// How often the ranks check on each other while they plan (their collectives
+// are polled, not waited in).
+constexpr auto kPlanPoll = std::chrono::milliseconds(1);
 
 // Runs tasks on `threads` threads of this rank. Each (graph, algorithm run)
 // preparation is kept while tasks use it and for a few tasks after (tasks
@@ -161,16 +170,33 @@ class OpenMpiRanks : public MpiRanks {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
+  // The step runs on a thread of its own while this (MPI's) thread keeps
+  // the heartbeats going: a rank 0 that dies while the ranks plan is
+  // noticed by the others as it is during the dispatch, and a rank 0
+  // planning a large sweep for minutes is not taken for dead.
   void Together(const std::function<void()>& step) override {
+    // OpenMP's thread count is per thread; the step's parallel loops get
+    // this thread's.
+    const int omp_threads = omp_get_max_threads();
+    std::future<void> stepped = std::async(std::launch::async, [&] {
+      omp_set_num_threads(omp_threads);
+      step();
+    });
+    while (stepped.wait_for(kPlanPoll) != std::future_status::ready) {
+      Listen(/*waiting=*/false);
+    }
     std::string error;
     try {
-      step();
+      stepped.get();
     } catch (const InputError& e) {
       error = e.what();
     }
     int failed[2] = {error.empty() ? size_ : rank_, 0}, first[2];
     failed[1] = failed[0];
-    MPI_Allreduce(failed, first, 1, MPI_2INT, MPI_MINLOC, MPI_COMM_WORLD);
+    MPI_Request request;
+    MPI_Iallreduce(failed, first, 1, MPI_2INT, MPI_MINLOC, MPI_COMM_WORLD,
+                   &request);
+    Wait(request);
     if (first[0] == size_) return;
     const std::string message = Broadcast(error, first[0]);
     throw InputError(first[0] == 0
@@ -208,11 +234,88 @@ class OpenMpiRanks : public MpiRanks {
  private:
   std::string Broadcast(const std::string& text, int root) {
     long size = static_cast<long>(text.size());
-    MPI_Bcast(&size, 1, MPI_LONG, root, MPI_COMM_WORLD);
+    MPI_Request request;
+    MPI_Ibcast(&size, 1, MPI_LONG, root, MPI_COMM_WORLD, &request);
+    Wait(request);
     std::string out = rank_ == root ? text : std::string(size, '\0');
-    MPI_Bcast(out.data(), static_cast<int>(size), MPI_CHAR, root,
-              MPI_COMM_WORLD);
+    MPI_Ibcast(out.data(), static_cast<int>(size), MPI_CHAR, root,
+               MPI_COMM_WORLD, &request);
+    Wait(request);
     return out;
+  }
+
+  // Polls a collective until it completes, listening for the other ranks
+  // meanwhile: no MPI call returns when a rank has died (under mpirun
+  // --enable-recovery), so a blocking one would wait forever.
+  void Wait(MPI_Request& request) {
+    while (true) {
+      int done = 0;
+      MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+      if (done) return;
+      Listen(/*waiting=*/true);
+      std::this_thread::sleep_for(kPlanPoll);
+    }
+  }
+
+  // While the ranks plan: rank 0 and each worker send each other a
+  // heartbeat every second and take their silence as death. A worker
+  // whose rank 0 is silent ends at once (it holds nothing to keep). Rank 0
+  // gives up only while `waiting` in a collective, not while its own step
+  // may be writing the journal; then the sweep cannot go on without the
+  // silent rank, and it ends with an InputError (exit status 2).
+  void Listen(bool waiting) {
+    const Clock::time_point now = Clock::now();
+    if (plan_heard_.empty()) plan_heard_.assign(size_, now);
+    if (now - last_sent_ > kHeartbeatEvery) {
+      if (rank_ == 0) {
+        for (int r = 1; r < size_; ++r) Beat(r);
+      } else {
+        Beat(0);
+      }
+      last_sent_ = now;
+    }
+    int flag = 1;
+    while (flag) {
+      MPI_Status status;
+      MPI_Iprobe(rank_ == 0 ? MPI_ANY_SOURCE : 0, kHeartbeat, MPI_COMM_WORLD,
+                 &flag, &status);
+      if (!flag) break;
+      MPI_Recv(nullptr, 0, MPI_CHAR, status.MPI_SOURCE, kHeartbeat,
+               MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      plan_heard_[status.MPI_SOURCE] = now;
+    }
+    if (rank_ != 0) {
+      if (now - plan_heard_[0] > rank_timeout_) LeadSilent("while planning");
+      return;
+    }
+    if (!waiting) return;
+    for (int r = 1; r < size_; ++r) {
+      if (now - plan_heard_[r] <= rank_timeout_) continue;
+      rank_died_ = true;  // MPI_Finalize would wait for it
+      throw InputError(fmt::format(
+          "sweep: rank {} silent for {:.0f} s while the ranks planned, taken "
+          "for dead; the sweep cannot go on without it (rerun it, with "
+          "--resume if the journal was written)",
+          r, rank_timeout_.count()));
+    }
+  }
+
+  // Ends a worker rank whose rank 0 went silent. Not a return: the pool's
+  // threads (or the planning step's) may be minutes into their work, which
+  // would hold up their destructors. Isolated solvers die with this
+  // process (PR_SET_PDEATHSIG).
+  [[noreturn]] void LeadSilent(const char* when) {
+    // std::cerr is muted on this rank (the constructor).
+    std::fprintf(
+        stderr, "%s\n",
+        fmt::format("remat: rank {}: rank 0 silent for {:.0f} s{}{}, "
+                    "taken for dead; this rank stops (rerun the "
+                    "sweep with --resume: rank 0's journal has "
+                    "every point it received)",
+                    rank_, rank_timeout_.count(), *when ? " " : "", when)
+            .c_str());
+    std::fflush(stderr);
+    std::_Exit(2);
   }
 
   struct Worker {
@@ -371,21 +474,7 @@ class OpenMpiRanks : public MpiRanks {
                  MPI_STATUS_IGNORE);
         pool.Push(static_cast<size_t>(task));
       }
-      if (Clock::now() - lead_heard > rank_timeout_) {
-        // std::cerr is muted on this rank (the constructor).
-        std::fprintf(stderr, "%s\n",
-                     fmt::format("remat: rank {}: rank 0 silent for {:.0f} s, "
-                                 "taken for dead; this rank stops (rerun the "
-                                 "sweep with --resume: rank 0's journal has "
-                                 "every point it received)",
-                                 rank_, rank_timeout_.count())
-                         .c_str());
-        std::fflush(stderr);
-        // Not a return: the pool's threads may be minutes into solves,
-        // which would hold up its destructor. Isolated solvers die with
-        // this process (PR_SET_PDEATHSIG).
-        std::_Exit(2);
-      }
+      if (Clock::now() - lead_heard > rank_timeout_) LeadSilent("");
       if (Clock::now() - last_sent_ > kHeartbeatEvery) {
         Beat(0);
         last_sent_ = Clock::now();
@@ -412,6 +501,8 @@ class OpenMpiRanks : public MpiRanks {
   // How long the ranks this rank hears from may be silent.
   std::chrono::duration<double> rank_timeout_;
   Clock::time_point last_sent_ = Clock::now();
+  // When each rank was last heard from while the ranks planned (Listen).
+  std::vector<Clock::time_point> plan_heard_;
 };
 
 }  // namespace

@@ -9,7 +9,9 @@
 // more, and a task whose rank dies twice becomes an `error` point. A
 // worker that hears nothing from rank 0 for REMAT_MPI_RANK_TIMEOUT seconds
 // (default 10) ends with one line and exit status 2: rank 0 alone writes
-// the journal and results, so the sweep resumes from its journal.
+// the journal and results, so the sweep resumes from its journal. The
+// heartbeats go on while the ranks plan (Together, CheckSamePlan), so a
+// rank 0 that dies then ends the workers the same way.
 #pragma once
 
 #include <functional>

@@ -686,12 +686,16 @@ TEST_F(Cli, ASweepRemovesTheTemporaryFileOfAKilledRun) {
   const std::string stale = Write("r.json.tmp." + std::to_string(gone), "{");
   const std::string live = Write("r.json.tmp." + std::to_string(getpid()), "{");
   const std::string other = Write("r.json.tmp.x", "{");
+  // The journal's header is written the same way.
+  const std::string journal_stale =
+      Write("r.json.journal.tmp." + std::to_string(gone), "{");
   ASSERT_EQ(Remat("sweep --graphs chain:n=4 --algorithms noremat --budgets 2 "
                   "--out " +
                   out + " --resume")
                 .status,
             0);
   EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_FALSE(std::filesystem::exists(journal_stale));
   EXPECT_TRUE(std::filesystem::exists(live));
   EXPECT_TRUE(std::filesystem::exists(other));
   EXPECT_TRUE(std::filesystem::exists(out));

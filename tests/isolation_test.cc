@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <optional>
 #include <thread>
 
 #include "harness/graph_source.h"
@@ -64,7 +65,36 @@ class Stops : public Algorithm {
   }
 };
 
+// Says how much of its time limit it was given.
+class TellsItsTimeLeft : public Algorithm {
+  AlgorithmOutput Run(const Graph&, const SolveRequest& request) override {
+    AlgorithmOutput out =
+        AlgorithmOutput::NoSchedule(Status::kInfeasible, "told its time");
+    out.extra["seconds_left"] = request.deadline.SecondsLeft();
+    return out;
+  }
+};
+
+// Refuses a graph of more than 3 nodes before its process starts (there,
+// it would abort).
+std::optional<AlgorithmOutput> RefuseLargeGraphs(const Graph& graph,
+                                                 const SolveRequest&) {
+  if (graph.num_nodes() <= 3) return std::nullopt;
+  return AlgorithmOutput::NoSchedule(Status::kTooLarge, "more than 3 nodes");
+}
+
 const bool kRegistered =
+    RegisterAlgorithm(
+        {.name = "test_isolated_time_left",
+         .description = "test only: reports its time left, isolated",
+         .isolate = true,
+         .create = [] { return std::make_unique<TellsItsTimeLeft>(); }}) &&
+    RegisterAlgorithm(
+        {.name = "test_isolated_refuser",
+         .description = "test only: refuses more than 3 nodes, else aborts",
+         .isolate = true,
+         .refuse = RefuseLargeGraphs,
+         .create = [] { return std::make_unique<Aborts>(); }}) &&
     RegisterAlgorithm(
         {.name = "test_isolated_plain",
          .description = "test only: the plain schedule, isolated",
@@ -176,6 +206,48 @@ TEST(Isolation, ChildThatCannotAnswerIsKilled) {
       << result.message;
   EXPECT_FALSE(result.has_schedule);
   EXPECT_LT(SecondsSince(start), 30);
+}
+
+// An isolated algorithm's own quick refusal is made before the graph is
+// sent to a process: checkmate_lp, checkmate_milp and moccasin took 4 to
+// 8 s under --timeout 5 to refuse a 10^6-node graph as too_large, most of
+// it writing, sending and reading the graph.
+TEST(Isolation, QuickRefusalsAreMadeBeforeTheProcessStarts) {
+  const Attempt refused = RunNamed(
+      "test_isolated_refuser", LoadGraph("chain:n=4"), kUnboundedBudget, 30);
+  EXPECT_EQ(refused.output.status, Status::kTooLarge) << refused.output.message;
+  EXPECT_EQ(refused.output.message, "more than 3 nodes");
+  // A graph it does not refuse goes to the process (which aborts).
+  const Attempt solved = RunNamed("test_isolated_refuser",
+                                  LoadGraph("chain:n=1"), kUnboundedBudget, 30);
+  EXPECT_EQ(solved.output.status, Status::kError);
+  EXPECT_NE(solved.output.message.find("SIGABRT"), std::string::npos)
+      << solved.output.message;
+}
+
+// The child's time limit counts from the solve's start in the parent, so
+// that writing, sending and reading the graph take from it; before, the
+// child started its own clock once it had read the graph.
+TEST(Isolation, TheChildsTimeLimitCountsFromTheSolvesStart) {
+  const Graph graph = LoadGraph("chain:n=4");
+  const AlgorithmInfo& info = FindAlgorithm("test_isolated_time_left");
+  const Params params = Params::Parse({}, info.params, info.name);
+  const auto now = std::chrono::steady_clock::now();
+  const AlgorithmOutput late =
+      RunIsolated(graph, info, params, kUnboundedBudget, /*timeout_seconds=*/60,
+                  now - std::chrono::seconds(50));
+  ASSERT_EQ(late.status, Status::kInfeasible) << late.message;
+  // At most 10 s of the 60 were left; more would be the child's own clock
+  // (an upper bound only: a loaded machine leaves less, never more).
+  EXPECT_LE(late.extra.at("seconds_left").get<double>(), 10.0);
+  EXPECT_GT(late.extra.at("seconds_left").get<double>(), 0.0);
+  // A solve whose time ran out before the graph was sent gets no process.
+  const AlgorithmOutput over =
+      RunIsolated(graph, info, params, kUnboundedBudget, /*timeout_seconds=*/60,
+                  now - std::chrono::seconds(61));
+  EXPECT_EQ(over.status, Status::kTimeout) << over.message;
+  EXPECT_NE(over.message.find("the time limit passed"), std::string::npos)
+      << over.message;
 }
 
 }  // namespace

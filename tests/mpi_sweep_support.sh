@@ -52,3 +52,20 @@ kill_rank_once_journaled() {
   test -n "$victim"
   kill -9 "$victim"
 }
+
+# Kills (-9) MPI rank RANK of the sweep started above SECONDS after its
+# process is first seen. Fails if it never is.
+kill_rank_when_seen() {
+  local rank=$1 seconds=$2 victim= p
+  for _ in $(seq 300); do
+    for p in $(pgrep -P "$mpirun_pid" || true); do
+      if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null |
+        grep -qx "OMPI_COMM_WORLD_RANK=$rank"; then victim=$p; fi
+    done
+    [[ -n "$victim" ]] && break
+    sleep 0.05
+  done
+  test -n "$victim"
+  sleep "$seconds"
+  kill -9 "$victim"
+}

@@ -46,6 +46,7 @@ const bool kRegistered = RegisterAlgorithm({
     .uses_budget = true,
     // CBC 2.10 crashed in CglPreProcess::postProcess and keeps static state.
     .isolate = true,
+    .refuse = RefuseCheckmateRequest,
     .params = WithCheckmateParams(
         "checkmate_milp", std::string("checkmate_lp+") + kStagedHeuristics,
         [] {

@@ -124,6 +124,7 @@ const bool kRegistered = RegisterAlgorithm({
     .uses_budget = true,
     // CBC 2.10 crashed in CglPreProcess::postProcess and keeps static state.
     .isolate = true,
+    .refuse = RefuseCheckmateRequest,
     .params = MoccasinParams(),
     .create = [] { return std::make_unique<Moccasin>(); },
 });
