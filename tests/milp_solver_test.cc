@@ -256,7 +256,8 @@ TEST(MilpSolvers, TimeOutWhileReadingTheModelKeepsTheWarmStart) {
            "exit 255\n";
   }
   std::filesystem::permissions(fake, std::filesystem::perms::owner_all);
-  const ScopedEnv slow("REMAT_HIGHS", fake.string());
+  const std::string fake_path = fake.string();
+  const ScopedEnv slow("REMAT_HIGHS", fake_path.c_str());
   const Graph g = LoadGraph("chain:n=5");
   const SolveResult highs = Solve(g, "checkmate_milp", 5, {"solver=highs"});
   std::filesystem::remove(fake);

@@ -155,7 +155,10 @@ const bool kRegistered = RegisterAlgorithm({
     // ran past 100 s at 3.4 GB. In a child process the watchdog answers
     // at the limit plus its grace, and the parent kills it after that.
     .isolate = true,
-    .refuse = RefuseCheckmateRequest,
+    .refuse =
+        [](const Graph& graph, const SolveRequest& request) {
+          return RefuseCheckmateRequest(graph, request);
+        },
     .params = WithCheckmateParams(
         "checkmate_lp", kStagedHeuristics,
         {{.name = "lp_fraction",

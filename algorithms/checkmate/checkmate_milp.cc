@@ -46,7 +46,10 @@ const bool kRegistered = RegisterAlgorithm({
     .uses_budget = true,
     // CBC 2.10 crashed in CglPreProcess::postProcess and keeps static state.
     .isolate = true,
-    .refuse = RefuseCheckmateRequest,
+    .refuse =
+        [](const Graph& graph, const SolveRequest& request) {
+          return RefuseCheckmateRequest(graph, request);
+        },
     .params = WithCheckmateParams(
         "checkmate_milp", std::string("checkmate_lp+") + kStagedHeuristics,
         [] {

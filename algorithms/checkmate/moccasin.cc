@@ -124,7 +124,12 @@ const bool kRegistered = RegisterAlgorithm({
     .uses_budget = true,
     // CBC 2.10 crashed in CglPreProcess::postProcess and keeps static state.
     .isolate = true,
-    .refuse = RefuseCheckmateRequest,
+    // As Run refuses: Gecode alone is not held to the MILP solvers' speed.
+    .refuse =
+        [](const Graph& graph, const SolveRequest& request) {
+          return RefuseCheckmateRequest(
+              graph, request, request.params.String("solver") != "gecode");
+        },
     .params = MoccasinParams(),
     .create = [] { return std::make_unique<Moccasin>(); },
 });
