@@ -584,11 +584,11 @@ def gradients_once_lower_bound(nodes):
     """The least activation memory of a schedule that computes each node
     that is not a forward value (the loss, each gradient) once, as
     checkpoint_last and checkpoint_reuse do: while such a node b is
-    computed, besides
-    what computing it takes (its inputs, itself, its workspace), every
-    non-forward value computed before it (an ancestor) and read after it
-    (by a descendant) is live. The graph's lower bound counts only the
-    former; the difference is what this class of schedules cannot reach."""
+    computed, besides what computing it takes (its inputs, itself, its
+    workspace), every non-forward value computed before it (an ancestor)
+    and read after it (by a descendant) is live. The graph's lower bound
+    counts only the former; the difference is what this class of
+    schedules cannot reach."""
     n = len(nodes)
     readers = [0] * n  # bit set of each node's readers
     for v in nodes:

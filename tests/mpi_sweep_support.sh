@@ -69,3 +69,21 @@ kill_rank_when_seen() {
   sleep "$seconds"
   kill -9 "$victim"
 }
+
+# Waits up to SECONDS for the sweep started above to end (its ranks have
+# exited), then reaps mpirun, whose own status says nothing (mpirun
+# --enable-recovery ends 0 whatever its ranks' statuses). Fails with
+# "NAME: ranks still running SECONDS s after WHAT" otherwise.
+wait_for_sweep_end() {
+  local seconds=$1 name=$2 what=$3
+  for _ in $(seq $((seconds * 10))); do
+    kill -0 "$mpirun_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$mpirun_pid" 2>/dev/null; then
+    echo "$name: ranks still running $seconds s after $what" >&2
+    exit 1
+  fi
+  wait "$mpirun_pid" || true
+  mpirun_pid=
+}

@@ -31,16 +31,7 @@ args=(--graphs "resnet:depth=18,batch=8,image=64,pspnet:backbone=resnet50,batch=
 start_recovering_sweep dead.json "${args[@]}"
 kill_rank_once_journaled 0 dead.json
 # 3 s of silence, then the workers end: 20 s leaves room on a loaded host.
-for _ in $(seq 200); do
-  kill -0 "$mpirun_pid" 2>/dev/null || break
-  sleep 0.1
-done
-if kill -0 "$mpirun_pid" 2>/dev/null; then
-  echo "sweep_mpi_lead_death: workers still running 20 s after rank 0 died" >&2
-  exit 1
-fi
-wait "$mpirun_pid" || true
-mpirun_pid=
+wait_for_sweep_end 20 sweep_mpi_lead_death "rank 0 died"
 for rank in 1 2; do
   test "$(grep -c "^remat: rank $rank: rank 0 silent for 3 s, taken for dead" \
     err.txt)" -eq 1

@@ -41,18 +41,7 @@ if [[ -e dead.json.journal ]]; then
   exit 1
 fi
 # 3 s of silence, then the workers end: 30 s leaves room on a loaded host.
-for _ in $(seq 300); do
-  kill -0 "$mpirun_pid" 2>/dev/null || break
-  sleep 0.1
-done
-if kill -0 "$mpirun_pid" 2>/dev/null; then
-  echo "sweep_mpi_planning_death: workers still running 30 s after rank 0" \
-    "died while planning" >&2
-  exit 1
-fi
-# (mpirun --enable-recovery ends 0 whatever its ranks' exit statuses.)
-wait "$mpirun_pid" || true
-mpirun_pid=
+wait_for_sweep_end 30 sweep_mpi_planning_death "rank 0 died while planning"
 for rank in 1 2; do
   test "$(grep -c "^remat: rank $rank: rank 0 silent for 3 s while planning, taken for dead" \
     err.txt)" -eq 1
@@ -74,17 +63,7 @@ PY
 # and the other worker then ends as above.
 start_recovering_sweep worker.json "${args[@]}"
 kill_rank_when_seen 2 1.5
-for _ in $(seq 300); do
-  kill -0 "$mpirun_pid" 2>/dev/null || break
-  sleep 0.1
-done
-if kill -0 "$mpirun_pid" 2>/dev/null; then
-  echo "sweep_mpi_planning_death: ranks still running 30 s after rank 2" \
-    "died while planning" >&2
-  exit 1
-fi
-wait "$mpirun_pid" || true
-mpirun_pid=
+wait_for_sweep_end 30 sweep_mpi_planning_death "rank 2 died while planning"
 test "$(grep -c "^remat: sweep: rank 2 silent for 3 s while the ranks planned, taken for dead" \
   err.txt)" -eq 1
 test "$(grep -c "^remat: rank 1: rank 0 silent for 3 s while planning" \
