@@ -35,16 +35,22 @@ start_recovering_sweep() {
   mpirun_pid=$!
 }
 
+# The pid of MPI rank RANK of the sweep started above, or nothing yet.
+rank_pid() {
+  local rank=$1 p
+  for p in $(pgrep -P "$mpirun_pid" || true); do
+    if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null |
+      grep -qx "OMPI_COMM_WORLD_RANK=$rank"; then echo "$p"; fi
+  done
+}
+
 # Kills (-9) MPI rank RANK of the sweep started above once OUT's journal
 # holds a finished task (its header and a line), so that the kill falls
 # mid-sweep. Fails if the rank's process was never seen.
 kill_rank_once_journaled() {
-  local rank=$1 out=$2 victim= p
+  local rank=$1 out=$2 victim=
   for _ in $(seq 300); do
-    for p in $(pgrep -P "$mpirun_pid" || true); do
-      if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null |
-        grep -qx "OMPI_COMM_WORLD_RANK=$rank"; then victim=$p; fi
-    done
+    victim=${victim:-$(rank_pid "$rank")}
     if [[ -n "$victim" && -e "$out.journal" ]] &&
       (($(wc -l < "$out.journal") >= 2)); then break; fi
     sleep 0.05
@@ -56,12 +62,9 @@ kill_rank_once_journaled() {
 # Kills (-9) MPI rank RANK of the sweep started above SECONDS after its
 # process is first seen. Fails if it never is.
 kill_rank_when_seen() {
-  local rank=$1 seconds=$2 victim= p
+  local rank=$1 seconds=$2 victim=
   for _ in $(seq 300); do
-    for p in $(pgrep -P "$mpirun_pid" || true); do
-      if tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null |
-        grep -qx "OMPI_COMM_WORLD_RANK=$rank"; then victim=$p; fi
-    done
+    victim=$(rank_pid "$rank")
     [[ -n "$victim" ]] && break
     sleep 0.05
   done
@@ -86,4 +89,22 @@ wait_for_sweep_end() {
   fi
   wait "$mpirun_pid" || true
   mpirun_pid=
+}
+
+# Enters a temporary folder for a test that kills ranks; on exit the
+# sweep's processes, if any are left, are killed and the folder removed.
+# (Leak checks are off under ASan, as for require_mpi's runs.)
+enter_rank_death_folder() {
+  export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=0"
+  work=$(mktemp -d)
+  mpirun_pid=
+  trap end_rank_death_test EXIT
+  cd "$work"
+}
+end_rank_death_test() {
+  if [[ -n "$mpirun_pid" ]] && kill -0 "$mpirun_pid" 2>/dev/null; then
+    pkill -9 -P "$mpirun_pid" || true
+    kill -9 "$mpirun_pid" || true
+  fi
+  rm -rf "$work"
 }

@@ -10,18 +10,7 @@ source_dir=$2
 source "$source_dir/scripts/env.sh"
 source "$source_dir/tests/mpi_sweep_support.sh"
 require_mpi sweep_mpi_lead_death "$3"
-export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=0"
-work=$(mktemp -d)
-mpirun_pid=
-cleanup() {
-  if [[ -n "$mpirun_pid" ]] && kill -0 "$mpirun_pid" 2>/dev/null; then
-    pkill -9 -P "$mpirun_pid" || true
-    kill -9 "$mpirun_pid" || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-cd "$work"
+enter_rank_death_folder
 # exact_search on chain:n=18 (about 0.5 s a task) keeps the sweep running
 # well past its first journal line, when rank 0 is killed.
 args=(--graphs "resnet:depth=18,batch=8,image=64,pspnet:backbone=resnet50,batch=2,image=64,chain:n=18"

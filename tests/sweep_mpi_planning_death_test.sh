@@ -12,18 +12,7 @@ source_dir=$2
 source "$source_dir/scripts/env.sh"
 source "$source_dir/tests/mpi_sweep_support.sh"
 require_mpi sweep_mpi_planning_death "$3"
-export ASAN_OPTIONS="${ASAN_OPTIONS:-}${ASAN_OPTIONS:+:}detect_leaks=0"
-work=$(mktemp -d)
-mpirun_pid=
-cleanup() {
-  if [[ -n "$mpirun_pid" ]] && kill -0 "$mpirun_pid" 2>/dev/null; then
-    pkill -9 -P "$mpirun_pid" || true
-    kill -9 "$mpirun_pid" || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-cd "$work"
+enter_rank_death_folder
 # Planning these graphs takes each rank several seconds on one thread (the
 # generated chains are summarized: peaks, lower bound, treewidth bound);
 # solving them with noremat at one budget is quick.
