@@ -17,12 +17,10 @@ regressions), 2 on bad input (a --check name with no run in either file).
 import argparse
 import json
 import math
-import os
 import signal
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import results_file  # noqa: E402
+import results_file
 
 
 def bad_input(message):

@@ -42,9 +42,6 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
-# Imported as a module by tests (importlib), so its own folder is not on
-# the path unless put there.
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import results_file  # noqa: E402
 from rematbench import files  # noqa: E402
 

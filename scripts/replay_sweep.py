@@ -38,10 +38,10 @@ import statistics
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import replay_torch as RT  # noqa: E402
-from rematbench import files  # noqa: E402
-import results_file  # noqa: E402
+from rematbench import files
+
+import replay_torch as RT
+import results_file
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -80,12 +80,11 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 # The executor is rematbench.executor (python/rematbench/executor.py, from
 # the installed package), shared with rematbench.torch.
-import rematbench  # noqa: E402
-from rematbench import files  # noqa: E402
-from rematbench.executor import BadInput, Program  # noqa: E402
+import rematbench
+from rematbench import files
+from rematbench.executor import BadInput, Program
 
 # --------------------------------------------------------------------------
 # Files.

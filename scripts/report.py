@@ -33,11 +33,11 @@ import math
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import compare_curves  # noqa: E402
-from rematbench import files  # noqa: E402
-import results_file  # noqa: E402
-from plot_tradeoff import (COLORS, DEFAULT_MAX_OVERHEAD, DEFAULT_REMAT,  # noqa: E402
+from rematbench import files
+
+import compare_curves
+import results_file
+from plot_tradeoff import (COLORS, DEFAULT_MAX_OVERHEAD, DEFAULT_REMAT,
                            best_so_far, byte_unit, in_budget, registry_order,
                            run_label)
 

@@ -14,11 +14,9 @@ Exit status: 0 same figures, 1 a difference, 2 unreadable input.
 """
 
 import json
-import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import results_file  # noqa: E402
+import results_file
 
 RUN_FIELDS = ("solve_seconds", "schedule_file")
 

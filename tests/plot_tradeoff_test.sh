@@ -23,16 +23,14 @@ status=0
   --out "$work/plots" 2>/dev/null || status=$?
 test "$status" -eq 2
 
-"$REMAT_PYTHON" - "$remat" "$source_dir/scripts/plot_tradeoff.py" <<'EOF'
-import importlib.util
+PYTHONPATH="$source_dir/scripts" "$REMAT_PYTHON" - "$remat" <<'EOF'
 import json
 import subprocess
 import sys
 
-remat, script = sys.argv[1], sys.argv[2]
-spec = importlib.util.spec_from_file_location("plot_tradeoff", script)
-pt = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(pt)
+import plot_tradeoff as pt
+
+remat = sys.argv[1]
 
 
 def point(budget, status, overhead=None, peak=None, valid=None, **extra):

@@ -52,16 +52,14 @@ test -z "$(find "$work" -name '.report-*')"  # no temporary left behind
 "${report[@]}" "$work/sweep.json" -o "$work/sweep.html" >/dev/null
 
 # Known answers on an inline file, written for the browser check below too.
-"$py" - "$source_dir/scripts/report.py" "$work" <<'EOF'
-import importlib.util
+PYTHONPATH="$source_dir/scripts" "$py" - "$work" <<'EOF'
 import json
 import os
 import sys
 
-script, work = sys.argv[1], sys.argv[2]
-spec = importlib.util.spec_from_file_location("report", script)
-report = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(report)
+import report
+
+work = sys.argv[1]
 
 
 def point(budget, status, overhead=None, peak=None, valid=None, **extra):
