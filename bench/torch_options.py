@@ -444,6 +444,28 @@ def run_model(name, build, args, rows):
             p.compile(False)
             p._built.clear()  # free the compiled graphs
 
+    def plan_fields(p, budget, planned, attempts):
+        return {"budget_bytes": budget, "planned_budget_bytes": planned,
+                "algorithm": p.algorithm,
+                "simulated_peak_bytes": p.solution.peak_bytes,
+                "predicted_peak_bytes": p.predicted_peak_bytes,
+                "predicted_overhead": p.solution.overhead,
+                "attempts": attempts}
+
+    def measure_compiled(p):
+        """Plan p's program, compiled by inductor, measured (or the error
+        running it gave)."""
+        try:
+            rc = meas(lambda: p.step(x, y), reference=ref)
+            ok, kept = p.program().recomputations_kept()
+            rc["recomputations_kept"] = ok
+            rc["op_counts"] = {k: list(v) for k, v in kept.items()}
+        except Exception as e:
+            rc = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+        p.compile(False)
+        p._built.clear()  # free the compiled segments
+        return rc
+
     for (method, setting), (peak, _) in options.items():
         targets.append((peak, f"{method} {setting}"))
     hi, lo = g.noremat_peak_bytes, g.lower_bound_bytes
@@ -453,10 +475,11 @@ def run_model(name, build, args, rows):
                         f"ladder {k + 1}/{args.ladder}"))
     targets.sort(key=lambda t: -t[0])
     eager_cache = {}  # schedule -> eager result
-    compiled_cache = {}  # schedule -> compiled result
-    # Compiled programs take minutes to compile on two cores: only at the
-    # torch.compile options' levels (where the comparison is made), and at
-    # most args.compiled_max schedules per model.
+    compiled_cache = {}  # schedule -> (compiled plan, its result)
+    compiled_count = 0
+    # Compiled programs take 20-40 s each to compile on two cores: only at
+    # the torch.compile options' levels (where the comparison is made),
+    # and at most args.compiled_max schedules per model.
     compiled_whys = [w for _, w in targets if w.startswith("compile")]
     for budget, why in targets:
         planned, attempts, p, re = budget, [], None, None
@@ -507,13 +530,7 @@ def run_model(name, build, args, rows):
             continue
         if p is None:  # the calibrated budget fits nothing: keep the last
             p = plan.at(attempts[-1]["planned_bytes"])
-        sched = tuple(tuple(e) for e in p.schedule)
-        extra = {"budget_bytes": budget, "planned_budget_bytes": planned,
-                 "algorithm": p.algorithm,
-                 "simulated_peak_bytes": p.solution.peak_bytes,
-                 "predicted_peak_bytes": p.predicted_peak_bytes,
-                 "predicted_overhead": p.solution.overhead,
-                 "attempts": attempts}
+        extra = plan_fields(p, budget, planned, attempts)
         rows.append(row_of(name, "rematbench_eager", why, re, **extra))
         candidates.append((rows[-1], functools.partial(
             plan_running, p, False)))
@@ -527,26 +544,32 @@ def run_model(name, build, args, rows):
             f"{re['gradients_equal']}")
         if args.no_compile or why not in compiled_whys:
             continue
-        if sched not in compiled_cache:
-            if len(compiled_cache) >= args.compiled_max:
+        # The plan predicts the eager program's peak, not what inductor's
+        # graphs hold: compiled, the step is planned as rt.remat(...,
+        # compile=True) plans it (Plan.compiled_within_budget), and the plan
+        # that gives is measured.
+        sched = tuple(tuple(e) for e in p.schedule)
+        cached = compiled_cache.get(sched)
+        if cached is None or cached[1].get("peak_bytes", 0) > budget:
+            if compiled_count >= args.compiled_max:
                 continue
+            compiled_count += 1
             t = time.perf_counter()
             try:
-                p.compile(True)
-                torch.manual_seed(0)
-                p.step(x, y)  # compiles
-                csecs = time.perf_counter() - t
-                rc = meas(lambda p=p: p.step(x, y), reference=ref)
-                rc["compile_seconds"] = round(csecs, 1)
-                ok, kept = p.program().recomputations_kept()
-                rc["recomputations_kept"] = ok
-                rc["op_counts"] = {k: list(v) for k, v in kept.items()}
+                cp = p.compiled_within_budget(
+                    x, y, tries=args.calibrate_compiled)
+                csecs = round(time.perf_counter() - t, 1)
+                rc = measure_compiled(cp) if cp.compiled else {
+                    "error": "no compiled program within the budget"}
+                rc["compile_seconds"] = csecs
             except Exception as e:
-                rc = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
-            p.compile(False)
-            p._built.clear()  # free the compiled segments
-            compiled_cache[sched] = rc
-        rc = compiled_cache[sched]
+                cp, rc = p, {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+            cached = compiled_cache[sched] = (cp, rc)
+        p, rc = cached
+        attempts = [{"planned_bytes": b, "algorithm": a,
+                     "measured_peak_bytes": peak}
+                    for b, a, peak in getattr(p, "compiled_attempts", [])]
+        extra = plan_fields(p, budget, p.budget_bytes, attempts)
         if "error" in rc:
             rows.append(dict({"model": name, "method": "rematbench_compiled",
                               "setting": why, "measured_peak_bytes": None,
@@ -560,9 +583,11 @@ def run_model(name, build, args, rows):
                                op_counts=rc["op_counts"], **extra))
             candidates.append((rows[-1], functools.partial(
                 plan_running, p, True)))
-            log(f"  rematbench_compiled: measured {rc['peak_bytes']} "
-                f"({'within' if rc['peak_bytes'] <= budget else 'OVER'})"
-                f", step {rc['step_seconds']:.3f} s, max grad diff "
+            log(f"  rematbench_compiled at {budget} ({why}): {p.algorithm} "
+                f"planned {p.budget_bytes}, measured {rc['peak_bytes']} "
+                f"({'within' if rc['peak_bytes'] <= budget else 'OVER'}; "
+                f"{len(attempts)} attempts), step "
+                f"{rc['step_seconds']:.3f} s, max grad diff "
                 f"{rc['max_grad_diff']:.1e}, recomputations kept "
                 f"{rc['recomputations_kept']}, compile "
                 f"{rc['compile_seconds']} s")
@@ -639,10 +664,9 @@ def compare(options, candidates, meas, args):
     `args.pairs` pairs after a warm-up pair, and the ratio is the median
     over the pairs. The plan is chosen as a user would choose it, by its
     predicted time (the rows' measured times are too noisy to choose by):
-    the schedule with the least predicted overhead among the rows measured
-    at or below the level, run eagerly and, where it was measured
-    compiled, compiled too; the faster of the two is the level's result
-    (both are in `timed`)."""
+    the schedule with the least predicted overhead among the eager rows
+    measured at or below the level, and the same among the compiled rows;
+    the faster of the two is the level's result (both are in `timed`)."""
     out = []
     for (method, setting), (level, running) in options.items():
         fits = [c for c in candidates
@@ -652,11 +676,10 @@ def compare(options, candidates, meas, args):
         if not fits:
             out.append(entry)
             continue
-        least = min(c[0]["predicted_overhead"] for c in fits)
-        chosen = {}
-        for c in sorted(fits, key=lambda c: c[0]["measured_peak_bytes"]):
-            if c[0]["predicted_overhead"] == least:
-                chosen.setdefault(c[0]["method"], c)
+        chosen = {}  # method -> its row of least predicted overhead
+        for c in sorted(fits, key=lambda c: (c[0]["predicted_overhead"],
+                                             c[0]["measured_peak_bytes"])):
+            chosen.setdefault(c[0]["method"], c)
         timed = []
         for row, plan_running in chosen.values():
             t = {"rematbench_method": row["method"],
@@ -672,7 +695,8 @@ def compare(options, candidates, meas, args):
                              repeats=args.pairs, warmup=1)
                 t.update({"rematbench_seconds": r["step_seconds"],
                           "option_seconds": r["baseline_seconds"],
-                          "time_ratio": r["ratio_to_baseline"]})
+                          "time_ratio": r["ratio_to_baseline"],
+                          "time_ratio_ci95": r.get("ratio_ci95")})
                 log(f"  head to head: {row['method']} ({row['algorithm']}, "
                     f"{row['setting']}) / {method} {setting}: "
                     f"{r['ratio_to_baseline']:.3f}")
@@ -747,7 +771,7 @@ def main():
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--ladder", type=int, default=5)
-    ap.add_argument("--pairs", type=int, default=11,
+    ap.add_argument("--pairs", type=int, default=21,
                     help="pairs of steps timed alternately in each "
                          "head-to-head comparison")
     ap.add_argument("--threads", type=int, default=1,
@@ -758,8 +782,16 @@ def main():
                          "measured peak went over it (default 0: the plan's "
                          "predicted peak is taken as it is, and a row over "
                          "its budget is reported as such)")
-    ap.add_argument("--compiled-max", type=int, default=2,
-                    help="rematbench_compiled schedules per model")
+    ap.add_argument("--compiled-max", type=int, default=6,
+                    help="rematbench_compiled schedules compiled per model "
+                         "(each takes 20-40 s on two cores), at the "
+                         "torch.compile options' levels, highest first")
+    ap.add_argument("--calibrate-compiled", type=int, default=2,
+                    help="plan again this many times below a budget whose "
+                         "compiled program's measured peak went over it "
+                         "(Plan.compiled_within_budget's tries: the plan "
+                         "predicts the eager program's peak, not what "
+                         "inductor's graphs hold)")
     ap.add_argument("--no-compile", action="store_true",
                     help="leave out torch.compile and rematbench_compiled")
     args = ap.parse_args()
@@ -794,5 +826,4 @@ def write(out, device, doc):
 
 
 if __name__ == "__main__":
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     main()

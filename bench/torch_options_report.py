@@ -46,6 +46,11 @@ def _best_rematbench(rows, model, level, m):
     return best
 
 
+def _interval(e):
+    ci = e.get("time_ratio_ci95")
+    return "-" if ci is None else f"{ci[0]:.3f}-{ci[1]:.3f}"
+
+
 def comparison(rows, m):
     """The table of each PyTorch option against the fastest rematbench row
     at or below its measured peak: timed side by side where the file has
@@ -54,22 +59,24 @@ def comparison(rows, m):
     h2h = m.get("head_to_head")
     if h2h is not None:
         out = ["", "At each PyTorch option's measured peak, rematbench's "
-               "plan at or below it (among the rows measured at or below "
-               "it, the schedule of least predicted time, eager and, where "
-               "measured, compiled: the faster of the two), the two timed "
-               "again side by side (alternately; the ratio is the median "
-               "over the pairs):", "",
+               "plan at or below it (among the eager rows measured at or "
+               "below it the schedule of least predicted time, and the same "
+               "among the compiled rows: the faster of the two), the two "
+               "timed again side by side (alternately, each first in every "
+               "other pair; the ratio is the median over the pairs, with a "
+               "95% confidence interval):", "",
                "| PyTorch option | its peak MiB | best rematbench | peak MiB "
                "| option s | rematbench s | time ratio (rematbench / "
-               "option) |", "|---|---:|---|---:|---:|---:|---:|"]
+               "option) | 95% interval |",
+               "|---|---:|---|---:|---:|---:|---:|---|"]
         for e in h2h:
             head = (f"| {e['option_method']} {e['option_setting']} | "
                     f"{_mib(e['option_peak_bytes'])} | ")
             if e["rematbench_method"] is None:
-                out.append(head + "none | - | - | - | - |")
+                out.append(head + "none | - | - | - | - | - |")
             elif "error" in e:
                 out.append(head + f"{e['rematbench_method']} | - | - | - | "
-                           f"{e['error']} |")
+                           f"{e['error']} | - |")
             else:
                 out.append(
                     head + f"{e['rematbench_method']} ({e['algorithm']}, "
@@ -77,7 +84,7 @@ def comparison(rows, m):
                     f"{_mib(e['rematbench_peak_bytes'])} | "
                     f"{e['option_seconds']:.3f} | "
                     f"{e['rematbench_seconds']:.3f} | "
-                    f"{e['time_ratio']:.2f} |")
+                    f"{e['time_ratio']:.2f} | {_interval(e)} |")
         return out
     out = ["", "At each PyTorch option's measured peak, the fastest "
            "rematbench row measured at or below that peak:", "",
@@ -133,6 +140,19 @@ def compile_knob(rows, m):
             "budgets; " + ("not monotonic: " + "; ".join(bad) if bad else
                            "monotonic in the budget") +
             f"; gradients against eager, largest difference ({diffs})."]
+
+
+def _significance(h2h):
+    """How many levels the 95% intervals of the paired medians put on
+    each side of 1: rematbench faster, PyTorch's option faster, or
+    neither shown (the interval holds 1)."""
+    ci = [e["time_ratio_ci95"] for e in h2h if e.get("time_ratio_ci95")]
+    if not ci:
+        return ""
+    return (f"; by the 95% intervals of the paired medians, rematbench "
+            f"faster at {sum(1 for c in ci if c[1] < 1)}, the option "
+            f"faster at {sum(1 for c in ci if c[0] > 1)}, neither shown at "
+            f"{sum(1 for c in ci if c[0] <= 1 <= c[1])}")
 
 
 def report(doc, md_path, png_path=None):
@@ -230,7 +250,8 @@ def report(doc, md_path, png_path=None):
                       if e in h2h and e not in won) + ")")
                   + "; ratios (rematbench / option) from "
                   f"{min(e['time_ratio'] for e in h2h):.2f} to "
-                  f"{max(e['time_ratio'] for e in h2h):.2f}.", ""]
+                  f"{max(e['time_ratio'] for e in h2h):.2f}"
+                  + _significance(h2h) + ".", ""]
     for m in doc["models"]:
         low = min((r["measured_peak_bytes"] for r in plans
                    if r["model"] == m["model"]), default=None)

@@ -27,6 +27,7 @@ Step time: the median of `repeats` runs after `warmup` (synchronized on
 CUDA), without the profiler.
 """
 
+import math
 import statistics
 import time
 
@@ -109,6 +110,22 @@ def peak_of(events, exclude_ptrs=()):
     return peak, total, excluded
 
 
+def median_interval(n, level=0.95):
+    """Indices (lo, hi) into n sorted samples of a distribution-free
+    confidence interval for their median: the widest order statistics with
+    at most (1 - level) / 2 of Binomial(n, 1/2) below lo and above hi
+    (e.g. n = 21: the 6th and 16th smallest, 97.3%); None when n is too
+    small for any interval at that level."""
+    tail, k = 0.0, 0
+    while True:
+        p = math.comb(n, k) / 2 ** n
+        if tail + p > (1 - level) / 2:
+            break
+        tail += p
+        k += 1
+    return None if k == 0 else (k - 1, n - k)
+
+
 def measure_step(step, model, repeats=5, warmup=2, reference=None,
                  peak=True, timing=True, seed=None, baseline=None):
     """Measures `step` (a callable: one forward + backward on `model`,
@@ -123,9 +140,12 @@ def measure_step(step, model, repeats=5, warmup=2, reference=None,
     state at the call (so that runs measured at different times draw the
     same dropout masks). With `baseline` (another step on the same model,
     plain training's), the timed runs alternate the two, and
-    `baseline_seconds` and `ratio_to_baseline` (the median over the pairs
-    of step / baseline) come back too: on a shared machine whose load
-    changes, only the paired ratio compares."""
+    `baseline_seconds`, `ratio_to_baseline` (the median over the pairs
+    of step / baseline; in every other pair the baseline runs first, so
+    that neither gains from running second) and `ratio_ci95` (a 95%
+    confidence interval of that median, median_interval; from 6 pairs)
+    come back too: on a shared machine whose load changes, only the
+    paired ratio compares."""
     params = list(model.parameters())
     device = params[0].device
     cuda = device.type == "cuda"
@@ -176,17 +196,24 @@ def measure_step(step, model, repeats=5, warmup=2, reference=None,
             return time.perf_counter() - t0
 
         for k in range(warmup + repeats):
-            t = timed(step)
-            b = timed(baseline) if baseline is not None else None
+            if baseline is not None and k % 2:  # each first in turn
+                b = timed(baseline)
+                t = timed(step)
+            else:
+                t = timed(step)
+                b = timed(baseline) if baseline is not None else None
             if k >= warmup:
                 times.append(t)
                 base.append(b)
         out["times"] = times
         out["step_seconds"] = statistics.median(times)
         if baseline is not None:
+            ratios = sorted(t / b for t, b in zip(times, base))
             out["baseline_seconds"] = statistics.median(base)
-            out["ratio_to_baseline"] = statistics.median(
-                t / b for t, b in zip(times, base))
+            out["ratio_to_baseline"] = statistics.median(ratios)
+            ci = median_interval(len(ratios))
+            if ci is not None:
+                out["ratio_ci95"] = [ratios[ci[0]], ratios[ci[1]]]
     if peak:
         reset()
         sync()

@@ -247,3 +247,44 @@ def test_one_line_entry_point():
     for a, b in zip(*losses):
         assert torch.equal(a, b), (losses)
     assert len({float(v) for v in losses[0]}) == 3
+
+
+def test_compiled_within_budget():
+    """compile=True: the compiled program's allocator-level peak, measured
+    again here, is within the budget, and training gives plain training's
+    losses within float rounding."""
+    model, (x, y) = resnet_case()
+    loss_fn = nn.CrossEntropyLoss()
+    torch.manual_seed(5)
+    want = loss_fn(model(x), y).detach()
+    step = rt.remat(model, loss_fn, budget=0.6, compile=True, timeout=3,
+                    algorithms=["rotor", "twremat", "dtr"])
+    torch.manual_seed(5)
+    loss = step(x, y)
+    (p,) = step.plans.values()
+    budget = math.ceil(0.6 * p.noremat_peak_bytes)
+    assert p.compiled and p.compiled_attempts[-1][2] <= budget
+    r = measure.measure_step(lambda: p.step(x, y), model, timing=False)
+    assert r["peak_bytes"] <= budget
+    assert torch.allclose(loss, want, rtol=1e-5)
+
+
+def test_compiled_over_budget_plans_below(monkeypatch):
+    """Where the compiled program measures over the budget, the step is
+    planned again below it by the overshoot; where no try fits, the plan
+    runs eagerly (the measurement is faked here: no compiling)."""
+    model, batch = transformer_case()
+    plan = rt.plan(model, batch, nn.CrossEntropyLoss(), budget=0.8,
+                   timeout=3, algorithms=["rotor", "twremat", "dtr"])
+    budget = plan.budget_bytes
+    peaks = iter([budget + 1000, budget - 10])
+    monkeypatch.setattr(measure, "measure_step",
+                        lambda *a, **k: {"peak_bytes": next(peaks)})
+    p = plan.compiled_within_budget(*batch)
+    assert p is not plan and p.compiled and p.budget_bytes == budget - 1001
+    assert [a[0] for a in p.compiled_attempts] == [budget, budget - 1001]
+    peaks = iter([budget + 1] * 3)
+    p = plan.compiled_within_budget(*batch, tries=2)
+    assert p is plan and not p.compiled
+    assert [a[0] for a in p.compiled_attempts] == \
+        [budget, budget - 2, budget - 4]
