@@ -411,36 +411,30 @@ struct Decomposition {
 // schedules that need none: noremat if it fits, else checkpoint_last (the
 // least memory), run in the time left; status timeout either way.
 AlgorithmOutput Fallback(const Graph& graph, const SolveRequest& request) {
-  std::optional<Attempt> chosen;
-  const char* chosen_name = "";
+  CandidatePool pool(graph, request.budget_bytes);
   for (const char* name : {"noremat", "checkpoint_last"}) {
     const AlgorithmInfo& info = FindAlgorithm(name);
     Attempt attempt = RunAlgorithm(
         graph, info, Params::Parse({}, info.params, name), request.budget_bytes,
         std::max(request.deadline.SecondsLeft(), 1e-3));
-    if (!attempt.simulation || !attempt.simulation->valid) continue;
-    const bool fits = attempt.simulation->peak_bytes <= request.budget_bytes;
-    if (!chosen || fits ||
-        attempt.simulation->peak_bytes < chosen->simulation->peak_bytes) {
-      chosen = std::move(attempt);
-      chosen_name = name;
+    if (!attempt.simulation) continue;
+    if (pool.Offer(std::move(*attempt.output.schedule),
+                   std::move(*attempt.simulation), {{"fallback", name}})) {
+      break;
     }
-    if (fits) break;
   }
-  if (!chosen) {
+  if (pool.empty()) {
     return AlgorithmOutput::NoSchedule(
         Status::kTimeout,
         "deadline reached during the tree decomposition, and no fallback "
         "schedule was made in the time left");
   }
-  AlgorithmOutput out = std::move(chosen->output);
-  out.status = Status::kTimeout;
-  out.message = fmt::format(
-      "deadline reached during the tree decomposition; answered with {}'s "
-      "schedule instead",
-      chosen_name);
-  out.extra = {{"fallback", chosen_name}};
-  return out;
+  const std::string chosen = pool.note()["fallback"].get<std::string>();
+  return pool.Take(Status::kTimeout,
+                   fmt::format("deadline reached during the tree "
+                               "decomposition; answered with {}'s schedule "
+                               "instead",
+                               chosen));
 }
 
 class TwRemat : public PreparedAlgorithm<Decomposition> {
