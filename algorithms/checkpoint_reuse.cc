@@ -37,7 +37,7 @@
 #include <utility>
 #include <vector>
 
-#include "algorithms/checkpointing/segment_schedule.h"
+#include "algorithms/common/candidate_pool.h"
 #include "harness/liveness.h"
 #include "harness/memory_model.h"
 #include "harness/registry.h"
@@ -171,7 +171,7 @@ class CheckpointReuse : public Algorithm {
                                        kKeepBounds));
     }
     keep_bounds.push_back(0);
-    BestSchedule best(graph, budget);
+    CandidatePool best(graph, budget, {.invalid_is_bug = true});
     for (size_t o = 0; o < orders.size(); ++o) {
       for (int64_t keep_bound : keep_bounds) {
         std::optional<Schedule> schedule = Build(

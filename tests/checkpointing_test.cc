@@ -22,15 +22,7 @@ namespace {
 const std::vector<std::string> kAlgorithms = {"chen_sqrtn", "chen_greedy",
                                               "chen_recursive", "revolve"};
 
-SolveResult Solve(const std::string& algorithm, const Graph& graph,
-                  int64_t budget, std::vector<std::string> params = {},
-                  double timeout = 0) {
-  const AlgorithmInfo& info = FindAlgorithm(algorithm);
-  Attempt attempt =
-      RunAlgorithm(graph, info, Params::Parse(params, info.params, algorithm),
-                   budget, timeout);
-  return Judge(attempt, budget);
-}
+using testing::Solve;
 
 Graph Chain(int64_t n, int64_t mem = 1, int64_t cost = 1) {
   return LoadGraph(fmt::format("chain:n={},mem={},cost={}", n, mem, cost));

@@ -22,15 +22,7 @@
 namespace remat {
 namespace {
 
-SolveResult Solve(const Graph& graph, const std::string& algorithm,
-                  int64_t budget, std::vector<std::string> params = {},
-                  double timeout_seconds = 60) {
-  const AlgorithmInfo& info = FindAlgorithm(algorithm);
-  const Attempt attempt =
-      RunAlgorithm(graph, info, Params::Parse(params, info.params, algorithm),
-                   budget, timeout_seconds);
-  return Judge(attempt, budget);
-}
+using testing::Solve;
 
 // Binomial checkpointing optimum on chain:n=N (docs/algorithms.md,
 // revolve).
@@ -90,26 +82,26 @@ TEST(ExactSearch, HandDerivedOptima) {
     {"id": 2, "name": "u", "mem": 1, "cost": 1, "inputs": [0]},
     {"id": 3, "name": "w", "mem": 1, "cost": 1, "inputs": [1, 2]},
     {"id": 4, "name": "out", "mem": 1, "cost": 1, "inputs": [3, 0]}])");
-  const SolveResult at5 = Solve(g, "exact_search", 5);
+  const SolveResult at5 = Solve("exact_search", g, 5);
   EXPECT_EQ(at5.status, Status::kFeasible);
   EXPECT_TRUE(at5.optimal);
   EXPECT_EQ(at5.cost, 18);
   EXPECT_EQ(at5.lower_bound_cost, 18);
-  EXPECT_EQ(Solve(g, "exact_search", 6).cost, 11);
-  EXPECT_EQ(Solve(g, "exact_search", 4).status, Status::kInfeasible);
+  EXPECT_EQ(Solve("exact_search", g, 6).cost, 11);
+  EXPECT_EQ(Solve("exact_search", g, 4).status, Status::kInfeasible);
 
   // chain:n=2 at budget 3: computing g2 needs f2, loss and g2 live, so f1
   // is freed and recomputed for g1: 5 + 1 computes.
   const Graph chain = LoadGraph("chain:n=2");
-  EXPECT_EQ(Solve(chain, "exact_search", 3).cost, 6);
-  EXPECT_EQ(Solve(chain, "exact_search", 4).cost, 5);
+  EXPECT_EQ(Solve("exact_search", chain, 3).cost, 6);
+  EXPECT_EQ(Solve("exact_search", chain, 4).cost, 5);
 }
 
 TEST(ExactSearch, MatchesRevolveOnChains) {
   for (int n = 2; n <= 9; ++n) {
     const Graph g = LoadGraph(fmt::format("chain:n={}", n));
     for (int64_t budget = 3; budget <= n + 3; ++budget) {
-      const SolveResult r = Solve(g, "exact_search", budget);
+      const SolveResult r = Solve("exact_search", g, budget);
       EXPECT_TRUE(r.optimal) << "n=" << n << " budget=" << budget;
       EXPECT_EQ(r.cost, RevolveOptimum(n, budget))
           << "n=" << n << " budget=" << budget;
@@ -119,14 +111,14 @@ TEST(ExactSearch, MatchesRevolveOnChains) {
 
 TEST(ExactSearch, LimitsAndStatuses) {
   const Graph big = LoadGraph("chain:n=40");
-  EXPECT_EQ(Solve(big, "exact_search", 5).status, Status::kTooLarge);
+  EXPECT_EQ(Solve("exact_search", big, 5).status, Status::kTooLarge);
   EXPECT_EQ(
-      Solve(LoadGraph("chain:n=8"), "exact_search", 5, {"max_nodes=10"}).status,
+      Solve("exact_search", LoadGraph("chain:n=8"), 5, {"max_nodes=10"}).status,
       Status::kTooLarge);
   // 61 nodes at a tight budget cannot be searched in 50 ms: the best
   // schedule so far (checkpoint_last's) comes back as a timeout.
   const SolveResult r =
-      Solve(LoadGraph("chain:n=30"), "exact_search", 6, {"max_nodes=64"}, 0.05);
+      Solve("exact_search", LoadGraph("chain:n=30"), 6, {"max_nodes=64"}, 0.05);
   EXPECT_EQ(r.status, Status::kTimeout);
   EXPECT_TRUE(r.has_schedule && r.valid);
   EXPECT_FALSE(r.optimal);
@@ -145,7 +137,7 @@ TEST(ExactSearch, NoHeuristicBeatsIt) {
     const Graph graph = g % 2 ? RandomDag(rng, 12, 0.25)
                               : testing::RandomTrainingGraph(rng, 6, 0.4);
     for (int64_t budget : Budgets(graph, 4)) {
-      const SolveResult exact = Solve(graph, "exact_search", budget);
+      const SolveResult exact = Solve("exact_search", graph, budget);
       ++cases;
       ASSERT_TRUE(exact.status == Status::kFeasible ||
                   exact.status == Status::kInfeasible)
@@ -156,7 +148,7 @@ TEST(ExactSearch, NoHeuristicBeatsIt) {
                              exact.extra.value("states_expanded", int64_t{0}));
       for (const AlgorithmInfo* info : AllAlgorithms()) {
         if (info->exact) continue;
-        const SolveResult other = Solve(graph, info->name, budget, {}, 10);
+        const SolveResult other = Solve(info->name, graph, budget, {}, 10);
         // exact_search is optimal among schedules of computes and frees;
         // one that moves values to host memory (vdnn, swap_remat) is
         // outside that class and may cost less or fit where none does.
@@ -182,7 +174,7 @@ TEST(CheckmateMilp, EqualsExactOnChains) {
   for (int n = 4; n <= 6; ++n) {
     const Graph g = LoadGraph(fmt::format("chain:n={}", n));
     for (int64_t budget = 3; budget <= n + 2; ++budget) {
-      const SolveResult milp = Solve(g, "checkmate_milp", budget);
+      const SolveResult milp = Solve("checkmate_milp", g, budget);
       ASSERT_EQ(milp.status, Status::kFeasible) << milp.message;
       EXPECT_TRUE(milp.optimal);
       EXPECT_EQ(milp.cost, RevolveOptimum(n, budget))
@@ -285,7 +277,7 @@ TEST(CheckmateMilp, NeverDearerThanStagedHeuristics) {
     const Graph graph = g % 2 ? RandomDag(rng, 12, 0.3)
                               : testing::RandomTrainingGraph(rng, 6, 0.4);
     for (int64_t budget : Budgets(graph, 3)) {
-      const SolveResult milp = Solve(graph, "checkmate_milp", budget);
+      const SolveResult milp = Solve("checkmate_milp", graph, budget);
       ASSERT_NE(milp.status, Status::kError) << milp.message;
       for (const auto& [name, attempt] : HeuristicSchedules(graph, budget)) {
         if (("+" + warm_start + "+").find("+" + name + "+") ==
@@ -325,9 +317,9 @@ TEST(CheckmateMilp, StagedClassNeverBeatsExact) {
       const SolveResult exact = Judge(exact_run, budget);
       // Staged in the graph's own order, the class PointOf tests below.
       const SolveResult milp =
-          Solve(graph, "checkmate_milp", budget, {"stage_order=graph"});
+          Solve("checkmate_milp", graph, budget, {"stage_order=graph"});
       const SolveResult lp =
-          Solve(graph, "checkmate_lp", budget, {"stage_order=graph"});
+          Solve("checkmate_lp", graph, budget, {"stage_order=graph"});
       ASSERT_NE(milp.status, Status::kError) << milp.message;
       ASSERT_NE(lp.status, Status::kError) << lp.message;
       ASSERT_NE(exact.status, Status::kError) << exact.message;

@@ -29,13 +29,7 @@
 namespace remat {
 namespace {
 
-SolveResult Solve(const Graph& graph, const std::string& algorithm,
-                  int64_t budget, std::vector<std::string> params) {
-  const AlgorithmInfo& info = FindAlgorithm(algorithm);
-  const Attempt attempt = RunAlgorithm(
-      graph, info, Params::Parse(params, info.params, algorithm), budget, 60);
-  return Judge(attempt, budget);
-}
+using testing::Solve;
 
 // Sets an environment variable for one scope. The isolated child inherits
 // it, so it reaches FindHighs there too.
@@ -151,8 +145,8 @@ TEST(MilpSolvers, HighsProvesCbcsOptima) {
     const int64_t step = std::max<int64_t>(1, (peak - lb) / 3);
     for (int64_t budget = lb; budget <= peak; budget += step) {
       for (const char* algorithm : {"checkmate_milp", "moccasin"}) {
-        const SolveResult cbc = Solve(g, algorithm, budget, {"solver=cbc"});
-        const SolveResult highs = Solve(g, algorithm, budget, {"solver=highs"});
+        const SolveResult cbc = Solve(algorithm, g, budget, {"solver=cbc"});
+        const SolveResult highs = Solve(algorithm, g, budget, {"solver=highs"});
         const std::string where =
             fmt::format("{} {} at {}", algorithm, spec, budget);
         ASSERT_EQ(highs.status, cbc.status) << where << ": " << highs.message;
@@ -197,7 +191,7 @@ TEST(MilpSolvers, HighsMatchesBinomialCheckpointingOnChains) {
       while (Binomial(s + r, s) < l) ++r;
       const int64_t cost = n + 1 + r * l - Binomial(s + r, r - 1);
       const SolveResult highs =
-          Solve(g, "checkmate_milp", budget, {"solver=highs"});
+          Solve("checkmate_milp", g, budget, {"solver=highs"});
       ASSERT_EQ(highs.status, Status::kFeasible) << highs.message;
       EXPECT_TRUE(highs.optimal);
       EXPECT_EQ(highs.cost, cost) << "n=" << n << " budget " << budget;
@@ -214,13 +208,13 @@ TEST(MilpSolvers, MissingHighsIsAnErrorNamingIt) {
   EXPECT_FALSE(FindHighs().has_value());
   const Graph g = LoadGraph("chain:n=5");
   for (const char* algorithm : {"checkmate_milp", "moccasin"}) {
-    const SolveResult highs = Solve(g, algorithm, 5, {"solver=highs"});
+    const SolveResult highs = Solve(algorithm, g, 5, {"solver=highs"});
     EXPECT_EQ(highs.status, Status::kError) << algorithm;
     EXPECT_NE(highs.message.find("HiGHS executable `highs` was not found"),
               std::string::npos)
         << highs.message;
     EXPECT_NE(highs.message.find("highsbox"), std::string::npos);
-    const SolveResult cbc = Solve(g, algorithm, 5, {"solver=cbc"});
+    const SolveResult cbc = Solve(algorithm, g, 5, {"solver=cbc"});
     EXPECT_EQ(cbc.status, Status::kFeasible) << cbc.message;
   }
 }
@@ -231,7 +225,7 @@ TEST(MilpSolvers, MissingHighsIsAnErrorNamingIt) {
 TEST(MilpSolvers, ABrokenHighsIsAnError) {
   const ScopedEnv broken("REMAT_HIGHS", "/bin/false");
   const Graph g = LoadGraph("chain:n=5");
-  const SolveResult highs = Solve(g, "checkmate_milp", 5, {"solver=highs"});
+  const SolveResult highs = Solve("checkmate_milp", g, 5, {"solver=highs"});
   EXPECT_EQ(highs.status, Status::kError);
   EXPECT_NE(highs.message.find("/bin/false exited with status 1"),
             std::string::npos)
@@ -259,7 +253,7 @@ TEST(MilpSolvers, TimeOutWhileReadingTheModelKeepsTheWarmStart) {
   const std::string fake_path = fake.string();
   const ScopedEnv slow("REMAT_HIGHS", fake_path.c_str());
   const Graph g = LoadGraph("chain:n=5");
-  const SolveResult highs = Solve(g, "checkmate_milp", 5, {"solver=highs"});
+  const SolveResult highs = Solve("checkmate_milp", g, 5, {"solver=highs"});
   std::filesystem::remove(fake);
   EXPECT_EQ(highs.status, Status::kTimeout) << highs.message;
   EXPECT_TRUE(highs.valid) << highs.message;

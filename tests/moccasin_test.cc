@@ -17,15 +17,7 @@
 namespace remat {
 namespace {
 
-SolveResult Solve(const Graph& graph, const std::string& algorithm,
-                  int64_t budget, std::vector<std::string> params = {},
-                  double seconds = 60) {
-  const AlgorithmInfo& info = FindAlgorithm(algorithm);
-  const Attempt attempt =
-      RunAlgorithm(graph, info, Params::Parse(params, info.params, algorithm),
-                   budget, seconds);
-  return Judge(attempt, budget);
-}
+using testing::Solve;
 
 int64_t Binomial(int64_t a, int64_t b) {
   if (b < 0 || b > a) return 0;
@@ -55,7 +47,7 @@ class Moccasin : public ::testing::TestWithParam<std::string> {
   SolveResult SolveMoccasin(const Graph& graph, int64_t budget,
                             std::vector<std::string> params = {}) {
     params.push_back("solver=" + GetParam());
-    return Solve(graph, "moccasin", budget, std::move(params));
+    return Solve("moccasin", graph, budget, std::move(params));
   }
 };
 
@@ -109,7 +101,7 @@ TEST_P(Moccasin, NeverBelowCheckmateMilpEqualUncapped) {
     const int64_t step = std::max<int64_t>(1, (peak - lb) / 4);
     for (int64_t budget = lb; budget <= peak; budget += step) {
       const std::string order = "stage_order=graph";
-      const SolveResult milp = Solve(g, "checkmate_milp", budget, {order});
+      const SolveResult milp = Solve("checkmate_milp", g, budget, {order});
       const SolveResult capped = SolveMoccasin(g, budget, {order});
       const SolveResult uncapped = SolveMoccasin(
           g, budget, {order, fmt::format("computations={}", g.num_nodes())});
@@ -147,9 +139,9 @@ TEST(MoccasinSolvers, GecodeAgreesWithCbcWhereItEnds) {
     for (int step = 0; step <= 4; ++step) {
       const int64_t budget = lb + (peak - lb) * step / 4;
       const SolveResult gecode =
-          Solve(g, "moccasin", budget, {"solver=gecode"}, 2);
+          Solve("moccasin", g, budget, {"solver=gecode"}, 2);
       if (gecode.status == Status::kTimeout) continue;
-      const SolveResult cbc = Solve(g, "moccasin", budget, {"solver=cbc"});
+      const SolveResult cbc = Solve("moccasin", g, budget, {"solver=cbc"});
       ASSERT_EQ(gecode.status, cbc.status)
           << spec << " " << budget << ": " << gecode.message << " / "
           << cbc.message;
@@ -176,7 +168,7 @@ TEST(MoccasinSolvers, GecodeSolvesWithoutABudget) {
         testing::SourceDir() + "/tests/fixtures/skip_connections.json"}) {
     const Graph g = LoadGraph(spec);
     const SolveResult gecode =
-        Solve(g, "moccasin", kUnboundedBudget, {"solver=gecode"}, 20);
+        Solve("moccasin", g, kUnboundedBudget, {"solver=gecode"}, 20);
     ASSERT_EQ(gecode.status, Status::kFeasible)
         << spec << ": " << gecode.message;
     EXPECT_EQ(gecode.cost, BaseCost(g)) << spec;

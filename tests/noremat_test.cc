@@ -13,13 +13,7 @@
 namespace remat {
 namespace {
 
-SolveResult Solve(const std::string& algorithm, const Graph& graph,
-                  int64_t budget, std::vector<std::string> params = {}) {
-  const AlgorithmInfo& info = FindAlgorithm(algorithm);
-  Attempt attempt = RunAlgorithm(
-      graph, info, Params::Parse(params, info.params, algorithm), budget, 0);
-  return Judge(attempt, budget);
-}
+using testing::Solve;
 
 TEST(NoRemat, ChainOf16ByHand) {
   // Order f1..f16, loss, g16..g1 (unit sizes): computing g16 with f1..f16

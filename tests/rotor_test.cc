@@ -16,15 +16,7 @@
 namespace remat {
 namespace {
 
-SolveResult Solve(const std::string& algorithm, const Graph& graph,
-                  int64_t budget, std::vector<std::string> params = {},
-                  double timeout = 0) {
-  const AlgorithmInfo& info = FindAlgorithm(algorithm);
-  Attempt attempt =
-      RunAlgorithm(graph, info, Params::Parse(params, info.params, algorithm),
-                   budget, timeout);
-  return Judge(attempt, budget);
-}
+using testing::Solve;
 
 // The chain oracle of docs/algorithms.md (revolve): on chain:n=N at B >= 3
 // the optimal cost is N + 1 + t(N + 1, B - 2), t(l, s) = r*l -

@@ -10,10 +10,25 @@
 #include "harness/graph.h"
 #include "harness/graph_json.h"
 #include "harness/graph_source.h"
+#include "harness/registry.h"
+#include "harness/runner.h"
 
 namespace remat::testing {
 
 inline std::string SourceDir() { return REMAT_SOURCE_DIR; }
+
+// Runs the registered `algorithm` through the runner, as a sweep does, with
+// `params` at `budget`, and judges its answer. The time limit makes a test
+// that hangs fail instead of stalling the suite (0: none).
+inline SolveResult Solve(const std::string& algorithm, const Graph& graph,
+                         int64_t budget, std::vector<std::string> params = {},
+                         double timeout_seconds = 60) {
+  const AlgorithmInfo& info = FindAlgorithm(algorithm);
+  const Attempt attempt =
+      RunAlgorithm(graph, info, Params::Parse(params, info.params, algorithm),
+                   budget, timeout_seconds);
+  return Judge(attempt, budget);
+}
 
 // Parses inline native JSON; `nodes` is the text of the "nodes" array.
 inline Graph GraphFromNodes(const std::string& nodes,

@@ -12,8 +12,9 @@
 // point of the model (an integral solution), that too. Then its randomized
 // rounding: `random_roundings` samples of S, each entry kept with its LP
 // value as probability (seeded, so results repeat). Every rounding is
-// extracted and simulated; the cheapest one within the budget is kept (or,
-// when none fits, the one with the lowest peak, reported infeasible).
+// extracted and offered to the candidate pool (candidate_pool.h): the
+// cheapest within the budget is kept (or, when none fits, the one with the
+// lowest peak, reported infeasible).
 #include <fmt/format.h>
 
 #include <OsiClpSolverInterface.hpp>
@@ -23,8 +24,8 @@
 #include <vector>
 
 #include "algorithms/checkmate/checkmate_model.h"
+#include "algorithms/common/candidate_pool.h"
 #include "harness/registry.h"
-#include "harness/simulator.h"
 
 namespace remat {
 namespace {
@@ -76,34 +77,16 @@ class CheckmateLp : public Algorithm {
                               lp.getColSolution() + model.num_cols()));
     }
 
-    // Every rounding is extracted and simulated; the cheapest that fits
-    // wins, else the one with the lowest peak.
-    std::optional<Schedule> best;
-    int64_t best_cost = 0, best_peak = 0;
-    bool best_fits = false;
-    int tried = 0;
-    auto consider_one = [&](Schedule schedule) {
-      const SimulationResult sim = Simulate(graph, schedule);
-      ++tried;
-      const bool fits = sim.valid && sim.peak_bytes <= budget;
-      const bool better = !best ||
-                          (fits && (!best_fits || sim.cost < best_cost)) ||
-                          (!fits && !best_fits && sim.peak_bytes < best_peak);
-      if (sim.valid && better) {
-        best = std::move(schedule);
-        best_cost = sim.cost;
-        best_peak = sim.peak_bytes;
-        best_fits = fits;
-      }
-    };
+    // A rounding need not be a valid schedule; the pool skips those.
+    CandidatePool pool(graph, budget);
     // Also restaged (CheckmateModel::Staged): a rounded S keeps values
     // into stages that do not read them, which the restaged schedule
     // drops (skip_connections.json at its NoRemat peak: 20 bytes rounded,
     // 18 restaged).
     auto consider = [&](Schedule schedule) {
       std::optional<Schedule> restaged = model.Staged(schedule);
-      consider_one(std::move(schedule));
-      if (restaged) consider_one(std::move(*restaged));
+      pool.Offer(std::move(schedule));
+      if (restaged) pool.Offer(std::move(*restaged));
     };
     // Two-phase deterministic rounding: S at each threshold, then the
     // cheapest R for it; and the solution's own R and S where they agree
@@ -129,13 +112,14 @@ class CheckmateLp : public Algorithm {
     const int64_t staged_bound =
         static_cast<int64_t>(std::ceil(lp_value / scale - 1e-6)) *
         model.cost_scale();
+    const bool fits = pool.fits();
     AlgorithmOutput out =
-        best ? AlgorithmOutput::Found(std::move(*best))
-             : AlgorithmOutput::NoSchedule(Status::kTimeout,
-                                           "deadline before any rounding");
+        pool.empty() ? AlgorithmOutput::NoSchedule(
+                           Status::kTimeout, "deadline before any rounding")
+                     : AlgorithmOutput::Found(pool.TakeBest().schedule);
     out.message = fmt::format(
         "LP value {:.1f} at the budget; best of {} roundings{}", lp_value,
-        tried, best_fits ? "" : " (none fits the budget)");
+        pool.offered(), fits ? "" : " (none fits the budget)");
     out.extra["staged_lower_bound_cost"] = staged_bound;
     out.extra["warm_start"] = request.params.String("warm_start");
     return out;

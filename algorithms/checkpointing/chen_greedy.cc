@@ -22,6 +22,7 @@
 #include <limits>
 
 #include "algorithms/checkpointing/segment_schedule.h"
+#include "algorithms/common/candidate_pool.h"
 #include "harness/memory_model.h"
 #include "harness/registry.h"
 
@@ -64,7 +65,7 @@ class ChenGreedy : public Algorithm {
     std::vector<uint8_t> is_candidate(graph.num_nodes(), 0);
     for (NodeId v : candidates) is_candidate[v] = 1;
     const BuildLimits limits = LimitsOf(request);
-    BestSchedule best(graph, request.budget_bytes);
+    CandidatePool best(graph, request.budget_bytes, {.invalid_is_bug = true});
     std::vector<std::vector<NodeId>> tried;
     std::optional<Status> stop;
     auto evaluate = [&](int64_t threshold) {

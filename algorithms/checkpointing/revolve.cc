@@ -25,6 +25,7 @@
 #include <algorithm>
 
 #include "algorithms/checkpointing/segment_schedule.h"
+#include "algorithms/common/candidate_pool.h"
 #include "harness/registry.h"
 #include "harness/simulator.h"
 
@@ -74,7 +75,7 @@ class Revolve : public Algorithm {
     const int32_t steps = chain.num_steps();
     const BuildLimits limits = LimitsOf(request);
     const int64_t budget = request.budget_bytes;
-    BestSchedule best(graph, budget);
+    CandidatePool best(graph, budget, {.invalid_is_bug = true});
     std::optional<Status> stop;  // of the last build that stopped
     int64_t largest_unbuilt = 0;
     int64_t last_peak = 0;
@@ -92,7 +93,7 @@ class Revolve : public Algorithm {
                                    {{"slots", slots},
                                     {"steps", steps},
                                     {"candidates", chain.num_checkpoints()}});
-      last_peak = best.last_peak_bytes();
+      last_peak = best.last().peak_bytes;
       return fits;
     };
     auto searching = [&] { return stop != Status::kTimeout; };
@@ -132,10 +133,7 @@ class Revolve : public Algorithm {
           hi -= step;
         }
       }
-      while (hi - lo > 1 && searching()) {
-        const int64_t mid = lo + (hi - lo) / 2;
-        (fits_at(mid) ? lo : hi) = mid;
-      }
+      lo = BisectKnob(lo, hi, fits_at, searching).lo;
       if (lo > 0 && lo == largest_unbuilt && stop == Status::kTooLarge) {
         return AlgorithmOutput::NoSchedule(
             Status::kTooLarge,

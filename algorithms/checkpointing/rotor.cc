@@ -73,6 +73,7 @@
 #include <optional>
 
 #include "algorithms/checkpointing/segment_schedule.h"
+#include "algorithms/common/candidate_pool.h"
 #include "harness/memory_model.h"
 #include "harness/registry.h"
 #include "harness/simulator.h"
@@ -610,7 +611,7 @@ class Rotor : public Algorithm {
     const nlohmann::json note = {
         {"stages", L}, {"unit_bytes", unit}, {"units", memory}};
     const BuildLimits limits = LimitsOf(request);
-    BestSchedule best(graph, request.budget_bytes);
+    CandidatePool best(graph, request.budget_bytes, {.invalid_is_bug = true});
     std::optional<Status> stop;
     auto fits_at = [&](int64_t m) {
       BuildResult built = Replay(chain, st, table, m, limits);
@@ -624,12 +625,9 @@ class Rotor : public Algorithm {
       return best.Offer(std::move(*built.schedule), n);
     };
     // The least DP memory with a schedule at all (cost falls as m grows).
-    int64_t least = -1, most = top;
-    while (most - least > 1) {
-      const int64_t mid = least + (most - least) / 2;
-      (table.Cost(1, L, mid, 0) < kInf ? most : least) = mid;
-    }
-    least = most;
+    const int64_t least = BisectKnob(-1, top, [&](int64_t m) {
+                            return table.Cost(1, L, m, 0) >= kInf;
+                          }).hi;
     // The largest DP memory whose simulated schedule fits the budget,
     // assuming the simulated peak grows with it: the budget itself first
     // (within it by the DP's accounting), then bisection on [least, top].
@@ -637,10 +635,7 @@ class Rotor : public Algorithm {
     const int64_t first = std::max(least, memory);
     (fits_at(first) ? lo : hi) = first;
     if (lo == first && !stop) (fits_at(top) ? lo : hi) = top;
-    while (hi - lo > 1 && !stop) {
-      const int64_t mid = lo + (hi - lo) / 2;
-      (fits_at(mid) ? lo : hi) = mid;
-    }
+    BisectKnob(lo, hi, fits_at, [&] { return !stop; });
     // The simulated peak need not grow with m, though: the DP overstates
     // it by different amounts for different schedules, and equal-cost
     // choices differ. So the cost levels of Opt(1, L, m) (each a range of

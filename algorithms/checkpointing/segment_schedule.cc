@@ -7,10 +7,8 @@
 
 #include <algorithm>
 #include <limits>
-#include <stdexcept>
 
 #include "harness/liveness.h"
-#include "harness/simulator.h"
 
 namespace remat {
 
@@ -311,46 +309,6 @@ BuildResult NestedSchedule(const SegmentChain& chain, int64_t slots,
     tasks.push_back({mid, task.last, task.slots - 1});
   }
   return Conclude(builder, limits);
-}
-
-bool BestSchedule::Offer(Schedule schedule, nlohmann::json note) {
-  const SimulationResult sim = Simulate(graph_, schedule);
-  if (!sim.valid) {
-    // A bug in the builder; the harness reports the exception as an error.
-    throw std::logic_error("segment schedule is invalid: " + sim.error);
-  }
-  const bool fits = sim.peak_bytes <= budget_;
-  last_peak_ = sim.peak_bytes;
-  bool better;
-  if (!best_) {
-    better = true;
-  } else if (fits != best_fits_) {
-    better = fits;
-  } else if (fits) {
-    better = sim.cost < best_cost_ ||
-             (sim.cost == best_cost_ && sim.peak_bytes < best_peak_);
-  } else {
-    better = sim.peak_bytes < best_peak_ ||
-             (sim.peak_bytes == best_peak_ && sim.cost < best_cost_);
-  }
-  if (better) {
-    best_ = std::move(schedule);
-    best_fits_ = fits;
-    best_peak_ = sim.peak_bytes;
-    best_cost_ = sim.cost;
-    note_ = std::move(note);
-  }
-  return fits;
-}
-
-AlgorithmOutput BestSchedule::Take(std::optional<Status> stop,
-                                   std::string message) {
-  AlgorithmOutput output =
-      AlgorithmOutput::Found(std::move(*best_), std::move(message));
-  if (stop == Status::kTimeout) output.status = Status::kTimeout;
-  output.extra = std::move(note_);
-  best_.reset();
-  return output;
 }
 
 }  // namespace remat

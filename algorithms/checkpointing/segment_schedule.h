@@ -20,7 +20,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
@@ -156,37 +155,5 @@ BuildResult ChenSchedule(const SegmentChain& chain, BuildLimits limits,
 using SplitRule = std::function<int32_t(int32_t length, int64_t slots)>;
 BuildResult NestedSchedule(const SegmentChain& chain, int64_t slots,
                            const SplitRule& split, BuildLimits limits);
-
-// Chooses among schedules built for one budget, judging each with the
-// simulator: the cheapest that fits, else the one with the smallest peak
-// (returned anyway; the harness then reports it infeasible).
-class BestSchedule {
- public:
-  BestSchedule(const Graph& graph, int64_t budget_bytes)
-      : graph_(graph), budget_(budget_bytes) {}
-
-  // Simulates `schedule` and keeps it if it is the best so far; `note`
-  // describes it (e.g. its threshold) and becomes the output's `extra`.
-  // Returns whether it fits the budget.
-  bool Offer(Schedule schedule, nlohmann::json note);
-  bool empty() const { return !best_; }
-  bool fits() const { return best_fits_; }
-  int64_t peak_bytes() const { return best_peak_; }
-  // The peak of the schedule offered last, kept or not.
-  int64_t last_peak_bytes() const { return last_peak_; }
-  const nlohmann::json& note() const { return note_; }
-  // The kept schedule with `note` as extra. `stop` is what stopped the
-  // search early, if anything: the output is a timeout when the deadline
-  // did (the best so far), otherwise the harness judges it.
-  AlgorithmOutput Take(std::optional<Status> stop, std::string message);
-
- private:
-  const Graph& graph_;
-  int64_t budget_;
-  std::optional<Schedule> best_;
-  bool best_fits_ = false;
-  int64_t best_peak_ = 0, best_cost_ = 0, last_peak_ = 0;
-  nlohmann::json note_;
-};
 
 }  // namespace remat

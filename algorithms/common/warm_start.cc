@@ -1,13 +1,13 @@
 // Runs the warm-start algorithms through the runner, so that their schedules
-// are judged by the simulator like every other, and keeps the cheapest that
-// fits (warm_start.h).
+// are judged by the simulator like every other, and offers each to the
+// candidate pool (warm_start.h).
 #include "algorithms/common/warm_start.h"
 
 #include <algorithm>
 
+#include "algorithms/common/candidate_pool.h"
 #include "harness/registry.h"
 #include "harness/runner.h"
-#include "harness/simulator.h"
 
 namespace remat {
 
@@ -19,7 +19,8 @@ ParamSpec WarmStartParam(const std::string& owner,
           .description =
               "algorithms whose cheapest schedule within the "
               "budget is the warm start, '+'-separated, each run "
-              "with its defaults (ties: the earlier)",
+              "with its defaults (ties: the lower peak, then the "
+              "earlier)",
           .check_item = [owner](const std::string& name) -> std::string {
             if (name == owner) return "an algorithm cannot warm-start itself";
             for (const AlgorithmInfo* info : AllAlgorithms()) {
@@ -33,7 +34,7 @@ std::optional<Incumbent> BestWarmStart(
     const Graph& graph, int64_t budget_bytes, const Deadline& deadline,
     const Params& params, double seconds_each,
     const std::function<std::optional<Schedule>(const Schedule&)>& transform) {
-  std::optional<Incumbent> best;
+  CandidatePool pool(graph, budget_bytes);
   for (const std::string& name : params.List("warm_start")) {
     const AlgorithmInfo& info = FindAlgorithm(name);
     const double seconds = std::min(seconds_each, deadline.SecondsLeft());
@@ -43,19 +44,17 @@ std::optional<Incumbent> BestWarmStart(
         RunAlgorithm(graph, info, Params::Parse({}, info.params, info.name),
                      budget_bytes, seconds);
     if (!attempt.simulation || !attempt.simulation->valid) continue;
-    std::optional<Schedule> schedule = *attempt.output.schedule;
-    SimulationResult sim = *attempt.simulation;
-    if (transform) {
-      schedule = transform(*schedule);
-      if (!schedule) continue;
-      sim = Simulate(graph, *schedule);
-    }
-    if (!sim.valid || sim.peak_bytes > budget_bytes) continue;
-    if (!best || sim.cost < best->cost) {
-      best = Incumbent{std::move(*schedule), sim.cost, info.name};
+    if (!transform) {
+      pool.Offer(*attempt.output.schedule, *attempt.simulation, info.name);
+    } else if (std::optional<Schedule> transformed =
+                   transform(*attempt.output.schedule)) {
+      pool.Offer(std::move(*transformed), info.name);
     }
   }
-  return best;
+  if (!pool.fits()) return std::nullopt;
+  CandidatePool::Candidate best = pool.TakeBest();
+  return Incumbent{std::move(best.schedule), best.simulation.cost,
+                   best.note.get<std::string>()};
 }
 
 }  // namespace remat

@@ -27,16 +27,17 @@ struct Incumbent {
 };
 
 // The `warm_start` parameter of algorithm `owner`: registered algorithms
-// other than `owner`, '+'-separated, tried in this order (ties go to the
-// earlier), each with its default parameters.
+// other than `owner`, '+'-separated, tried in this order (the order breaks
+// ties), each with its default parameters.
 ParamSpec WarmStartParam(const std::string& owner,
                          const std::string& default_names);
 
 // Runs each algorithm named by `params`' warm_start, each for at most
 // `seconds_each` and never past `deadline`, passes each valid schedule
-// through `transform` (if given; nullopt drops it) and returns the cheapest
-// result that is valid and whose simulated peak fits `budget_bytes`. Ties
-// go to the earlier name, so the answer is deterministic.
+// through `transform` (if given; nullopt drops it) and returns the one the
+// candidate pool keeps (candidate_pool.h) if it fits `budget_bytes`: the
+// cheapest, ties to the lower peak and then to the earlier name, so the
+// answer is deterministic.
 std::optional<Incumbent> BestWarmStart(
     const Graph& graph, int64_t budget_bytes, const Deadline& deadline,
     const Params& params, double seconds_each,

@@ -16,9 +16,10 @@
 // price of stalls). B' = B is recomputation alone, B' = the NoRemat peak
 // offloading alone; vDNN's schedules (policies conv and all, waiting or
 // not) are candidates too.
-// Every candidate is simulated with the harness's timing model and the one
-// with the least makespan within B wins, so swap_remat is never slower than
-// vdnn or than its remat algorithms at B.
+// Every candidate is simulated with the harness's timing model and offered
+// to the candidate pool (candidate_pool.h) by makespan: the one with the
+// least makespan within B wins, so swap_remat is never slower than vdnn or
+// than its remat algorithms at B.
 // Unlike Capuchin it plans offline from the graph's costs, not from a
 // profiled first iteration, and it recomputes whole schedules of a remat
 // algorithm rather than single tensors.
@@ -28,6 +29,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "algorithms/common/candidate_pool.h"
 #include "algorithms/offload/idle_spans.h"
 #include "harness/liveness.h"
 #include "harness/registry.h"
@@ -38,20 +40,16 @@
 namespace remat {
 namespace {
 
-struct Candidate {
-  Schedule schedule;
-  SimulationResult sim;
-  std::string label;
-};
-
 class SwapRemat : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
     graph_ = &graph;
     request_ = &request;
-    best_.reset();
-    lowest_.reset();
+    pool_.emplace(graph, request.budget_bytes,
+                  CandidatePoolOptions{
+                      .objective = CandidatePoolOptions::Objective::kMakespan,
+                      .timing = &request.timing});
     const int64_t budget = request.budget_bytes;
     const int64_t top = NoRematPeak(graph);
     const Schedule plain = InsertFrees(graph, NoRematOrder(graph));
@@ -72,9 +70,9 @@ class SwapRemat : public Algorithm {
         }
       }
     }
-    std::optional<Candidate>& answer = best_ ? best_ : lowest_;
+    CandidatePool::Candidate answer = pool_->TakeBest();
     AlgorithmOutput out = AlgorithmOutput::Found(
-        std::move(answer->schedule), std::move(answer->label));
+        std::move(answer.schedule), answer.note.get<std::string>());
     if (request.deadline.Expired()) out.status = Status::kTimeout;
     return out;
   }
@@ -86,10 +84,9 @@ class SwapRemat : public Algorithm {
     const double seconds = request_->deadline.SecondsLeft();
     if (seconds < 1e-3) return;
     const AlgorithmInfo& info = FindAlgorithm(name);
-    const Attempt attempt =
-        RunAlgorithm(*graph_, info, Params::Parse(params, info.params, name),
-                     inner, std::min(seconds, 1e9), nullptr, nullptr,
-                     &request_->timing);
+    const Attempt attempt = RunAlgorithm(
+        *graph_, info, Params::Parse(params, info.params, name), inner,
+        std::min(seconds, 1e9), nullptr, nullptr, &request_->timing);
     if (!attempt.simulation || !attempt.simulation->valid) return;
     const std::string label =
         inner == kUnboundedBudget
@@ -98,15 +95,16 @@ class SwapRemat : public Algorithm {
     if (add_offloads) {
       WithOffloadsWithin(*attempt.output.schedule, label);
     } else {
-      Consider(*attempt.output.schedule, label);
+      pool_->Offer(*attempt.output.schedule, label);
     }
   }
 
-  // Considers `base` and, with and without waiting for each offload,
+  // Offers `base` and, with and without waiting for each offload,
   // `base` with the fewest of its idle spans offloaded (in the order of
   // the file comment) that fit the budget.
   void WithOffloadsWithin(const Schedule& base, const std::string& label) {
-    const SimulationResult sim = Consider(base, label);
+    pool_->Offer(base, label);
+    const SimulationResult& sim = pool_->last();
     if (!sim.valid || sim.peak_bytes <= request_->budget_bytes) return;
     for (bool wait : {false, true}) FewestOffloads(base, label, wait);
   }
@@ -131,38 +129,23 @@ class SwapRemat : public Algorithm {
       return Simulate(*graph_, s, {.timing = &timing}).peak_bytes;
     };
     if (peak_with(spans.size()) > request_->budget_bytes) return;
-    size_t lo = 0, hi = spans.size();  // peak_with(hi) fits, lo does not
-    while (hi - lo > 1) {
-      const size_t mid = lo + (hi - lo) / 2;
-      (peak_with(mid) <= request_->budget_bytes ? hi : lo) = mid;
-    }
-    Consider(WithOffloads(base, std::span<const IdleSpan>(spans.data(), hi),
-                          Lookahead(), wait),
-             fmt::format("{} with {} values offloaded{}", label, hi,
-                         wait ? ", waiting for each" : ""));
-  }
-
-  SimulationResult Consider(const Schedule& schedule,
-                            const std::string& label) {
-    SimulationResult sim =
-        Simulate(*graph_, schedule, {.timing = &request_->timing});
-    if (!sim.valid) return sim;
-    if (!lowest_ || sim.peak_bytes < lowest_->sim.peak_bytes) {
-      lowest_ = Candidate{schedule, sim, label};
-    }
-    if (sim.peak_bytes <= request_->budget_bytes &&
-        (!best_ || sim.makespan < best_->sim.makespan)) {
-      best_ = Candidate{schedule, sim, label};
-    }
-    return sim;
+    // The fewest that fit: none offloaded does not (WithOffloadsWithin).
+    const auto fewest = static_cast<size_t>(
+        BisectKnob(0, static_cast<int64_t>(spans.size()), [&](int64_t k) {
+          return peak_with(static_cast<size_t>(k)) > request_->budget_bytes;
+        }).hi);
+    pool_->Offer(
+        WithOffloads(base, std::span<const IdleSpan>(spans.data(), fewest),
+                     Lookahead(), wait),
+        fmt::format("{} with {} values offloaded{}", label, fewest,
+                    wait ? ", waiting for each" : ""));
   }
 
   int64_t Lookahead() const { return request_->params.Int("lookahead"); }
 
   const Graph* graph_ = nullptr;
   const SolveRequest* request_ = nullptr;
-  std::optional<Candidate> best_;    // least makespan within the budget
-  std::optional<Candidate> lowest_;  // least peak, for when nothing fits
+  std::optional<CandidatePool> pool_;  // of the solve under way
 };
 
 const bool kRegistered = RegisterAlgorithm({

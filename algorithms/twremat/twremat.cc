@@ -26,6 +26,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "algorithms/common/candidate_pool.h"
 #include "algorithms/twremat/tree_decomposition.h"
 #include "harness/liveness.h"
 #include "harness/memory_model.h"
@@ -298,15 +299,15 @@ TwRematSchedule GenerateTwRemat(const Graph& graph,
 
 namespace {
 
-// The budgeted mode: tries knob settings, simulates each schedule, and keeps
-// the cheapest that fits the budget (or, while none fits, the lowest peak).
+// The budgeted mode: tries knob settings and offers each schedule to the
+// candidate pool (candidate_pool.h).
 class KnobSearch {
  public:
   KnobSearch(const Graph& graph, const SeparatorHierarchy& hierarchy,
              int64_t budget, const Deadline& deadline)
       : graph_(graph),
         hierarchy_(hierarchy),
-        budget_(budget),
+        pool_(graph, budget, {.invalid_is_bug = true}),
         deadline_(deadline) {}
 
   // Returns whether the setting gave a schedule within the budget.
@@ -319,69 +320,48 @@ class KnobSearch {
       if (r.status == Status::kTooLarge) too_large_message_ = r.message;
       return false;
     }
-    const SimulationResult sim = Simulate(graph_, r.schedule);
-    if (!sim.valid) {
-      // A bug; hand this schedule to the harness so that it says so.
-      invalid_ = true;
-      Keep(std::move(r.schedule), options, sim);
-      return false;
-    }
-    const bool fits = sim.peak_bytes <= budget_;
-    const bool better =
-        !best_ ||
-        (fits && (!best_fits_ || sim.cost < best_cost_ ||
-                  (sim.cost == best_cost_ && sim.peak_bytes < best_peak_))) ||
-        (!fits && !best_fits_ && sim.peak_bytes < best_peak_);
-    if (better) Keep(std::move(r.schedule), options, sim);
-    return fits;
+    return pool_.Offer(std::move(r.schedule),
+                       {{"max_depth", options.max_depth},
+                        {"memory_limit", options.memory_limit}});
   }
 
-  bool stopped() const { return timed_out_ || invalid_ || deadline_.Expired(); }
+  bool stopped() const { return timed_out_ || deadline_.Expired(); }
 
   AlgorithmOutput Result(nlohmann::json extra) {
-    if (!best_) {
+    if (pool_.empty()) {
       if (stopped()) {
         return AlgorithmOutput::NoSchedule(
             Status::kTimeout, "deadline reached before any schedule");
       }
       return AlgorithmOutput::NoSchedule(Status::kTooLarge, too_large_message_);
     }
-    AlgorithmOutput out = AlgorithmOutput::Found(std::move(*best_));
-    if (stopped() && !invalid_) out.status = Status::kTimeout;
-    if (!best_fits_) {
+    const bool fits = pool_.fits();
+    const int64_t peak = pool_.peak_bytes();
+    CandidatePool::Candidate best = pool_.TakeBest();
+    const nlohmann::json& knobs = best.note;
+    AlgorithmOutput out = AlgorithmOutput::Found(std::move(best.schedule));
+    if (stopped()) out.status = Status::kTimeout;
+    if (!fits) {
       out.message = fmt::format(
           "no knob setting of {} tried fits the budget: the lowest simulated "
           "peak is {} bytes (max_depth={}, memory_limit={})",
-          tried_, best_peak_, best_options_.max_depth,
-          best_options_.memory_limit);
+          tried_, peak, knobs["max_depth"].get<int32_t>(),
+          knobs["memory_limit"].get<int64_t>());
     }
-    extra["max_depth"] = best_options_.max_depth;
-    extra["memory_limit"] = best_options_.memory_limit;
+    extra["max_depth"] = knobs["max_depth"];
+    extra["memory_limit"] = knobs["memory_limit"];
     extra["settings_tried"] = tried_;
     out.extra = std::move(extra);
     return out;
   }
 
  private:
-  void Keep(Schedule schedule, const TwRematOptions& options,
-            const SimulationResult& sim) {
-    best_ = std::move(schedule);
-    best_options_ = options;
-    best_fits_ = sim.peak_bytes <= budget_;
-    best_cost_ = sim.cost;
-    best_peak_ = sim.peak_bytes;
-  }
-
   const Graph& graph_;
   const SeparatorHierarchy& hierarchy_;
-  const int64_t budget_;
+  CandidatePool pool_;
   const Deadline& deadline_;
-  std::optional<Schedule> best_;
-  TwRematOptions best_options_;
-  bool best_fits_ = false;
-  int64_t best_cost_ = 0, best_peak_ = 0;
   int tried_ = 0;
-  bool timed_out_ = false, invalid_ = false;
+  bool timed_out_ = false;
   std::string too_large_message_;
 };
 
@@ -408,12 +388,10 @@ AlgorithmOutput SearchKnobs(const Graph& graph,
   if (search.Try(with(0, 0))) return search.Result(std::move(extra));
   search.Try(with(-1, 0));
   if (search.Try(with(-1, budget))) {
-    int64_t low = budget, high = NoRematPeak(graph);
-    for (int step = 0; step < 8 && high - low > 1 && !search.stopped();
-         ++step) {
-      const int64_t mid = low + (high - low) / 2;
-      (search.Try(with(-1, mid)) ? low : high) = mid;
-    }
+    BisectKnob(
+        budget, NoRematPeak(graph),
+        [&](int64_t limit) { return search.Try(with(-1, limit)); },
+        [&] { return !search.stopped(); }, /*max_steps=*/8);
   }
   for (int32_t depth = 1; depth + 1 < hierarchy.height(); ++depth) {
     if (search.Try(with(depth, 0))) break;
@@ -433,36 +411,30 @@ struct Decomposition {
 // schedules that need none: noremat if it fits, else checkpoint_last (the
 // least memory), run in the time left; status timeout either way.
 AlgorithmOutput Fallback(const Graph& graph, const SolveRequest& request) {
-  std::optional<Attempt> chosen;
-  const char* chosen_name = "";
+  CandidatePool pool(graph, request.budget_bytes);
   for (const char* name : {"noremat", "checkpoint_last"}) {
     const AlgorithmInfo& info = FindAlgorithm(name);
     Attempt attempt = RunAlgorithm(
         graph, info, Params::Parse({}, info.params, name), request.budget_bytes,
         std::max(request.deadline.SecondsLeft(), 1e-3));
-    if (!attempt.simulation || !attempt.simulation->valid) continue;
-    const bool fits = attempt.simulation->peak_bytes <= request.budget_bytes;
-    if (!chosen || fits ||
-        attempt.simulation->peak_bytes < chosen->simulation->peak_bytes) {
-      chosen = std::move(attempt);
-      chosen_name = name;
+    if (!attempt.simulation) continue;
+    if (pool.Offer(std::move(*attempt.output.schedule),
+                   std::move(*attempt.simulation), {{"fallback", name}})) {
+      break;
     }
-    if (fits) break;
   }
-  if (!chosen) {
+  if (pool.empty()) {
     return AlgorithmOutput::NoSchedule(
         Status::kTimeout,
         "deadline reached during the tree decomposition, and no fallback "
         "schedule was made in the time left");
   }
-  AlgorithmOutput out = std::move(chosen->output);
-  out.status = Status::kTimeout;
-  out.message = fmt::format(
-      "deadline reached during the tree decomposition; answered with {}'s "
-      "schedule instead",
-      chosen_name);
-  out.extra = {{"fallback", chosen_name}};
-  return out;
+  const std::string chosen = pool.note()["fallback"].get<std::string>();
+  return pool.Take(Status::kTimeout,
+                   fmt::format("deadline reached during the tree "
+                               "decomposition; answered with {}'s schedule "
+                               "instead",
+                               chosen));
 }
 
 class TwRemat : public PreparedAlgorithm<Decomposition> {
