@@ -259,7 +259,12 @@ class Timeline {
       }
     }
     const std::span<const NodeId> inputs = graph_.inputs(v);
-    for (NodeId u : inputs) {
+    // A step of a recomputed run: its only input is the previous
+    // compute's value, live, whose time is in a register.
+    const bool step = kLanes && !kTransfers && inputs.size() == 1 &&
+                      inputs[0] == last_node_;
+    if (step) lane_start = std::max(lane_start, last_end_);
+    for (NodeId u : step ? std::span<const NodeId>() : inputs) {
       if constexpr (kLanes && !kTransfers) {
         // The last compute's value, still live, is read from a register:
         // through memory, each compute of a recomputed run would wait for
@@ -286,7 +291,7 @@ class Timeline {
     ++length_;
     if constexpr (kLanes) {
       const Time lane_end = lane_start + static_cast<Time>(cost);
-      if (!kTransfers && inputs.size() == 1 && inputs[0] == last_node_) {
+      if (step) {
         // Nothing read that value since its compute ended at last_end_
         // <= lane_end, so its last_use becomes lane_end, the next
         // last_end_: pending until the free or the next compute.
