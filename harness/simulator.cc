@@ -214,10 +214,11 @@ class Timeline {
   // value's last_use until the value is freed or offloaded, which raises
   // the gate to at least that, so the computes need not keep a running
   // maximum (one more step on their chain of lane times): the gate and
-  // the values still live hold it. Transfers' ends are kept as they come.
+  // the values still live hold it, and last_end_ the last_use that
+  // linked_ has not stored yet. Transfers' ends are kept as they come.
   Time CriticalPath() const {
     if constexpr (!kLanes) return 0;
-    Time latest = std::max(critical_path_, lane_gate_);
+    Time latest = std::max({critical_path_, lane_gate_, last_end_});
     for (const LaneTimes<Time>& t : lanes_) {
       if (t.live()) latest = std::max(latest, t.last_use);
     }
@@ -249,7 +250,21 @@ class Timeline {
     bool legal = !lanes_[v].live();
     double start = compute_end_;
     Time lane_start = lane_gate_;
-    for (NodeId u : graph_.inputs(v)) {
+    if constexpr (kLanes && !kTransfers) {
+      // A pending raise (linked_) is stored before another compute can
+      // read or raise that input's last_use.
+      if (linked_ != kNoNode) {
+        lanes_[linked_].last_use = last_end_;
+        linked_ = kNoNode;
+      }
+    }
+    const std::span<const NodeId> inputs = graph_.inputs(v);
+    // A step of a recomputed run: its only input is the previous
+    // compute's value, live, whose time is in a register.
+    const bool step = kLanes && !kTransfers && inputs.size() == 1 &&
+                      inputs[0] == last_node_;
+    if (step) lane_start = std::max(lane_start, last_end_);
+    for (NodeId u : step ? std::span<const NodeId>() : inputs) {
       if constexpr (kLanes && !kTransfers) {
         // The last compute's value, still live, is read from a register:
         // through memory, each compute of a recomputed run would wait for
@@ -276,8 +291,15 @@ class Timeline {
     ++length_;
     if constexpr (kLanes) {
       const Time lane_end = lane_start + static_cast<Time>(cost);
-      for (NodeId u : graph_.inputs(v)) {
-        lanes_[u].last_use = std::max(lanes_[u].last_use, lane_end);
+      if (step) {
+        // Nothing read that value since its compute ended at last_end_
+        // <= lane_end, so its last_use becomes lane_end, the next
+        // last_end_: pending until the free or the next compute.
+        linked_ = last_node_;
+      } else {
+        for (NodeId u : inputs) {
+          lanes_[u].last_use = std::max(lanes_[u].last_use, lane_end);
+        }
       }
       lanes_[v] = {lane_end, lane_end};
       last_node_ = v;
@@ -314,8 +336,14 @@ class Timeline {
       }
       memory_ -= bytes;
       if constexpr (kLanes) {
-        lane_gate_ = std::max(lane_gate_, lanes_[v].last_use);
-        if (v == last_node_) last_node_ = kNoNode;
+        if (!kTransfers && v == linked_) {
+          // Live and read by the last compute, so not last_node_.
+          lane_gate_ = std::max(lane_gate_, last_end_);
+          linked_ = kNoNode;
+        } else {
+          lane_gate_ = std::max(lane_gate_, lanes_[v].last_use);
+          if (v == last_node_) last_node_ = kNoNode;
+        }
       }
       lanes_[v].ready = -1;
     } else if (OnHost(v)) {
@@ -445,6 +473,12 @@ class Timeline {
   // and its end on the lanes.
   NodeId last_node_ = kNoNode;
   Time last_end_ = 0;
+  // The input of a recomputed run's last compute (its only input, the
+  // compute before's value) whose last_use, last_end_, is not yet stored:
+  // the free that follows such a compute reads it from a register, where
+  // through memory each step of the run would wait for the store of its
+  // raise to reach the free's load. kNoNode when none is pending.
+  NodeId linked_ = kNoNode;
   std::vector<MemoryChange> device_changes_, host_changes_;  // transfers only
 };
 

@@ -115,6 +115,33 @@ TEST(Timeline, AFreeGatesLaterComputesOnUnlimitedLanes) {
   EXPECT_EQ(r.critical_path, 6);
 }
 
+TEST(Timeline, AReadOfTheLastValueRaisesItsLastUseWhateverComesNext) {
+  // a (1) -> b (5) and a -> c (2) -> d (1); e (1) -> f (1). b reads only
+  // a, the value computed just before it, so a's last use becomes b's end
+  // (6); the free of a gates what follows by it, whether another reader
+  // of a or another compute comes between.
+  Graph g = GraphFromNodes(R"([
+    {"id": 0, "mem": 1, "cost": 1, "inputs": []},
+    {"id": 1, "mem": 1, "cost": 5, "inputs": [0]},
+    {"id": 2, "mem": 1, "cost": 2, "inputs": [0]},
+    {"id": 3, "mem": 1, "cost": 1, "inputs": [2]},
+    {"id": 4, "mem": 1, "cost": 1, "inputs": []},
+    {"id": 5, "mem": 1, "cost": 1, "inputs": [4]}])");
+  // c runs beside b (1 to 3); d waits for a's free, so for b: 6 + 1.
+  SimulationResult r =
+      Timed(g, Schedule{E::Compute(0), E::Compute(1), E::Compute(2),
+                        E::Free(0), E::Compute(3)});
+  EXPECT_EQ(r.critical_path, 7);
+  // e runs at 0 to 1; f waits for a's free: 6 + 1.
+  r = Timed(g, Schedule{E::Compute(0), E::Compute(1), E::Compute(4),
+                        E::Free(0), E::Compute(5)});
+  EXPECT_EQ(r.critical_path, 7);
+  // Without a's free, d and f overlap b: b's end (6) is the path.
+  r = Timed(g, Schedule{E::Compute(0), E::Compute(1), E::Compute(2),
+                        E::Compute(3), E::Compute(4), E::Compute(5)});
+  EXPECT_EQ(r.critical_path, 6);
+}
+
 TEST(Timeline, ARefusedComputeLeavesTheCriticalPathOfTheEventsBefore) {
   // d reads b and c, and c was freed: d is refused, and b's last use is
   // its own end (10 + 5), not d's (16), though b is live and d reads it.
