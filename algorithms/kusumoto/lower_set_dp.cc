@@ -14,6 +14,7 @@
 #include <optional>
 #include <string_view>
 
+#include "algorithms/common/candidate_pool.h"
 #include "harness/liveness.h"
 #include "harness/simulator.h"
 
@@ -523,7 +524,10 @@ class DpRuns {
  public:
   DpRuns(const LowerSetAnalysis& a, const Graph& graph,
          const SolveRequest& request)
-      : a_(a), graph_(graph), request_(request) {}
+      : a_(a),
+        graph_(graph),
+        request_(request),
+        pool_(graph, request.budget_bytes, {.invalid_is_bug = true}) {}
 
   // Pass 0 only: whether some strategy is within `dp_budget` by the
   // estimate. False also when stopped (see stopped()).
@@ -558,31 +562,20 @@ class DpRuns {
     Candidate c{strategy, point, std::move(chain), {}, {}, dp_budget};
     c.schedule = InsertFrees(
         graph_, CanonicalComputes(a_.graph, a_.family, c.chain, graph_));
-    c.simulation = Simulate(graph_, c.schedule);
+    pool_.Offer(c.schedule, tried_.size());
+    c.simulation = pool_.last();
     tried_.push_back(std::move(c));
     return &tried_.back();
   }
 
   bool Fits(const Candidate* c) const {
-    return c && c->simulation.peak_bytes <= request_.budget_bytes;
+    return c && pool_.Fits(c->simulation);
   }
 
-  // The cheapest answer that fits, else the one with the lowest peak; null
-  // when the DP gave none.
+  // The answer the candidate policy keeps (candidate_pool.h); null when the
+  // DP gave none.
   const Candidate* Best() const {
-    const Candidate* best = nullptr;
-    for (const Candidate& c : tried_) {
-      if (!best) {
-        best = &c;
-      } else if (Fits(&c) != Fits(best)) {
-        if (Fits(&c)) best = &c;
-      } else if (Fits(&c)
-                     ? c.simulation.cost < best->simulation.cost
-                     : c.simulation.peak_bytes < best->simulation.peak_bytes) {
-        best = &c;
-      }
-    }
-    return best;
+    return pool_.empty() ? nullptr : &tried_[pool_.note().get<size_t>()];
   }
 
   // The first pass that the deadline or a size cap stopped.
@@ -613,6 +606,7 @@ class DpRuns {
   const Graph& graph_;
   const SolveRequest& request_;
   std::deque<Candidate> tried_;  // stable addresses
+  CandidatePool pool_;           // notes: indices into tried_
   Status stop_status_ = Status::kFeasible;
   std::string stop_message_;
   int64_t transitions_ = 0, max_points_ = 0;
@@ -669,10 +663,11 @@ void Search(DpRuns& runs, const LowerSetFamily& family, int64_t budget) {
     if (time_fits.contains(budget)) runs.Try("memory", budget);
     int64_t none = 0, some = time_fits.empty() ? UnlimitedDpBudget(family)
                                                : time_fits.begin()->first;
-    for (int step = 0; step < 2 * kSearchSteps && some - none > 1; ++step) {
-      const int64_t mid = none + (some - none) / 2;
-      (runs.Reachable(mid) ? some : none) = mid;
-    }
+    some = BisectKnob(
+               none, some,
+               [&](int64_t dp_budget) { return !runs.Reachable(dp_budget); },
+               {}, 2 * kSearchSteps)
+               .hi;
     if (runs.stopped()) return;
     if (!time_fits.contains(some)) {
       try_time(some);
@@ -705,11 +700,10 @@ void Search(DpRuns& runs, const LowerSetFamily& family, int64_t budget) {
   } else if (runs.Fits(try_time(high))) {
     return;
   }
-  for (int step = 0; step < kSearchSteps && high - low > 1 && !runs.stopped();
-       ++step) {
-    const int64_t mid = low + (high - low) / 2;
-    (runs.Fits(try_time(mid)) ? low : high) = mid;
-  }
+  BisectKnob(
+      low, high,
+      [&](int64_t dp_budget) { return runs.Fits(try_time(dp_budget)); },
+      [&] { return !runs.stopped(); }, kSearchSteps);
 }
 
 }  // namespace
