@@ -326,8 +326,7 @@ class ExactSearch : public Algorithm {
           Status::kInfeasible, "budget is below the memory lower bound");
     }
     std::optional<Incumbent> incumbent =
-        BestWarmStart(graph, budget, request.deadline, request.params,
-                      request.deadline.SecondsLeft());
+        BestWarmStart(graph, request, request.deadline.SecondsLeft());
     const int64_t upper_bound =
         incumbent ? incumbent->cost : std::numeric_limits<int64_t>::max();
     Search search(p, budget, upper_bound);

@@ -1,5 +1,7 @@
 #include "harness/algorithm.h"
 
+#include <stdexcept>
+
 namespace remat {
 
 const char* StatusName(Status status) {
@@ -64,6 +66,15 @@ AlgorithmOutput AlgorithmOutput::NoSchedule(Status status,
   output.status = status;
   output.message = std::move(message);
   return output;
+}
+
+const SubSolver& SubSolverOf(const SolveRequest& request) {
+  if (!request.sub_solver) {
+    throw std::logic_error(
+        "this algorithm runs others, and its request has no sub-solver "
+        "(run it through the runner, harness/runner.h)");
+  }
+  return *request.sub_solver;
 }
 
 }  // namespace remat

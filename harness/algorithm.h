@@ -15,10 +15,12 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "harness/graph.h"
 #include "harness/params.h"
 #include "harness/schedule.h"
+#include "harness/simulator.h"
 #include "harness/timing.h"
 
 namespace remat {
@@ -55,6 +57,7 @@ class Deadline {
 inline constexpr int64_t kUnboundedBudget = std::numeric_limits<int64_t>::max();
 
 class StandbyAnswer;
+class SubSolver;
 
 struct SolveRequest {
   int64_t budget_bytes = kUnboundedBudget;  // bound on the activation peak
@@ -71,6 +74,9 @@ struct SolveRequest {
   // algorithms that move values to host memory (an isolated algorithm
   // sees the defaults).
   TimingModel timing;
+  // How this algorithm runs another (SubSolver); the runner gives every
+  // solve one. Null only where a caller runs an algorithm by hand.
+  const SubSolver* sub_solver = nullptr;
 };
 
 // What an algorithm says. With a schedule, `status` matters only as
@@ -87,6 +93,35 @@ struct AlgorithmOutput {
   static AlgorithmOutput Found(Schedule schedule, std::string message = {});
   static AlgorithmOutput NoSchedule(Status status, std::string message);
 };
+
+// Another algorithm's answer as the simulator judged it (its schedule's
+// simulation; none without a schedule), and the seconds it took.
+struct SubSolution {
+  AlgorithmOutput output;
+  std::optional<SimulationResult> simulation;
+  double seconds = 0;
+};
+
+// How an algorithm runs another one (a warm start, a schedule to build on,
+// a fallback): through whoever runs the algorithm itself (the harness's
+// runner, harness/runner.h), so that the other is judged by the simulator,
+// isolated in a child process where it must be and timed like any solve,
+// while the algorithms depend on the model alone.
+class SubSolver {
+ public:
+  virtual ~SubSolver() = default;
+  // Runs the registered algorithm `name` with the `key=value` parameters
+  // `params` (its defaults for the rest) on `graph` within `budget_bytes`
+  // for at most `seconds` (> 0); `timing` (null: the defaults) is handed to
+  // it and to the simulation.
+  virtual SubSolution Solve(const Graph& graph, const std::string& name,
+                            const std::vector<std::string>& params,
+                            int64_t budget_bytes, double seconds,
+                            const TimingModel* timing = nullptr) const = 0;
+};
+
+// request.sub_solver; throws std::logic_error when the caller gave none.
+const SubSolver& SubSolverOf(const SolveRequest& request);
 
 // The answer an algorithm stands by while it waits on a library that does
 // not look at the clock (CBC's root node): its best schedule so far. When

@@ -19,6 +19,7 @@ Attempt RunAlgorithm(const Graph& graph, const AlgorithmInfo& algorithm,
   Attempt attempt;
   SolveRequest request{budget_bytes, params, Deadline::In(timeout_seconds)};
   request.standby = standby;
+  request.sub_solver = &RunnerSubSolver();
   if (timing) request.timing = *timing;
   const auto start = std::chrono::steady_clock::now();
   try {
@@ -53,6 +54,30 @@ Attempt RunAlgorithm(const Graph& graph, const AlgorithmInfo& algorithm,
                                   {.timing = timing, .critical_path = true});
   }
   return attempt;
+}
+
+namespace {
+
+class Runner : public SubSolver {
+ public:
+  SubSolution Solve(const Graph& graph, const std::string& name,
+                    const std::vector<std::string>& params,
+                    int64_t budget_bytes, double seconds,
+                    const TimingModel* timing) const override {
+    const AlgorithmInfo& info = FindAlgorithm(name);
+    Attempt attempt =
+        RunAlgorithm(graph, info, Params::Parse(params, info.params, name),
+                     budget_bytes, seconds, nullptr, nullptr, timing);
+    return {std::move(attempt.output), std::move(attempt.simulation),
+            attempt.solve_seconds};
+  }
+};
+
+}  // namespace
+
+const SubSolver& RunnerSubSolver() {
+  static const Runner runner;
+  return runner;
 }
 
 SolveResult Judge(const Attempt& attempt, int64_t budget_bytes) {

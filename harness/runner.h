@@ -55,6 +55,11 @@ Attempt RunAlgorithm(const Graph& graph, const AlgorithmInfo& algorithm,
                      StandbyAnswer* standby = nullptr,
                      const TimingModel* timing = nullptr);
 
+// The sub-solver RunAlgorithm hands every algorithm (SolveRequest's
+// sub_solver): it runs the other algorithm by RunAlgorithm, with no
+// preparation slot and nobody standing by.
+const SubSolver& RunnerSubSolver();
+
 // Decides the status from the simulation: an invalid schedule is an error;
 // a valid one is feasible iff its peak fits `budget_bytes` (a timeout stays
 // a timeout, with the figures of its best schedule).

@@ -627,4 +627,19 @@ int64_t NoRematPeak(const Graph& graph) {
   return Simulate(graph, InsertFrees(graph, NoRematOrder(graph))).peak_bytes;
 }
 
+std::vector<int64_t> BudgetGrid(int64_t lower_bound, int64_t noremat_peak,
+                                int count) {
+  std::vector<int64_t> grid;
+  if (noremat_peak <= lower_bound || count <= 1) {
+    return {std::max(lower_bound, noremat_peak)};
+  }
+  const __int128 span = noremat_peak - lower_bound;
+  for (int i = 0; i < count; ++i) {
+    __int128 step = (span * i + (count - 2)) / (count - 1);  // rounded up
+    int64_t budget = lower_bound + static_cast<int64_t>(step);
+    if (grid.empty() || grid.back() != budget) grid.push_back(budget);
+  }
+  return grid;
+}
+
 }  // namespace remat

@@ -96,4 +96,9 @@ std::vector<NodeId> NoRematOrder(const Graph& graph);
 // graph's topological order, freed right after its last use.
 int64_t NoRematPeak(const Graph& graph);
 
+// Budgets from the memory lower bound to the NoRemat peak, both included,
+// evenly spaced and rounded up to whole bytes, without repeats.
+std::vector<int64_t> BudgetGrid(int64_t lower_bound, int64_t noremat_peak,
+                                int count);
+
 }  // namespace remat

@@ -52,11 +52,6 @@ struct SweepConfig {
   TimingModel timing;
 };
 
-// Budgets from the memory lower bound to the NoRemat peak, both included,
-// evenly spaced and rounded up to whole bytes, without repeats.
-std::vector<int64_t> BudgetGrid(int64_t lower_bound, int64_t noremat_peak,
-                                int count);
-
 // Reads a corpus manifest (graphs/corpus/*.json) into graph specs; paths in
 // it are relative to the manifest. Entries marked optional whose file is
 // missing are skipped with a note on stderr.

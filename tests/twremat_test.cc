@@ -16,6 +16,7 @@
 #include "harness/graph_source.h"
 #include "harness/liveness.h"
 #include "harness/registry.h"
+#include "harness/runner.h"
 #include "harness/simulator.h"
 #include "test_support.h"
 
@@ -420,6 +421,7 @@ TEST(TwRematTest, ExpiredDeadlineIsATimeoutWithAFallback) {
   request.budget_bytes = 20;
   request.params = Params::Parse({}, info.params, "twremat");
   request.deadline = Deadline::In(1e-9);  // In(0) means no deadline
+  request.sub_solver = &RunnerSubSolver();  // the fallback runs others
   EXPECT_FALSE(DecomposeByElimination(graph, EliminationOrder::kMinFill,
                                       request.deadline));
   // Issue 18: never nothing. The decomposition stops at once, and a

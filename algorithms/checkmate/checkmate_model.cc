@@ -577,7 +577,7 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
   const double heuristics =
       static_cast<double>(request.params.List("warm_start").size());
   std::optional<Incumbent> incumbent = BestWarmStart(
-      graph, budget_bytes, request.deadline, request.params,
+      graph, request,
       std::min(request.params.Double("warm_start_seconds"),
                request.deadline.SecondsLeft() / 4 / std::max(1.0, heuristics)),
       staged);

@@ -1,13 +1,12 @@
-// Runs the warm-start algorithms through the runner, so that their schedules
-// are judged by the simulator like every other, and offers each to the
-// candidate pool (warm_start.h).
+// Runs the warm-start algorithms through the request's sub-solver, so that
+// their schedules are judged by the simulator like every other, and offers
+// each to the candidate pool (warm_start.h).
 #include "algorithms/common/warm_start.h"
 
 #include <algorithm>
 
 #include "algorithms/common/candidate_pool.h"
 #include "harness/registry.h"
-#include "harness/runner.h"
 
 namespace remat {
 
@@ -31,24 +30,22 @@ ParamSpec WarmStartParam(const std::string& owner,
 }
 
 std::optional<Incumbent> BestWarmStart(
-    const Graph& graph, int64_t budget_bytes, const Deadline& deadline,
-    const Params& params, double seconds_each,
+    const Graph& graph, const SolveRequest& request, double seconds_each,
     const std::function<std::optional<Schedule>(const Schedule&)>& transform) {
-  CandidatePool pool(graph, budget_bytes);
-  for (const std::string& name : params.List("warm_start")) {
-    const AlgorithmInfo& info = FindAlgorithm(name);
-    const double seconds = std::min(seconds_each, deadline.SecondsLeft());
-    // RunAlgorithm reads a non-positive timeout as "none".
+  CandidatePool pool(graph, request.budget_bytes);
+  for (const std::string& name : request.params.List("warm_start")) {
+    const double seconds =
+        std::min(seconds_each, request.deadline.SecondsLeft());
+    // A sub-solve reads a non-positive time as "no limit".
     if (seconds < 1e-3) break;
-    const Attempt attempt =
-        RunAlgorithm(graph, info, Params::Parse({}, info.params, info.name),
-                     budget_bytes, seconds);
-    if (!attempt.simulation || !attempt.simulation->valid) continue;
+    const SubSolution solved = SubSolverOf(request).Solve(
+        graph, name, {}, request.budget_bytes, seconds);
+    if (!solved.simulation || !solved.simulation->valid) continue;
     if (!transform) {
-      pool.Offer(*attempt.output.schedule, *attempt.simulation, info.name);
+      pool.Offer(*solved.output.schedule, *solved.simulation, name);
     } else if (std::optional<Schedule> transformed =
-                   transform(*attempt.output.schedule)) {
-      pool.Offer(std::move(*transformed), info.name);
+                   transform(*solved.output.schedule)) {
+      pool.Offer(std::move(*transformed), name);
     }
   }
   if (!pool.fits()) return std::nullopt;

@@ -32,15 +32,15 @@ struct Incumbent {
 ParamSpec WarmStartParam(const std::string& owner,
                          const std::string& default_names);
 
-// Runs each algorithm named by `params`' warm_start, each for at most
-// `seconds_each` and never past `deadline`, passes each valid schedule
-// through `transform` (if given; nullopt drops it) and returns the one the
-// candidate pool keeps (candidate_pool.h) if it fits `budget_bytes`: the
-// cheapest, ties to the lower peak and then to the earlier name, so the
-// answer is deterministic.
+// Runs each algorithm named by the request's warm_start parameter through
+// its sub-solver, each for at most `seconds_each` and never past the
+// request's deadline, passes each valid schedule through `transform` (if
+// given; nullopt drops it) and returns the one the candidate pool keeps
+// (candidate_pool.h) if it fits the request's budget: the cheapest, ties to
+// the lower peak and then to the earlier name, so the answer is
+// deterministic.
 std::optional<Incumbent> BestWarmStart(
-    const Graph& graph, int64_t budget_bytes, const Deadline& deadline,
-    const Params& params, double seconds_each,
+    const Graph& graph, const SolveRequest& request, double seconds_each,
     const std::function<std::optional<Schedule>(const Schedule&)>& transform =
         {});
 

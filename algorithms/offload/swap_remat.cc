@@ -33,9 +33,7 @@
 #include "algorithms/offload/idle_spans.h"
 #include "harness/liveness.h"
 #include "harness/registry.h"
-#include "harness/runner.h"
 #include "harness/simulator.h"
-#include "harness/sweep.h"
 
 namespace remat {
 namespace {
@@ -83,19 +81,18 @@ class SwapRemat : public Algorithm {
                int64_t inner, bool add_offloads) {
     const double seconds = request_->deadline.SecondsLeft();
     if (seconds < 1e-3) return;
-    const AlgorithmInfo& info = FindAlgorithm(name);
-    const Attempt attempt = RunAlgorithm(
-        *graph_, info, Params::Parse(params, info.params, name), inner,
-        std::min(seconds, 1e9), nullptr, nullptr, &request_->timing);
-    if (!attempt.simulation || !attempt.simulation->valid) return;
+    const SubSolution solved =
+        SubSolverOf(*request_).Solve(*graph_, name, params, inner,
+                                     std::min(seconds, 1e9), &request_->timing);
+    if (!solved.simulation || !solved.simulation->valid) return;
     const std::string label =
         inner == kUnboundedBudget
             ? fmt::format("{}:{}", name, fmt::join(params, ","))
             : fmt::format("{} at {} bytes", name, inner);
     if (add_offloads) {
-      WithOffloadsWithin(*attempt.output.schedule, label);
+      WithOffloadsWithin(*solved.output.schedule, label);
     } else {
-      pool_->Offer(*attempt.output.schedule, label);
+      pool_->Offer(*solved.output.schedule, label);
     }
   }
 

@@ -31,7 +31,6 @@
 #include "harness/liveness.h"
 #include "harness/memory_model.h"
 #include "harness/registry.h"
-#include "harness/runner.h"
 #include "harness/simulator.h"
 
 namespace remat {
@@ -413,13 +412,12 @@ struct Decomposition {
 AlgorithmOutput Fallback(const Graph& graph, const SolveRequest& request) {
   CandidatePool pool(graph, request.budget_bytes);
   for (const char* name : {"noremat", "checkpoint_last"}) {
-    const AlgorithmInfo& info = FindAlgorithm(name);
-    Attempt attempt = RunAlgorithm(
-        graph, info, Params::Parse({}, info.params, name), request.budget_bytes,
+    SubSolution solved = SubSolverOf(request).Solve(
+        graph, name, {}, request.budget_bytes,
         std::max(request.deadline.SecondsLeft(), 1e-3));
-    if (!attempt.simulation) continue;
-    if (pool.Offer(std::move(*attempt.output.schedule),
-                   std::move(*attempt.simulation), {{"fallback", name}})) {
+    if (!solved.simulation) continue;
+    if (pool.Offer(std::move(*solved.output.schedule),
+                   std::move(*solved.simulation), {{"fallback", name}})) {
       break;
     }
   }
