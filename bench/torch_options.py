@@ -477,7 +477,7 @@ def run_model(name, build, args, rows):
     eager_cache = {}  # schedule -> eager result
     compiled_cache = {}  # schedule -> (compiled plan, its result)
     compiled_count = 0
-    # Compiled programs take 20-40 s each to compile on two cores: only at
+    # Compiled programs take 10-35 s each to compile on two cores: only at
     # the torch.compile options' levels (where the comparison is made),
     # and at most args.compiled_max schedules per model.
     compiled_whys = [w for _, w in targets if w.startswith("compile")]
@@ -784,7 +784,7 @@ def main():
                          "its budget is reported as such)")
     ap.add_argument("--compiled-max", type=int, default=6,
                     help="rematbench_compiled schedules compiled per model "
-                         "(each takes 20-40 s on two cores), at the "
+                         "(each takes 10-35 s on two cores), at the "
                          "torch.compile options' levels, highest first")
     ap.add_argument("--calibrate-compiled", type=int, default=2,
                     help="plan again this many times below a budget whose "
