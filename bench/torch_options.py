@@ -49,7 +49,6 @@ from rematbench import files, measure
 HEURISTICS = ["noremat", "dtr", "rotor", "chen_greedy", "chen_sqrtn",
               "chen_recursive", "revolve", "twremat", "checkpoint_last",
               "checkpoint_reuse", "dp_approx"]
-COMPILE_BUDGETS = [1.0, 0.5, 0.2, 0.05]
 
 # --------------------------------------------------------------------------
 # Models at CPU sizes. Each: (model, example batch (x, y), loss_fn, blocks
@@ -215,9 +214,12 @@ def unet(batch, image):
     return model, (x, y), nn.CrossEntropyLoss(), blocks, None
 
 
-def models(quick):
-    """name -> (builder, description)."""
-    if quick:
+def models(size):
+    """name -> (builder, description) at `size`: "quick" (the test's),
+    "cpu" (minutes on two cores) or "gpu" (the sizes the issue asks of a
+    GPU: ResNet-50 and ViT-B/16 at batch 64, 224x224; GPT-2 small at
+    sequence 1024)."""
+    if size == "quick":
         return {
             "resnet50": (lambda: resnet50(2, 32), "ResNet-50, batch 2, 32x32"),
             "vit_b_16": (lambda: vit_b_16(1, 32), "ViT-B/16, batch 1, 32x32"),
@@ -226,6 +228,19 @@ def models(quick):
                      "seq 32, batch 2, vocab 256, dropout 0.1"),
             "unet": (lambda: unet(1, 32), "U-Net, 4 levels, base 16, "
                      "batch 1, 32x32"),
+        }
+    if size == "gpu":
+        return {
+            "resnet50": (lambda: resnet50(64, 224), "ResNet-50 (torchvision, "
+                         "10 classes), batch 64, 224x224"),
+            "vit_b_16": (lambda: vit_b_16(64, 224), "ViT-B/16 (torchvision, "
+                         "10 classes), batch 64, 224x224 (197 tokens)"),
+            "gpt2": (lambda: gpt2(8, 1024, 768, 12, 12, 50257),
+                     "GPT-2 small: 12 layers, d 768, 12 heads, seq 1024, "
+                     "batch 8, vocab 50257, dropout 0.1 (embedding, "
+                     "attention, residual, MLP)"),
+            "unet": (lambda: unet(16, 256), "U-Net, 4 levels, base 16, "
+                     "batch 16, 256x256, batch norm"),
         }
     return {
         "resnet50": (lambda: resnet50(2, 64), "ResNet-50 (torchvision, 10 "
@@ -284,6 +299,7 @@ def row_of(model_name, method, setting, r, **extra):
     row = {"model": model_name, "method": method, "setting": setting,
            "budget_bytes": None,
            "measured_peak_bytes": r.get("peak_bytes"),
+           "cuda_peak_bytes": r.get("cuda_peak_bytes"),
            "step_seconds": r.get("step_seconds"),
            "gradients_equal": r.get("gradients_equal"),
            "max_grad_diff": r.get("max_grad_diff"),
@@ -297,10 +313,44 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
-def run_model(name, build, args, rows):
+SKIPPED = "skipped: the run's --deadline had passed"
+
+
+class Deadline:
+    """The time after which a run starts no new measurement (a lent GPU's
+    time is counted): what is left is recorded as skipped."""
+
+    def __init__(self, seconds):
+        self.at = None if seconds is None else time.monotonic() + seconds
+
+    def passed(self):
+        return self.at is not None and time.monotonic() > self.at
+
+
+def placed(model, batch, device, dtype):
+    """The model and batch on `device`, floating point in `dtype`."""
+    model.to(device=device, dtype=dtype)
+    return [t.to(device=device, dtype=dtype) if t.is_floating_point()
+            else t.to(device) for t in batch]
+
+
+def skipped_row(name, method, setting, **extra):
+    return dict({"model": name, "method": method, "setting": setting,
+                 "budget_bytes": None, "measured_peak_bytes": None,
+                 "step_seconds": None, "gradients_equal": None,
+                 "error": SKIPPED}, **extra)
+
+
+def run_model(name, build, args, rows, summary):
+    """Measures model `name`'s methods into `rows`, and what holds for the
+    whole model into `summary` (filled as the run goes, so that a run that
+    raises keeps what it measured)."""
     torch.manual_seed(0)
-    model, (x, y), loss_fn, blocks, seq = build()
+    model, batch, loss_fn, blocks, seq = build()
+    device = torch.device(args.device)
+    x, y = placed(model, batch, device, getattr(torch, args.dtype))
     model.train()
+    deadline = args.deadline
     n_params = sum(p.numel() for p in model.parameters())
     buffers = [b.detach().clone() for b in model.buffers()]
     meas_ = functools.partial(measure.measure_step, model=model,
@@ -308,6 +358,8 @@ def run_model(name, build, args, rows):
                               seed=0)
 
     def meas(step, **kw):
+        if device.type == "cuda":  # what the last method cached
+            torch.cuda.empty_cache()
         if kw.get("reference") is not None:
             kw["baseline"] = plain  # paired timing against plain training
         # Every method starts from the same buffers and RNG seed (compile
@@ -336,6 +388,10 @@ def run_model(name, build, args, rows):
     ref = base["grads"]
     rows.append(row_of(name, "eager", "-", base, gradients_equal=True,
                        max_grad_diff=0.0))
+    # Plain training again from the same state: on CUDA, kernels that
+    # accumulate with atomics differ from run to run, and this difference
+    # is the floor of every method's.
+    rerun = meas(eager, reference=ref, timing=False, peak=False)
     log(f"{name}: {n_params} parameters; eager peak {base['peak_bytes']} "
         f"bytes, step {base['step_seconds']:.3f} s")
     options = {}
@@ -343,6 +399,9 @@ def run_model(name, build, args, rows):
     def add(method, setting, running, **extra):
         """Measures the option whose step `running()` (a context manager)
         gives, and keeps `running` for the head-to-head timing."""
+        if deadline.passed():
+            rows.append(skipped_row(name, method, setting))
+            return None
         try:
             t = time.perf_counter()
             with running() as step:
@@ -414,17 +473,33 @@ def run_model(name, build, args, rows):
         finally:
             torch._dynamo.reset()
 
-    for b in COMPILE_BUDGETS if not args.no_compile else []:
+    for b in args.compile_budgets if not args.no_compile else []:
         add("compile", f"activation_memory_budget={b}",
             functools.partial(compiled_model, b))
 
+    summary.update({"parameters": n_params,
+                    "eager_peak_bytes": base["peak_bytes"],
+                    "eager_step_seconds": base["step_seconds"],
+                    "eager_rerun_gradients_equal": rerun["gradients_equal"],
+                    "eager_rerun_max_grad_diff": rerun["max_grad_diff"]})
+    if deadline.passed():
+        rows.append(skipped_row(name, "rematbench_eager", "-"))
+        summary["seconds"] = round(time.perf_counter() - t0, 1)
+        return
     # rematbench: one trace, then a plan per budget.
     t = time.perf_counter()
     plan = rt.plan(model, (x, y), loss_fn, budget=1.0,
                    algorithms=HEURISTICS, timeout=args.solve_timeout,
-                   repeats=2, threads=args.threads)
+                   repeats=2, threads=args.solve_threads)
     trace_seconds = time.perf_counter() - t
     g = plan.graph
+    summary.update({
+        "graph_nodes": g.num_nodes,
+        "noremat_simulated_peak_bytes": g.noremat_peak_bytes,
+        "lower_bound_bytes": g.lower_bound_bytes,
+        "gradients_once_lower_bound_bytes":
+            gradients_once_lower_bound(plan.traced.graph["nodes"]),
+        "trace_and_plan_seconds": round(trace_seconds, 1)})
     log(f"  rematbench: {g.num_nodes} nodes, NoRemat peak "
         f"{g.noremat_peak_bytes}, lower bound {g.lower_bound_bytes}; "
         f"trace+plan {trace_seconds:.1f} s")
@@ -482,6 +557,10 @@ def run_model(name, build, args, rows):
     # and at most args.compiled_max schedules per model.
     compiled_whys = [w for _, w in targets if w.startswith("compile")]
     for budget, why in targets:
+        if deadline.passed():
+            rows.append(skipped_row(name, "rematbench_eager", why,
+                                    budget_bytes=budget))
+            continue
         planned, attempts, p, re = budget, [], None, None
         for _ in range(args.calibrate + 1):
             try:
@@ -501,7 +580,8 @@ def run_model(name, build, args, rows):
                              "simulated_peak_bytes": p.solution.peak_bytes,
                              "predicted_peak_bytes": p.predicted_peak_bytes,
                              "measured_peak_bytes": re["peak_bytes"]})
-            if re["peak_bytes"] <= budget:
+            if re["peak_bytes"] <= budget or \
+                    len(attempts) > args.calibrate:
                 break
             # Over (only with --calibrate): plan again below by the
             # overshoot.
@@ -553,6 +633,10 @@ def run_model(name, build, args, rows):
         if cached is None or cached[1].get("peak_bytes", 0) > budget:
             if compiled_count >= args.compiled_max:
                 continue
+            if deadline.passed():
+                rows.append(skipped_row(name, "rematbench_compiled", why,
+                                        budget_bytes=budget))
+                continue
             compiled_count += 1
             t = time.perf_counter()
             try:
@@ -591,18 +675,9 @@ def run_model(name, build, args, rows):
                 f"{rc['max_grad_diff']:.1e}, recomputations kept "
                 f"{rc['recomputations_kept']}, compile "
                 f"{rc['compile_seconds']} s")
-    head_to_head = compare(options, candidates, meas, args)
-    return {"model": name, "parameters": n_params,
-            "graph_nodes": g.num_nodes,
-            "noremat_simulated_peak_bytes": g.noremat_peak_bytes,
-            "lower_bound_bytes": g.lower_bound_bytes,
-            "gradients_once_lower_bound_bytes":
-                gradients_once_lower_bound(plan.traced.graph["nodes"]),
-            "eager_peak_bytes": base["peak_bytes"],
-            "eager_step_seconds": base["step_seconds"],
-            "trace_and_plan_seconds": round(trace_seconds, 1),
-            "head_to_head": head_to_head,
-            "seconds": round(time.perf_counter() - t0, 1)}
+    summary["head_to_head"] = compare(options, candidates, meas, args,
+                                      deadline)
+    summary["seconds"] = round(time.perf_counter() - t0, 1)
 
 
 def gradients_once_lower_bound(nodes):
@@ -658,7 +733,7 @@ def _set_bits(x):
         x ^= low
 
 
-def compare(options, candidates, meas, args):
+def compare(options, candidates, meas, args, deadline):
     """Each PyTorch option against rematbench's plan at or below its
     measured peak, timed again side by side: the two steps alternate,
     `args.pairs` pairs after a warm-up pair, and the ratio is the median
@@ -675,6 +750,9 @@ def compare(options, candidates, meas, args):
                  "option_peak_bytes": level, "rematbench_method": None}
         if not fits:
             out.append(entry)
+            continue
+        if deadline.passed():
+            out.append(dict(entry, error=SKIPPED))
             continue
         chosen = {}  # method -> its row of least predicted overhead
         for c in sorted(fits, key=lambda c: (c[0]["predicted_overhead"],
@@ -714,11 +792,13 @@ def compare(options, candidates, meas, args):
 
 def context(args, descriptions):
     """The run's context: the machine's (machine()) and the timing's."""
-    return dict(machine(args.device, descriptions), repeats=args.repeats,
-                warmup=args.warmup, pairs=args.pairs)
+    return dict(machine(args.device, args.dtype, descriptions),
+                repeats=args.repeats, warmup=args.warmup, pairs=args.pairs,
+                sizes=args.sizes, compile_budgets=args.compile_budgets,
+                deadline_seconds=args.deadline_seconds)
 
 
-def machine(device, descriptions):
+def machine(device, dtype, descriptions):
     """Where, when and with what a bench ran: device, CPU, versions, the
     commit, the command line and the models' descriptions."""
     import numpy
@@ -749,6 +829,10 @@ def machine(device, descriptions):
             "device": device,
             "device_name": cpu if device == "cpu" else
             torch.cuda.get_device_name(),
+            "cuda": torch.version.cuda if device != "cpu" else None,
+            "cudnn": torch.backends.cudnn.version() if device != "cpu"
+            else None,
+            "float32_matmul_precision": torch.get_float32_matmul_precision(),
             "host": platform.node(), "cpu_model": cpu,
             "cpu_count": os.cpu_count(),
             "threads": torch.get_num_threads(),
@@ -756,18 +840,40 @@ def machine(device, descriptions):
             "python": platform.python_version(), "torch": torch.__version__,
             "torchvision": tv, "numpy": numpy.__version__,
             "git_commit": git, "command_line": " ".join(sys.argv),
-            "dtype": "float32",
+            "dtype": dtype,
             "models": descriptions}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--dtype", default="float32",
+                    choices=["float32", "bfloat16"],
+                    help="the parameters' and the batch's floating point "
+                         "type (pure bf16 training, not autocast)")
     ap.add_argument("--models", default="resnet50,vit_b_16,gpt2,unet")
+    ap.add_argument("--sizes", choices=["quick", "cpu", "gpu"], default=None,
+                    help="model sizes: quick (the test's), cpu (minutes on "
+                         "two cores) or gpu (batch 64 at 224x224, GPT-2 "
+                         "small at sequence 1024); default: gpu on a GPU, "
+                         "else cpu")
     ap.add_argument("--quick", action="store_true",
-                    help="smaller sizes (the test's)")
+                    help="the same as --sizes quick")
     ap.add_argument("--out", default=None,
-                    help="directory (default results/torch_options)")
+                    help="directory (default results/torch_options); the "
+                         "files are named <device>[-<dtype>].{json,md,png} "
+                         "(cpu.json for float32 on the CPU)")
+    ap.add_argument("--compile-budgets", default="1.0,0.5,0.2,0.05",
+                    type=lambda v: [float(b) for b in v.split(",")],
+                    help="torch.compile's activation_memory_budget settings")
+    ap.add_argument("--deadline", dest="deadline_seconds", type=float,
+                    default=None,
+                    help="seconds after which no new measurement starts "
+                         "(what is left is recorded as skipped); the "
+                         "results are written after every model")
+    ap.add_argument("--fail-fast", action="store_true",
+                    help="stop at the first model whose run raises (the "
+                         "results so far are written)")
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--ladder", type=int, default=5)
@@ -775,7 +881,10 @@ def main():
                     help="pairs of steps timed alternately in each "
                          "head-to-head comparison")
     ap.add_argument("--threads", type=int, default=1,
-                    help="torch threads (and solver threads)")
+                    help="torch threads")
+    ap.add_argument("--solve-threads", type=int, default=None,
+                    help="threads of rematbench's solves (default "
+                         "--threads)")
     ap.add_argument("--solve-timeout", type=float, default=20)
     ap.add_argument("--calibrate", type=int, default=0,
                     help="plan again this many times below a budget whose "
@@ -795,33 +904,53 @@ def main():
     ap.add_argument("--no-compile", action="store_true",
                     help="leave out torch.compile and rematbench_compiled")
     args = ap.parse_args()
-    if args.device != "cpu":
-        raise SystemExit("torch_options: only --device cpu is implemented "
-                         "here (measure_step supports CUDA; the models "
-                         "would need moving)")
+    if args.device != "cpu" and not torch.cuda.is_available():
+        ap.error(f"--device {args.device}: torch sees no CUDA device")
+    if args.sizes is None:
+        args.sizes = "quick" if args.quick else \
+            "cpu" if args.device == "cpu" else "gpu"
+    args.solve_threads = args.solve_threads or args.threads
+    args.deadline = Deadline(args.deadline_seconds)
     torch.set_num_threads(args.threads)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = args.out or os.path.join(root, "results", "torch_options")
     os.makedirs(out, exist_ok=True)
-    table = models(args.quick)
+    table = models(args.sizes)
     names = args.models.split(",")
+    unknown = [n for n in names if n not in table]
+    if unknown:
+        ap.error(f"--models: unknown {', '.join(unknown)} (known: "
+                 f"{', '.join(table)})")
+    name = args.device if (args.device, args.dtype) == ("cpu", "float32") \
+        else f"{args.device}-{args.dtype}"
     ctx = context(args, {n: table[n][1] for n in names})
     ctx["load_average_start"] = list(os.getloadavg())
     rows, summaries = [], []
     for n in names:
-        summaries.append(run_model(n, table[n][0], args, rows))
+        summaries.append({"model": n})
+        try:
+            if args.deadline.passed():
+                summaries[-1]["error"] = SKIPPED
+            else:
+                run_model(n, table[n][0], args, rows, summaries[-1])
+        except Exception as e:  # the other models' results still count
+            import traceback
+            traceback.print_exc()
+            summaries[-1]["error"] = f"{type(e).__name__}: {str(e)[:300]}"
         doc = {"format": "rematbench-torch-options", "version": 1,
                "context": ctx, "models": summaries, "rows": rows}
         ctx["load_average_end"] = list(os.getloadavg())
-        write(out, args.device, doc)
+        write(out, name, doc)
+        if args.fail_fast and "error" in summaries[-1]:
+            raise SystemExit(f"torch_options: {n}: {summaries[-1]['error']}")
 
 
-def write(out, device, doc):
-    path = os.path.join(out, f"{device}.json")
+def write(out, name, doc):
+    path = os.path.join(out, f"{name}.json")
     files.write_json(path, doc, indent=1)
     from torch_options_report import report
-    report(doc, os.path.join(out, f"{device}.md"),
-           os.path.join(out, f"{device}.png"))
+    report(doc, os.path.join(out, f"{name}.md"),
+           os.path.join(out, f"{name}.png"))
     log(f"wrote {path}")
 
 

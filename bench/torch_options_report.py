@@ -157,8 +157,14 @@ def _significance(h2h):
 
 def report(doc, md_path, png_path=None):
     rows, ctx = doc["rows"], doc["context"]
-    lines = [f"# PyTorch's options beside rematbench's plans ({ctx['device']})",
+    dtype = ctx.get("dtype", "float32")
+    gpu = ctx["device"] != "cpu"
+    lines = [f"# PyTorch's options beside rematbench's plans ({ctx['device']}"
+             f", {dtype})",
              "",
+             (f"Device: {ctx['device_name']} (CUDA {ctx.get('cuda')}, cuDNN "
+              f"{ctx.get('cudnn')}, float32 matmul precision "
+              f"{ctx.get('float32_matmul_precision')}). " if gpu else "") +
              f"Measured {ctx['date']} on {ctx['host']} ({ctx['cpu_model']}, "
              f"{ctx['cpu_count']} hardware threads, torch threads "
              f"{ctx['threads']}), torch {ctx['torch']}, torchvision "
@@ -181,13 +187,23 @@ def report(doc, md_path, png_path=None):
              "(`yes`), or the largest absolute difference.", ""]
     for m in doc["models"]:
         name = m["model"]
-        lines += [f"## {name}", "", ctx["models"].get(name, ""), "",
-                  f"{m['parameters']:,} parameters; rematbench graph "
-                  f"{m['graph_nodes']} nodes, simulated NoRemat peak "
-                  f"{_mib(m['noremat_simulated_peak_bytes'])} MiB, memory "
-                  f"lower bound {_mib(m['lower_bound_bytes'])} MiB; eager "
+        lines += [f"## {name}", "", ctx["models"].get(name, ""), ""]
+        if "parameters" not in m:
+            lines += [f"The run failed: {m.get('error')}", ""]
+            continue
+        graph = (f"rematbench graph {m['graph_nodes']} nodes, simulated "
+                 f"NoRemat peak {_mib(m['noremat_simulated_peak_bytes'])} "
+                 f"MiB, memory lower bound {_mib(m['lower_bound_bytes'])} "
+                 "MiB; " if "graph_nodes" in m else "")
+        floor = m.get("eager_rerun_max_grad_diff")
+        lines += [f"{m['parameters']:,} parameters; {graph}eager "
                   f"measured {_mib(m['eager_peak_bytes'])} MiB, "
-                  f"{m['eager_step_seconds']:.3f} s.", "",
+                  f"{m['eager_step_seconds']:.3f} s" + (
+                      "" if floor is None else
+                      "; plain training run twice gives "
+                      + ("equal gradients" if floor == 0 else
+                         f"gradients that differ by up to {floor:.1e} (the "
+                         "floor of every row's difference)")) + ".", "",
                   "| method | setting | budget MiB | peak MiB | peak / eager "
                   "| step s | step / eager | grads | algorithm | note |",
                   "|---|---|---:|---:|---:|---:|---:|---|---|---|"]
@@ -216,11 +232,18 @@ def report(doc, md_path, png_path=None):
         # The goal: at each level a PyTorch option reaches, the best
         # rematbench row at or below it, and the ratio of times.
         lines += comparison(rows, m)
+        if "error" in m:
+            lines += ["", f"The run stopped with an error: {m['error']}"]
         lines.append("")
     plans = [r for r in rows if r["method"].startswith("rematbench")
              and r.get("measured_peak_bytes") is not None]
     over = [r for r in plans if r["measured_peak_bytes"] > r["budget_bytes"]]
     eq = [r for r in plans if r["method"] == "rematbench_eager"]
+    floors = {m["model"]: m.get("eager_rerun_max_grad_diff") or 0.0
+              for m in doc["models"]}
+    within_floor = sum(1 for r in eq if r["gradients_equal"] or (
+        r.get("max_grad_diff") is not None and
+        r["max_grad_diff"] <= floors.get(r["model"], 0.0)))
     lines += ["## Summary", "",
               f"- rematbench rows measured: {len(plans)}; measured peak "
               f"over the budget asked for: {len(over)}"
@@ -229,7 +252,10 @@ def report(doc, md_path, png_path=None):
                                   f"{r['measured_peak_bytes'] / r['budget_bytes'] - 1:.1%}"
                                   for r in over) + ")" if over else "") + ".",
               f"- rematbench_eager rows with gradients equal bit for bit: "
-              f"{sum(1 for r in eq if r['gradients_equal'])} of {len(eq)}.",
+              f"{sum(1 for r in eq if r['gradients_equal'])} of {len(eq)}"
+              + (f"; equal or within plain training's own run-to-run "
+                 f"difference: {within_floor} of {len(eq)}"
+                 if any(floors.values()) else "") + ".",
               ""]
     pred = [(_ratio(r, next(m for m in doc["models"]
                             if m["model"] == r["model"])),
@@ -255,7 +281,7 @@ def report(doc, md_path, png_path=None):
     for m in doc["models"]:
         low = min((r["measured_peak_bytes"] for r in plans
                    if r["model"] == m["model"]), default=None)
-        if low is not None:
+        if low is not None and "lower_bound_bytes" in m:
             once = m.get("gradients_once_lower_bound_bytes")
             lines.append(f"- {m['model']}: lowest rematbench peak "
                          f"{_mib(low)} MiB, {low / m['lower_bound_bytes']:.2f}"
@@ -263,7 +289,8 @@ def report(doc, md_path, png_path=None):
                              f" ({low / once:.2f} times the least that "
                              "computing each gradient once can take, "
                              f"{_mib(once)} MiB)" if once else "") + ".")
-    knob = [line for m in doc["models"] for line in compile_knob(rows, m)]
+    knob = [line for m in doc["models"] if "parameters" in m
+            for line in compile_knob(rows, m)]
     lines += [""] + knob + ([""] if knob else [])
     if pred:
         errs = sorted(abs(a / b - 1) for a, b in pred)
@@ -279,10 +306,13 @@ def plot(doc, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    models = [m["model"] for m in doc["models"]]
+    models = [m["model"] for m in doc["models"] if "parameters" in m]
+    if not models:  # nothing measured: no picture
+        return
     fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4.2),
                              squeeze=False)
-    for ax, m in zip(axes[0], doc["models"]):
+    for ax, m in zip(axes[0], [m for m in doc["models"]
+                               if "parameters" in m]):
         by = {}
         for r in doc["rows"]:
             if r["model"] != m["model"] or \
@@ -296,8 +326,9 @@ def plot(doc, path):
                     marker="o", ms=4, label=method, color=COLORS[method],
                     ls="-" if len(pts) > 1 else "")
         ax.set_yscale("log")
-        ax.axvline(m["lower_bound_bytes"] / 2**20, color="grey", ls=":",
-                   lw=1)
+        if "lower_bound_bytes" in m:
+            ax.axvline(m["lower_bound_bytes"] / 2**20, color="grey",
+                       ls=":", lw=1)
         ax.set_title(m["model"])
         ax.set_xlabel("measured activation peak (MiB)")
         ax.set_ylabel("step time / eager (paired, log)")

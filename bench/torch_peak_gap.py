@@ -194,11 +194,12 @@ def main():
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     out = args.out or os.path.join(root, "results", "torch_peak_gap")
     os.makedirs(out, exist_ok=True)
-    table = torch_options.models(args.quick)
+    table = torch_options.models("quick" if args.quick else "cpu")
     names = args.models.split(",")
     doc = {"format": "rematbench-torch-peak-gap", "version": 1,
            "context": torch_options.machine(
-               "cpu", {n: table[n][1] for n in names}), "models": []}
+               "cpu", "float32", {n: table[n][1] for n in names}),
+           "models": []}
     for n in names:
         doc["models"].append(run_model(n, table[n][0], args))
     path = os.path.join(out, "cpu.json")

@@ -13,8 +13,12 @@ state are put back to what they were when measure_step was called, so every
 run computes the same step.
 
 Activation peak: the allocator's own record of every allocation and free
-made during one run (the profiler's memory events, with addresses: ops'
-outputs, their temporaries and workspaces alike), on the model's device.
+made during one run (with addresses: ops' outputs, their temporaries and
+workspaces alike), on the model's device: on the CPU the profiler's memory
+events; on CUDA the caching allocator's history
+(torch.cuda.memory._record_memory_history), because the profiler's CUDA
+memory events do not add up there (on an H100 their live sum passed what
+the card holds: results/torch_options/cuda-probe.md).
 The peak is the largest sum of live allocations made during the run, not
 counting the allocations that end up as the parameters' gradients (those
 live at the end whose address is a .grad's storage). Parameters,
@@ -37,12 +41,15 @@ from rematbench.program import _rng_get, _rng_set
 
 
 def allocation_events(fn, device, mark=None):
-    """Runs fn() under the profiler; returns (result, [(ptr, bytes)]) of
-    the allocations (+bytes) and frees (-bytes) on `device`'s type, in the
-    order the allocator made them. With `mark` (a prefix of
-    record_function names), each event is (ptr, bytes, label): the rest of
-    the name of the innermost record_function around it whose name starts
-    with `mark`, or None outside every such range."""
+    """Runs fn(); returns (result, [(ptr, bytes)]) of the allocations
+    (+bytes) and frees (-bytes) on `device`, in the order the allocator
+    made them (on CUDA without `mark`: the allocator's history,
+    cuda_allocator_events). With `mark` (a prefix of record_function
+    names), from the profiler, each event is (ptr, bytes, label): the rest
+    of the name of the innermost record_function around it whose name
+    starts with `mark`, or None outside every such range."""
+    if device.type == "cuda" and mark is None:
+        return cuda_allocator_events(fn, device)
     from torch.profiler import ProfilerActivity, profile
     acts = [ProfilerActivity.CPU]
     if device.type == "cuda":
@@ -67,6 +74,43 @@ def allocation_events(fn, device, mark=None):
     if mark is None:
         return result, [(p, b) for _, _, p, b, _ in events]
     return result, [(p, b, label) for _, _, p, b, label in events]
+
+
+def cuda_allocator_events(fn, device):
+    """Runs fn() while CUDA's caching allocator records its history;
+    returns (result, [(ptr, bytes)]) from the allocator's own trace of
+    `device` (history_events): every thread's allocations in one order,
+    the backward's too (the autograd engine runs it in a thread of its
+    own on CUDA)."""
+    from torch.cuda import memory
+    index = device.index if device.index is not None else \
+        torch.cuda.current_device()
+    torch.cuda.synchronize(device)
+    start = 0
+    try:
+        memory._record_memory_history("all", context=None, device=device,
+                                      clear_history=True)
+    except TypeError:  # a torch without clear_history: skip what was kept
+        memory._record_memory_history("all", context=None, device=device)
+        start = len(memory._snapshot(device)["device_traces"][index])
+    try:
+        result = fn()
+        torch.cuda.synchronize(device)
+        trace = memory._snapshot(device)["device_traces"][index][start:]
+    finally:
+        memory._record_memory_history(None, device=device)
+    return result, history_events(trace)
+
+
+def history_events(trace):
+    """[(ptr, bytes)] of an allocator history (a snapshot's device trace):
+    +size for each block handed out ("alloc"), -size for each block given
+    back ("free_completed": a block freed while another stream still uses
+    it is requested free first and given back later); the allocator's
+    segment traffic (cudaMalloc, cudaFree) is not the program's."""
+    sign = {"alloc": 1, "free_completed": -1}
+    return [(e["addr"], sign[e["action"]] * e["size"]) for e in trace
+            if e["action"] in sign]
 
 
 def kept_blocks(events, ptrs):

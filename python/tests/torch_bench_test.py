@@ -106,6 +106,41 @@ def test_median_interval_by_hand():
     assert median_interval(21) == (5, 15)
 
 
+def test_history_events_by_hand():
+    """CUDA's allocator history as measure reads it: blocks handed out and
+    given back, in the allocator's order; requests to free and segment
+    traffic are not the program's memory."""
+    from rematbench.measure import history_events, peak_of
+    trace = [
+        {"action": "segment_alloc", "addr": 0, "size": 2 << 20},
+        {"action": "alloc", "addr": 0, "size": 512},
+        {"action": "alloc", "addr": 512, "size": 1024},
+        {"action": "free_requested", "addr": 0, "size": 512},
+        {"action": "free_completed", "addr": 0, "size": 512},
+        {"action": "alloc", "addr": 0, "size": 256},  # the address again
+        {"action": "free_requested", "addr": 512, "size": 1024},
+        {"action": "free_completed", "addr": 512, "size": 1024},
+        {"action": "segment_free", "addr": 0, "size": 2 << 20},
+    ]
+    events = history_events(trace)
+    assert events == [(0, 512), (512, 1024), (0, -512), (0, 256),
+                      (512, -1024)]
+    # Peak 512 + 1024 while both are live; the block at 0 still live at
+    # the end is a gradient's: left out, and reported as excluded.
+    assert peak_of(events) == (1536, 256, 0)
+    assert peak_of(events, {0}) == (1536, 0, 256)
+
+
+def test_deadline_skips_and_keeps_the_file(tmp_path):
+    """A run whose --deadline has passed measures nothing more, records
+    the model as skipped and still writes the table."""
+    doc, md = run_bench("torch_options", tmp_path, "--no-compile",
+                        "--deadline", "0")
+    assert doc["rows"] == []
+    assert doc["models"][0]["error"].startswith("skipped")
+    assert "## unet" in md and "skipped" in md
+
+
 def test_smallest_budget_that_fits_fits():
     """The budget plan() names when nothing fits is one a plan fits at, on
     the bench's small GPT-2 (dropout: the program holds generator states
@@ -119,7 +154,7 @@ def test_smallest_budget_that_fits_fits():
     torch_options = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(torch_options)
     torch.manual_seed(0)
-    model, batch, loss_fn, _, _ = torch_options.models(True)["gpt2"][0]()
+    model, batch, loss_fn, _, _ = torch_options.models("quick")["gpt2"][0]()
     plan = rt.plan(model, batch, loss_fn, budget=1.0,
                    algorithms=torch_options.HEURISTICS, timeout=20)
     with pytest.raises(rematbench.Error) as e:
