@@ -120,7 +120,7 @@ class CheckmateLp : public Algorithm {
     out.message = fmt::format(
         "LP value {:.1f} at the budget; best of {} roundings{}", lp_value,
         pool.offered(), fits ? "" : " (none fits the budget)");
-    out.extra["staged_lower_bound_cost"] = staged_bound;
+    out.staged_lower_bound_cost = staged_bound;
     out.extra["warm_start"] = request.params.String("warm_start");
     return out;
   }

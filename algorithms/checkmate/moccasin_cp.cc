@@ -323,7 +323,7 @@ CpAnswer SolveMoccasinCp(const Graph& graph, const SolveRequest& request,
   AlgorithmOutput out =
       AlgorithmOutput::Found(incumbent->schedule, std::move(message));
   out.optimal = settled;
-  if (settled) out.extra["staged_lower_bound_cost"] = incumbent->cost;
+  if (settled) out.staged_lower_bound_cost = incumbent->cost;
   if (!proven) out.status = Status::kTimeout;
   out.extra["search_nodes"] = static_cast<int64_t>(stats.node);
   return {std::move(out), settled};

@@ -226,7 +226,7 @@ AlgorithmOutput SolveStagedMilp(const SolveRequest& request,
                   name, objective * scale, bound * scale, warm_start));
   if (!optimal) out.status = Status::kTimeout;
   out.optimal = optimal;
-  out.extra["staged_lower_bound_cost"] =
+  out.staged_lower_bound_cost =
       static_cast<int64_t>(std::llround(bound)) * model.cost_scale();
   out.extra["mip_gap"] =
       objective > 0 ? std::max(0.0, (objective - bound) / objective) : 0.0;
