@@ -22,10 +22,18 @@
 namespace remat {
 namespace {
 
+struct CheckpointLastOptions {
+  int64_t max_events;
+};
+
+const Options<CheckpointLastOptions> kOptions(
+    IntOption(&CheckpointLastOptions::max_events, "max_events", 100000000,
+              "refuse (too_large) schedules with more computes than this", 1));
+
 class CheckpointLast : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph, const SolveRequest& request) override {
-    const int64_t max_events = request.params.Int("max_events");
+    const int64_t max_events = kOptions.Read(request.params).max_events;
     const std::vector<uint8_t> needed = NeededNodes(graph);
     auto is_forward = [&](NodeId v) {
       return graph.kind(v) == NodeKind::kForward;
@@ -80,12 +88,7 @@ const bool kRegistered = RegisterAlgorithm({
     .citation = "trivial end of the tradeoff (docs/algorithms.md)",
     .exact = false,
     .uses_budget = false,
-    .params = {{.name = "max_events",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "100000000",
-                .description = "refuse (too_large) schedules with more "
-                               "computes than this",
-                .min_int = 1}},
+    .params = kOptions.Specs(),
     .create = [] { return std::make_unique<CheckpointLast>(); },
 });
 

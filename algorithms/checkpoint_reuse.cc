@@ -92,12 +92,30 @@ class Timeline {
   std::vector<int64_t> max_, pending_;
 };
 
+enum class ReuseOrder { kMemory, kTopo };
+
+struct CheckpointReuseOptions {
+  int64_t max_events;
+  ReuseOrder order;
+};
+
+const Options<CheckpointReuseOptions> kOptions(
+    IntOption(&CheckpointReuseOptions::max_events, "max_events", 4000000,
+              "refuse (too_large) graphs whose stages could need more "
+              "computes than this",
+              1),
+    ChoiceOption(&CheckpointReuseOptions::order, "order", ReuseOrder::kMemory,
+                 {{"memory", ReuseOrder::kMemory}, {"topo", ReuseOrder::kTopo}},
+                 "stage order: memory (the ready stage that adds least "
+                 "first) or topo (topological, as checkpoint_last)"));
+
 class CheckpointReuse : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
-    const int64_t max_events = request.params.Int("max_events");
-    const bool memory_first = request.params.String("order") == "memory";
+    const CheckpointReuseOptions options = kOptions.Read(request.params);
+    const int64_t max_events = options.max_events;
+    const bool memory_first = options.order == ReuseOrder::kMemory;
     const int32_t n = graph.num_nodes();
     const std::vector<uint8_t> needed = NeededNodes(graph);
     auto is_forward = [&](NodeId v) {
@@ -185,7 +203,7 @@ class CheckpointReuse : public Algorithm {
         }
         const nlohmann::json note = {
             {"keep_bytes", keep_bound},
-            {"order", o == 0 ? request.params.String("order") : "topo"}};
+            {"order", o == 0 && memory_first ? "memory" : "topo"}};
         if (best.Offer(std::move(*schedule), note)) {
           return best.Take(std::nullopt, {});
         }
@@ -361,19 +379,7 @@ const bool kRegistered = RegisterAlgorithm({
                 "(docs/algorithms.md)",
     .exact = false,
     .uses_budget = true,
-    .params = {{.name = "max_events",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "4000000",
-                .description = "refuse (too_large) graphs whose stages could "
-                               "need more computes than this",
-                .min_int = 1},
-               {.name = "order",
-                .type = ParamSpec::Type::kChoice,
-                .default_value = "memory",
-                .description = "stage order: memory (the ready stage that "
-                               "adds least first) or topo (topological, as "
-                               "checkpoint_last)",
-                .choices = {"memory", "topo"}}},
+    .params = kOptions.Specs(),
     .create = [] { return std::make_unique<CheckpointReuse>(); },
 });
 

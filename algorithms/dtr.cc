@@ -90,23 +90,48 @@ namespace {
 
 enum class Heuristic { kDtr, kLru, kSize, kMsps };
 
-Heuristic ParseHeuristic(const std::string& name) {
-  if (name == "h_lru") return Heuristic::kLru;
-  if (name == "h_size") return Heuristic::kSize;
-  if (name == "h_msps") return Heuristic::kMsps;
-  return Heuristic::kDtr;
-}
+enum class Staleness { kTime, kOps };
+
+struct DtrOptions {
+  Heuristic heuristic;
+  bool equivalence_classes;
+  Staleness staleness;
+  int64_t max_computes;
+};
+
+const Options<DtrOptions> kOptions(
+    ChoiceOption(&DtrOptions::heuristic, "heuristic", Heuristic::kDtr,
+                 {{"h_dtr", Heuristic::kDtr},
+                  {"h_lru", Heuristic::kLru},
+                  {"h_size", Heuristic::kSize},
+                  {"h_msps", Heuristic::kMsps}},
+                 "eviction score, least evicted first: h_dtr (neighbourhood "
+                 "cost / (mem x staleness)), h_lru, h_size, h_msps "
+                 "(recompute cost / mem)"),
+    BoolOption(&DtrOptions::equivalence_classes, "equivalence_classes", false,
+               "h_dtr only: approximate the evicted neighbourhood with "
+               "union-find classes (the paper's e*) instead of walking it "
+               "exactly"),
+    ChoiceOption(&DtrOptions::staleness, "staleness", Staleness::kTime,
+                 {{"time", Staleness::kTime}, {"ops", Staleness::kOps}},
+                 "the clock of staleness: time (the sum of the costs "
+                 "computed so far, the paper's) or ops (one tick per "
+                 "compute)"),
+    IntOption(&DtrOptions::max_computes, "max_computes", 0,
+              "report thrashing (infeasible) past this many computes; 0: "
+              "50 x the needed nodes + 1000"));
 
 // One run of the simulated runtime at one budget.
 class DtrRuntime {
  public:
-  DtrRuntime(const Graph& graph, const SolveRequest& request)
+  DtrRuntime(const Graph& graph, const SolveRequest& request,
+             const DtrOptions& options)
       : graph_(graph),
         budget_(request.budget_bytes),
         deadline_(request.deadline),
-        heuristic_(ParseHeuristic(request.params.String("heuristic"))),
-        classes_(request.params.String("equivalence_classes") == "true"),
-        ops_clock_(request.params.String("staleness") == "ops"),
+        heuristic_(options.heuristic),
+        classes_(options.equivalence_classes),
+        ops_clock_(options.staleness == Staleness::kOps),
         n_(graph.num_nodes()),
         resident_(n_, 0),
         computed_(n_, 0),
@@ -125,7 +150,7 @@ class DtrRuntime {
       ++needed_count;
       for (NodeId u : graph.inputs(v)) ++remaining_uses_[u];
     }
-    max_computes_ = request.params.Int("max_computes");
+    max_computes_ = options.max_computes;
     if (max_computes_ == 0) max_computes_ = 50 * needed_count + 1000;
   }
 
@@ -539,7 +564,7 @@ class Dtr : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
-    return DtrRuntime(graph, request).Run();
+    return DtrRuntime(graph, request, kOptions.Read(request.params)).Run();
   }
 };
 
@@ -551,34 +576,7 @@ const bool kRegistered = RegisterAlgorithm({
     .citation = "Kirisame et al., ICLR 2021",
     .exact = false,
     .uses_budget = true,
-    .params =
-        {{.name = "heuristic",
-          .type = ParamSpec::Type::kChoice,
-          .default_value = "h_dtr",
-          .description = "eviction score, least evicted first: h_dtr "
-                         "(neighbourhood cost / (mem x staleness)), h_lru, "
-                         "h_size, h_msps (recompute cost / mem)",
-          .choices = {"h_dtr", "h_lru", "h_size", "h_msps"}},
-         {.name = "equivalence_classes",
-          .type = ParamSpec::Type::kChoice,
-          .default_value = "false",
-          .description = "h_dtr only: approximate the evicted neighbourhood "
-                         "with union-find classes (the paper's e*) instead "
-                         "of walking it exactly",
-          .choices = {"true", "false"}},
-         {.name = "staleness",
-          .type = ParamSpec::Type::kChoice,
-          .default_value = "time",
-          .description = "the clock of staleness: time (the sum of the costs "
-                         "computed so far, the paper's) or ops (one tick per "
-                         "compute)",
-          .choices = {"time", "ops"}},
-         {.name = "max_computes",
-          .type = ParamSpec::Type::kInt,
-          .default_value = "0",
-          .description = "report thrashing (infeasible) past this many "
-                         "computes; 0: 50 x the needed nodes + 1000",
-          .min_int = 0}},
+    .params = kOptions.Specs(),
     .create = [] { return std::make_unique<Dtr>(); },
 });
 

@@ -307,11 +307,32 @@ Schedule ScheduleOf(const Problem& p, const Search& search, int32_t goal) {
   return schedule;
 }
 
+struct ExactSearchOptions {
+  int64_t max_nodes;
+  int64_t max_states;
+  std::vector<std::string> warm_start;
+};
+
+const Options<ExactSearchOptions> kOptions(
+    IntOption(&ExactSearchOptions::max_nodes, "max_nodes", 40,
+              "refuse (too_large) graphs with more needed nodes than this "
+              "(at most 64)",
+              0),
+    IntOption(&ExactSearchOptions::max_states, "max_states", 20000000,
+              "stop like at the time limit after reaching this many states "
+              "(bounds memory use)",
+              1),
+    // The two schedules at the ends of every curve: an upper bound on the
+    // cost at any budget they fit.
+    ListOption(&ExactSearchOptions::warm_start,
+               WarmStartParam("exact_search", "checkpoint_last+noremat")));
+
 class ExactSearch : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
-    const int64_t max_nodes = request.params.Int("max_nodes");
+    const ExactSearchOptions options = kOptions.Read(request.params);
+    const int64_t max_nodes = options.max_nodes;
     const Problem p = MakeProblem(graph);
     if (p.size() > max_nodes || p.size() > 64) {
       return AlgorithmOutput::NoSchedule(
@@ -325,14 +346,14 @@ class ExactSearch : public Algorithm {
       return AlgorithmOutput::NoSchedule(
           Status::kInfeasible, "budget is below the memory lower bound");
     }
-    std::optional<Incumbent> incumbent =
-        BestWarmStart(graph, request, request.deadline.SecondsLeft());
+    std::optional<Incumbent> incumbent = BestWarmStart(
+        graph, request, options.warm_start, request.deadline.SecondsLeft());
     const int64_t upper_bound =
         incumbent ? incumbent->cost : std::numeric_limits<int64_t>::max();
     Search search(p, budget, upper_bound);
     bool timed_out = false;
-    const int32_t goal = search.Run(
-        request.deadline, request.params.Int("max_states"), timed_out);
+    const int32_t goal =
+        search.Run(request.deadline, options.max_states, timed_out);
     const std::string states = fmt::format("{} states expanded, {} reached",
                                            search.expanded(), search.reached());
     if (timed_out) {
@@ -347,7 +368,7 @@ class ExactSearch : public Algorithm {
           fmt::format("{} (best so far from {})", why, incumbent->algorithm));
       out.status = Status::kTimeout;
       out.extra["states_expanded"] = search.expanded();
-      out.extra["warm_start"] = request.params.String("warm_start");
+      out.extra["warm_start"] = WarmStartText(options.warm_start);
       return out;
     }
     AlgorithmOutput out;
@@ -370,7 +391,7 @@ class ExactSearch : public Algorithm {
     out.optimal = true;
     out.lower_bound_cost = optimum;
     out.extra["states_expanded"] = search.expanded();
-    out.extra["warm_start"] = request.params.String("warm_start");
+    out.extra["warm_start"] = WarmStartText(options.warm_start);
     return out;
   }
 };
@@ -383,21 +404,7 @@ const bool kRegistered = RegisterAlgorithm({
                 "(docs/algorithms.md, exact_search)",
     .exact = true,
     .uses_budget = true,
-    .params = {{.name = "max_nodes",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "40",
-                .description = "refuse (too_large) graphs with more needed "
-                               "nodes than this (at most 64)",
-                .min_int = 0},
-               {.name = "max_states",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "20000000",
-                .description = "stop like at the time limit after reaching "
-                               "this many states (bounds memory use)",
-                .min_int = 1},
-               // The two schedules at the ends of every curve: an upper
-               // bound on the cost at any budget they fit.
-               WarmStartParam("exact_search", "checkpoint_last+noremat")},
+    .params = kOptions.Specs(),
     .create = [] { return std::make_unique<ExactSearch>(); },
 });
 

@@ -52,10 +52,23 @@ std::vector<NodeId> DepthFirstOrder(const Graph& graph) {
   return order;
 }
 
+enum class Order { kTopo, kDfs };
+
+struct NoRematOptions {
+  Order order;
+};
+
+const Options<NoRematOptions> kOptions(ChoiceOption(
+    &NoRematOptions::order, "order", Order::kTopo,
+    {{"topo", Order::kTopo}, {"dfs", Order::kDfs}},
+    "compute order: topo (Kahn, smallest id first) or dfs (depth-first from "
+    "the targets)"));
+
 class NoRemat : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph, const SolveRequest& request) override {
-    std::vector<NodeId> order = request.params.String("order") == "dfs"
+    const NoRematOptions options = kOptions.Read(request.params);
+    std::vector<NodeId> order = options.order == Order::kDfs
                                     ? DepthFirstOrder(graph)
                                     : NoRematOrder(graph);
     return AlgorithmOutput::Found(InsertFrees(graph, order));
@@ -69,12 +82,7 @@ const bool kRegistered = RegisterAlgorithm({
     .citation = "baseline",
     .exact = false,
     .uses_budget = false,
-    .params = {{.name = "order",
-                .type = ParamSpec::Type::kChoice,
-                .default_value = "topo",
-                .description = "compute order: topo (Kahn, smallest id "
-                               "first) or dfs (depth-first from the targets)",
-                .choices = {"topo", "dfs"}}},
+    .params = kOptions.Specs(),
     .create = [] { return std::make_unique<NoRemat>(); },
 });
 

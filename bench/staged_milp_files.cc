@@ -39,15 +39,18 @@ namespace {
 int Write(const std::string& graph_spec, int64_t budget,
           const std::string& prefix, int max_computes) {
   const Graph graph = LoadGraph(graph_spec);
-  const AlgorithmInfo& info =
-      FindAlgorithm(max_computes > 0 ? "moccasin" : "checkmate_milp");
+  const std::string owner = max_computes > 0 ? "moccasin" : "checkmate_milp";
   SolveRequest request;
   request.budget_bytes = budget;
-  request.params = Params::Parse({}, info.params, info.name);
+  // The staged options as both algorithms declare them, at their defaults.
+  const Options<CheckmateOptions> options(CheckmateOptionFields(
+      owner, std::string("checkmate_lp+") + kStagedHeuristics, kMilpLimits));
+  request.params = Params::Parse({}, options.Specs(), owner);
   // The warm start gets what it gets in a 60 s solve: a quarter of it.
   request.deadline = Deadline::In(60);
   const auto started = std::chrono::steady_clock::now();
-  StagedStart start = BestStagedStart(graph, request, max_computes);
+  StagedStart start = BestStagedStart(
+      graph, request, options.Read(request.params), max_computes);
   const double warm_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
           .count();

@@ -87,6 +87,10 @@ struct AlgorithmOutput {
   std::optional<Schedule> schedule;
   std::string message;
   std::optional<int64_t> lower_bound_cost;  // proven bound, exact methods only
+  // A bound on the cost of the schedules of the algorithm's own class only
+  // (the staged schedules of the Checkmate models), not of every schedule:
+  // the sweep's staged_gap (docs/model.md).
+  std::optional<int64_t> staged_lower_bound_cost;
   bool optimal = false;                     // proven optimal at this budget
   nlohmann::json extra = nlohmann::json::object();  // algorithm's own figures
 

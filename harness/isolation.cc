@@ -66,6 +66,9 @@ nlohmann::json OutputToJson(const AlgorithmOutput& output) {
   if (output.lower_bound_cost) {
     reply["lower_bound_cost"] = *output.lower_bound_cost;
   }
+  if (output.staged_lower_bound_cost) {
+    reply["staged_lower_bound_cost"] = *output.staged_lower_bound_cost;
+  }
   return reply;
 }
 
@@ -86,6 +89,10 @@ AlgorithmOutput OutputFromJson(const nlohmann::json& reply,
   }
   if (reply.contains("lower_bound_cost")) {
     output.lower_bound_cost = reply["lower_bound_cost"].get<int64_t>();
+  }
+  if (reply.contains("staged_lower_bound_cost")) {
+    output.staged_lower_bound_cost =
+        reply["staged_lower_bound_cost"].get<int64_t>();
   }
   return output;
 }

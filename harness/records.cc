@@ -55,8 +55,8 @@ Json SolveRecord(const Graph& graph, const AlgorithmInfo& algorithm,
   if (result.optimal) record["optimal"] = true;
   // Into ordered_json through DumpJson's text, which also replaces bytes
   // that are not UTF-8.
-  if (!result.extra.empty()) {
-    record["details"] = Json::parse(DumpJson(result.extra));
+  if (const nlohmann::json details = DetailsOf(result); !details.empty()) {
+    record["details"] = Json::parse(DumpJson(details));
   }
   return record;
 }

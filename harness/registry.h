@@ -12,6 +12,7 @@
 
 #include "harness/algorithm.h"
 #include "harness/graph.h"
+#include "harness/options.h"
 #include "harness/params.h"
 
 namespace remat {

@@ -95,8 +95,28 @@ nlohmann::json ToJson(const SolveResult& r, int64_t budget_bytes) {
   point["message"] = r.message;
   if (r.lower_bound_cost) point["lower_bound_cost"] = *r.lower_bound_cost;
   if (r.optimal) point["optimal"] = true;
-  if (!r.extra.empty()) point["details"] = r.extra;
+  if (nlohmann::json details = DetailsOf(r); !details.empty()) {
+    point["details"] = std::move(details);
+  }
   return point;
+}
+
+nlohmann::json DetailsOf(const SolveResult& result) {
+  nlohmann::json details = result.extra;
+  if (result.staged_lower_bound_cost) {
+    details["staged_lower_bound_cost"] = *result.staged_lower_bound_cost;
+  }
+  return details;
+}
+
+std::optional<int64_t> StagedLowerBoundOf(const nlohmann::json& point) {
+  if (!point.contains("details")) return std::nullopt;
+  const nlohmann::json& details = point["details"];
+  if (!details.is_object() || !details.contains("staged_lower_bound_cost") ||
+      !details["staged_lower_bound_cost"].is_number()) {
+    return std::nullopt;
+  }
+  return details["staged_lower_bound_cost"].get<int64_t>();
 }
 
 nlohmann::json TimelineOrNull(const SolveResult& r) {

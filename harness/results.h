@@ -2,9 +2,9 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
 
 #include "harness/graph.h"
 #include "harness/runner.h"
@@ -30,6 +30,13 @@ nlohmann::json ToJson(const GraphSummary& summary);
 
 // One point of a run; figures are null when there is no schedule.
 nlohmann::json ToJson(const SolveResult& result, int64_t budget_bytes);
+
+// A point's details: the algorithm's own figures (SolveResult::extra) and
+// its staged_lower_bound_cost. The one writer of that field, and below its
+// one reader.
+nlohmann::json DetailsOf(const SolveResult& result);
+// The staged_lower_bound_cost of a point (ToJson's), if it has one.
+std::optional<int64_t> StagedLowerBoundOf(const nlohmann::json& point);
 
 // The result's timeline figures (TimelineFigures), or makespan,
 // critical_path and parallelism null when it has no schedule.

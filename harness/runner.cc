@@ -86,6 +86,7 @@ SolveResult Judge(const Attempt& attempt, int64_t budget_bytes) {
   result.message = said.message;
   result.solve_seconds = attempt.solve_seconds;
   result.extra = said.extra;
+  result.staged_lower_bound_cost = said.staged_lower_bound_cost;
   if (!attempt.simulation) {
     result.status = said.status;
     if (said.status == Status::kFeasible) {

@@ -34,6 +34,7 @@ struct SolveResult {
   nlohmann::json timeline;  // TimelineFigures of the schedule
   double solve_seconds = 0;
   std::optional<int64_t> lower_bound_cost;
+  std::optional<int64_t> staged_lower_bound_cost;  // the algorithm's, as said
   bool optimal = false;
   nlohmann::json extra = nlohmann::json::object();
 };

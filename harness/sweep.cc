@@ -127,7 +127,8 @@ void MakeNamesUnique(std::vector<GraphSummary>& summaries) {
 // global optimum (a lower_bound_cost equal to its own cost, which only exact
 // methods give), every feasible point of that graph gets gap = cost /
 // optimum - 1. Where a method reported a bound valid only for its staged
-// schedule class (details.staged_lower_bound_cost, the Checkmate MILP/LP),
+// schedule class (AlgorithmOutput::staged_lower_bound_cost, the Checkmate
+// MILP/LP, written to the point's details: StagedLowerBoundOf),
 // points get staged_gap = cost / bound - 1, which can be negative for
 // schedules outside that class. The bounds are never mixed. Both optima
 // are over schedules of computes and frees, so points whose schedules move
@@ -144,12 +145,9 @@ void AddOptimalityGaps(nlohmann::json& runs) {
         auto [it, fresh] = optimum.emplace(key, point["cost"]);
         if (!fresh) it->second = std::min<int64_t>(it->second, point["cost"]);
       }
-      if (point.contains("details") &&
-          point["details"].contains("staged_lower_bound_cost") &&
-          point["details"]["staged_lower_bound_cost"].is_number()) {
-        int64_t bound = point["details"]["staged_lower_bound_cost"];
-        auto [it, fresh] = staged_bound.emplace(key, bound);
-        if (!fresh) it->second = std::max(it->second, bound);
+      if (const std::optional<int64_t> bound = StagedLowerBoundOf(point)) {
+        auto [it, fresh] = staged_bound.emplace(key, *bound);
+        if (!fresh) it->second = std::max(it->second, *bound);
       }
     }
   }

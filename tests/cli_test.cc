@@ -116,6 +116,11 @@ TEST_F(Cli, BadInputIsOneLineAndExitStatus2) {
            {"graph info chain:n=4,size=2", "unknown parameter 'size'"},
            {"solve -a nothing -g chain:n=4", "unknown algorithm 'nothing'"},
            {"solve -a noremat -g chain:n=4 -p order=up", "expected one of"},
+           // Typed options: a boolean and a number (harness/options.h).
+           {"solve -a vdnn -g chain:n=4 -p wait=yes",
+            "vdnn: parameter wait=yes: expected one of true, false"},
+           {"solve -a rotor -g chain:n=4 -p slots=many",
+            "rotor: parameter slots=many: expected an integer"},
            {"solve -a noremat -g chain:n=4 -b lots", "not a byte count"},
            {"validate -g chain:n=4 -s " + bad_schedule,
             "bad_schedule.txt:2: expected 'c <id>', 'f <id>', 'o <id>', 'p <id>' or 'w <id>'"},

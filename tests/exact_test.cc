@@ -179,7 +179,7 @@ TEST(CheckmateMilp, EqualsExactOnChains) {
       EXPECT_TRUE(milp.optimal);
       EXPECT_EQ(milp.cost, RevolveOptimum(n, budget))
           << "n=" << n << " budget=" << budget;
-      EXPECT_EQ(milp.extra["staged_lower_bound_cost"], milp.cost);
+      EXPECT_EQ(milp.staged_lower_bound_cost, milp.cost);
       EXPECT_FALSE(milp.lower_bound_cost.has_value());
     }
   }
@@ -327,12 +327,12 @@ TEST(CheckmateMilp, StagedClassNeverBeatsExact) {
         EXPECT_NE(milp.status, Status::kFeasible);
         continue;
       }
-      const int64_t lp_bound = lp.extra["staged_lower_bound_cost"];
+      const int64_t lp_bound = lp.staged_lower_bound_cost.value();
       if (lp.status == Status::kFeasible) {
         EXPECT_GE(lp.cost, exact.cost);
       }
       if (!milp.optimal) continue;
-      const int64_t staged = milp.extra["staged_lower_bound_cost"];
+      const int64_t staged = milp.staged_lower_bound_cost.value();
       EXPECT_GE(staged, exact.cost);
       EXPECT_GE(milp.cost, exact.cost);
       // noremat's schedule is staged: at its peak the class loses nothing;

@@ -154,8 +154,7 @@ TEST(MilpSolvers, HighsProvesCbcsOptima) {
         if (cbc.status == Status::kFeasible) {
           EXPECT_TRUE(highs.optimal) << where;
           EXPECT_EQ(highs.cost, cbc.cost) << where;
-          EXPECT_EQ(highs.extra["staged_lower_bound_cost"],
-                    cbc.extra["staged_lower_bound_cost"])
+          EXPECT_EQ(highs.staged_lower_bound_cost, cbc.staged_lower_bound_cost)
               << where;
           EXPECT_EQ(highs.extra["milp_solver"], "highs") << where;
         }

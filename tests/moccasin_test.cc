@@ -62,7 +62,7 @@ TEST_P(Moccasin, EqualsRevolveWhereTwoComputesSuffice) {
       ASSERT_EQ(moccasin.status, Status::kFeasible) << moccasin.message;
       EXPECT_TRUE(moccasin.optimal);
       EXPECT_EQ(moccasin.cost, revolve.cost) << "n=" << n << " b=" << budget;
-      EXPECT_EQ(moccasin.extra["staged_lower_bound_cost"], moccasin.cost);
+      EXPECT_EQ(moccasin.staged_lower_bound_cost, moccasin.cost);
       EXPECT_FALSE(moccasin.lower_bound_cost.has_value());
       ++checked;
     }

@@ -113,7 +113,7 @@ class ProvenNoRemat : public Algorithm {
         InsertFrees(graph, NoRematOrder(graph)), "proven by the base cost");
     output.lower_bound_cost = BaseCost(graph);
     output.optimal = true;
-    output.extra["staged_lower_bound_cost"] = BaseCost(graph) / 2;
+    output.staged_lower_bound_cost = BaseCost(graph) / 2;
     return output;
   }
 };

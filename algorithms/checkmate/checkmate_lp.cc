@@ -30,17 +30,39 @@
 namespace remat {
 namespace {
 
+struct CheckmateLpOptions {
+  double lp_fraction;
+  int64_t random_roundings;
+  int64_t seed;
+  CheckmateOptions checkmate;
+};
+
+const Options<CheckmateLpOptions> kOptions(
+    DoubleOption(&CheckmateLpOptions::lp_fraction, "lp_fraction", 0.9,
+                 "budget fraction the rounded LP is solved at"),
+    IntOption(&CheckmateLpOptions::random_roundings, "random_roundings", 32,
+              "randomized roundings (each S kept with its LP probability) "
+              "tried besides the thresholds"),
+    IntOption(&CheckmateLpOptions::seed, "seed", 0,
+              "seed of the randomized roundings"),
+    NestedOptions(&CheckmateLpOptions::checkmate,
+                  CheckmateOptionFields("checkmate_lp", kStagedHeuristics,
+                                        kLpLimits)));
+
 class CheckmateLp : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
+    const CheckmateLpOptions options = kOptions.Read(request.params);
     const int64_t budget = request.budget_bytes;
-    if (auto refused = RefuseCheckmateRequest(graph, request)) {
+    if (auto refused =
+            RefuseCheckmateRequest(graph, request, options.checkmate)) {
       return std::move(*refused);
     }
-    const CheckmateModel model = request.params.String("stage_order") == "graph"
-                                     ? CheckmateModel(graph, budget)
-                                     : BestStagedStart(graph, request).model;
+    const CheckmateModel model =
+        options.checkmate.stage_order == StageOrder::kGraph
+            ? CheckmateModel(graph, budget)
+            : BestStagedStart(graph, request, options.checkmate).model;
     OsiClpSolverInterface lp;
     lp.messageHandler()->setLogLevel(0);
     lp.getModelPtr()->setMaximumWallSeconds(
@@ -66,8 +88,8 @@ class CheckmateLp : public Algorithm {
     std::vector<std::vector<double>> solutions = {std::vector<double>(
         lp.getColSolution(), lp.getColSolution() + model.num_cols())};
 
-    const double tight = model.ScaledBudget(static_cast<int64_t>(
-        std::floor(request.params.Double("lp_fraction") * budget)));
+    const double tight = model.ScaledBudget(
+        static_cast<int64_t>(std::floor(options.lp_fraction * budget)));
     for (int row : model.budget_rows()) lp.setRowUpper(row, tight);
     lp.resolve();
     if (lp.isProvenOptimal()) {
@@ -103,8 +125,8 @@ class CheckmateLp : public Algorithm {
     }
     // Randomized rounding of the solution at the reduced budget, with a
     // fixed seed so that results repeat.
-    std::mt19937_64 rng(static_cast<uint64_t>(request.params.Int("seed")));
-    const int64_t samples = request.params.Int("random_roundings");
+    std::mt19937_64 rng(static_cast<uint64_t>(options.seed));
+    const int64_t samples = options.random_roundings;
     for (int64_t i = 0; i < samples && !request.deadline.Expired(); ++i) {
       const auto s = model.SampleS(solutions.front(), rng);
       consider(model.Extract(model.RebuildR(s), s));
@@ -120,8 +142,8 @@ class CheckmateLp : public Algorithm {
     out.message = fmt::format(
         "LP value {:.1f} at the budget; best of {} roundings{}", lp_value,
         pool.offered(), fits ? "" : " (none fits the budget)");
-    out.extra["staged_lower_bound_cost"] = staged_bound;
-    out.extra["warm_start"] = request.params.String("warm_start");
+    out.staged_lower_bound_cost = staged_bound;
+    out.extra["warm_start"] = WarmStartText(options.checkmate.warm_start);
     return out;
   }
 };
@@ -141,26 +163,10 @@ const bool kRegistered = RegisterAlgorithm({
     .isolate = true,
     .refuse =
         [](const Graph& graph, const SolveRequest& request) {
-          return RefuseCheckmateRequest(graph, request);
+          return RefuseCheckmateRequest(
+              graph, request, kOptions.Read(request.params).checkmate);
         },
-    .params = WithCheckmateParams(
-        "checkmate_lp", kStagedHeuristics,
-        {{.name = "lp_fraction",
-          .type = ParamSpec::Type::kDouble,
-          .default_value = "0.9",
-          .description = "budget fraction the rounded LP is solved at"},
-         {.name = "random_roundings",
-          .type = ParamSpec::Type::kInt,
-          .default_value = "32",
-          .description = "randomized roundings (each S kept with its LP "
-                         "probability) tried besides the thresholds",
-          .min_int = 0},
-         {.name = "seed",
-          .type = ParamSpec::Type::kInt,
-          .default_value = "0",
-          .description = "seed of the randomized roundings",
-          .min_int = 0}},
-        kLpLimits),
+    .params = kOptions.Specs(),
     .create = [] { return std::make_unique<CheckmateLp>(); },
 });
 

@@ -25,12 +25,28 @@
 namespace remat {
 namespace {
 
+struct CheckmateMilpOptions {
+  StagedMilpOptions milp;
+  MilpSolver solver;
+  CheckmateOptions checkmate;
+};
+
+const Options<CheckmateMilpOptions> kOptions(
+    NestedOptions(&CheckmateMilpOptions::milp, StagedMilpOptionFields()),
+    MilpSolverOption(&CheckmateMilpOptions::solver),
+    NestedOptions(&CheckmateMilpOptions::checkmate,
+                  CheckmateOptionFields("checkmate_milp",
+                                        std::string("checkmate_lp+") +
+                                            kStagedHeuristics,
+                                        kMilpLimits)));
+
 class CheckmateMilp : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
-    return SolveStagedMilp(graph, request, {.name = "staged schedules"},
-                           MilpSolverNamed(request.params.String("solver")));
+    const CheckmateMilpOptions options = kOptions.Read(request.params);
+    return SolveStagedMilp(graph, request, options.checkmate, options.milp,
+                           {.name = "staged schedules"}, options.solver);
   }
 };
 
@@ -48,16 +64,10 @@ const bool kRegistered = RegisterAlgorithm({
     .isolate = true,
     .refuse =
         [](const Graph& graph, const SolveRequest& request) {
-          return RefuseCheckmateRequest(graph, request);
+          return RefuseCheckmateRequest(
+              graph, request, kOptions.Read(request.params).checkmate);
         },
-    .params = WithCheckmateParams(
-        "checkmate_milp", std::string("checkmate_lp+") + kStagedHeuristics,
-        [] {
-          std::vector<ParamSpec> params = CbcParams();
-          params.push_back(MilpSolverParam());
-          return params;
-        }(),
-        kMilpLimits),
+    .params = kOptions.Specs(),
     .create = [] { return std::make_unique<CheckmateMilp>(); },
 });
 

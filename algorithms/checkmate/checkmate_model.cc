@@ -451,12 +451,13 @@ Schedule CheckmateModel::Extract(
 }
 
 std::optional<AlgorithmOutput> RefuseCheckmateRequest(
-    const Graph& graph, const SolveRequest& request, bool milp) {
+    const Graph& graph, const SolveRequest& request,
+    const CheckmateOptions& options, bool milp) {
   if (request.budget_bytes < MemoryLowerBound(graph)) {
     return AlgorithmOutput::NoSchedule(
         Status::kInfeasible, "budget is below the memory lower bound");
   }
-  const int64_t max_nodes = request.params.Int("max_nodes");
+  const int64_t max_nodes = options.max_nodes;
   const std::vector<NodeId> order = NoRematOrder(graph);
   if (max_nodes > 0 && static_cast<int64_t>(order.size()) > max_nodes) {
     return AlgorithmOutput::NoSchedule(
@@ -480,7 +481,7 @@ std::optional<AlgorithmOutput> RefuseCheckmateRequest(
                     "max_nodes={})",
                     model, max_nodes));
   }
-  const double per_second = request.params.Double("nonzeros_per_second");
+  const double per_second = options.nonzeros_per_second;
   const double seconds = request.deadline.SecondsLeft();
   if (milp && per_second > 0 && seconds < 1e9 &&
       static_cast<double>(size.nonzeros) > per_second * seconds) {
@@ -504,50 +505,37 @@ std::optional<AlgorithmOutput> RefuseCheckmateRequest(
   return std::nullopt;
 }
 
-std::vector<ParamSpec> WithCheckmateParams(const std::string& owner,
-                                           const std::string& warm_start,
-                                           std::vector<ParamSpec> params,
-                                           const CheckmateLimits& limits) {
-  params.push_back(WarmStartParam(owner, warm_start));
-  params.push_back({.name = "stage_order",
-                    .type = ParamSpec::Type::kChoice,
-                    .default_value = "incumbent",
-                    .description =
-                        "stage order of the model: incumbent (the first "
-                        "computes of the cheapest heuristic schedule, which "
-                        "staged is the MILP's start) or graph (the graph's "
-                        "topological order)",
-                    .choices = {"incumbent", "graph"}});
-  params.push_back({.name = "max_nodes",
-                    .type = ParamSpec::Type::kInt,
-                    .default_value = std::to_string(limits.max_nodes),
-                    .description = "refuse (too_large) graphs with more "
-                                   "needed nodes than this (0: no such "
-                                   "limit; the model grows with n^2)",
-                    .min_int = 0});
-  params.push_back(
-      {.name = "nonzeros_per_second",
-       .type = ParamSpec::Type::kDouble,
-       .default_value = fmt::format("{}", limits.nonzeros_per_second),
-       .description = "refuse (too_large) models with more nonzeros than "
-                      "this x the seconds left (0: no such limit; the "
-                      "default is the MILP solvers' measured speed, "
-                      "docs/algorithms.md)"});
-  params.push_back({.name = "warm_start_seconds",
-                    .type = ParamSpec::Type::kDouble,
-                    .default_value = "5",
-                    .description = "time limit of each heuristic run for the "
-                                   "warm start (together at most a quarter "
-                                   "of the time left)"});
-  return params;
+std::vector<OptionField<CheckmateOptions>> CheckmateOptionFields(
+    const std::string& owner, const std::string& warm_start,
+    const CheckmateLimits& limits) {
+  return {
+      ListOption(&CheckmateOptions::warm_start,
+                 WarmStartParam(owner, warm_start)),
+      ChoiceOption(&CheckmateOptions::stage_order, "stage_order",
+                   StageOrder::kIncumbent,
+                   {{"incumbent", StageOrder::kIncumbent},
+                    {"graph", StageOrder::kGraph}},
+                   "stage order of the model: incumbent (the first computes "
+                   "of the cheapest heuristic schedule, which staged is the "
+                   "MILP's start) or graph (the graph's topological order)"),
+      IntOption(&CheckmateOptions::max_nodes, "max_nodes", limits.max_nodes,
+                "refuse (too_large) graphs with more needed nodes than this "
+                "(0: no such limit; the model grows with n^2)"),
+      DoubleOption(&CheckmateOptions::nonzeros_per_second,
+                   "nonzeros_per_second", limits.nonzeros_per_second,
+                   "refuse (too_large) models with more nonzeros than this x "
+                   "the seconds left (0: no such limit; the default is the "
+                   "MILP solvers' measured speed, docs/algorithms.md)"),
+      DoubleOption(&CheckmateOptions::warm_start_seconds, "warm_start_seconds",
+                   5,
+                   "time limit of each heuristic run for the warm start "
+                   "(together at most a quarter of the time left)")};
 }
 
 StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
-                            int max_computes) {
+                            const CheckmateOptions& options, int max_computes) {
   const int64_t budget_bytes = request.budget_bytes;
-  const StageOrder order = request.params.String("stage_order") == "graph"
-                               ? StageOrder::kGraph
-                               : StageOrder::kIncumbent;
+  const StageOrder order = options.stage_order;
   std::optional<CheckmateModel> graph_order;
   if (order == StageOrder::kGraph) {
     graph_order.emplace(graph, budget_bytes, NoRematOrder(graph), max_computes);
@@ -574,11 +562,10 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
   };
   // The heuristics together get at most a quarter of the time left: the
   // rest is the solver's.
-  const double heuristics =
-      static_cast<double>(request.params.List("warm_start").size());
+  const double heuristics = static_cast<double>(options.warm_start.size());
   std::optional<Incumbent> incumbent = BestWarmStart(
-      graph, request,
-      std::min(request.params.Double("warm_start_seconds"),
+      graph, request, options.warm_start,
+      std::min(options.warm_start_seconds,
                request.deadline.SecondsLeft() / 4 / std::max(1.0, heuristics)),
       staged);
   if (graph_order) {

@@ -28,6 +28,7 @@
 #include "algorithms/common/warm_start.h"
 #include "harness/algorithm.h"
 #include "harness/graph.h"
+#include "harness/options.h"
 #include "harness/schedule.h"
 
 namespace remat {
@@ -206,14 +207,21 @@ inline constexpr CheckmateLimits kLpLimits{.max_nodes = 150};
 // size measured to fail (300,000 at run.sh's 10 s, 1.8 million at 60 s).
 inline constexpr CheckmateLimits kMilpLimits{.nonzeros_per_second = 30000};
 
-// `params` and those of both Checkmate algorithms: max_nodes and
-// nonzeros_per_second (defaults `limits`), and the three BestStagedStart
-// reads, stage_order, warm_start (of algorithm `owner`, default
-// `warm_start`) and warm_start_seconds.
-std::vector<ParamSpec> WithCheckmateParams(const std::string& owner,
-                                           const std::string& warm_start,
-                                           std::vector<ParamSpec> params,
-                                           const CheckmateLimits& limits);
+// The options checkmate_milp, checkmate_lp and moccasin share: the three
+// BestStagedStart reads and the two limits RefuseCheckmateRequest checks.
+struct CheckmateOptions {
+  std::vector<std::string> warm_start;
+  StageOrder stage_order;
+  int64_t max_nodes;           // 0: no such limit
+  double nonzeros_per_second;  // 0: no such limit
+  double warm_start_seconds;
+};
+// Their declaration for algorithm `owner`: warm_start (default
+// `warm_start`), stage_order, max_nodes and nonzeros_per_second (defaults
+// `limits`), warm_start_seconds.
+std::vector<OptionField<CheckmateOptions>> CheckmateOptionFields(
+    const std::string& owner, const std::string& warm_start,
+    const CheckmateLimits& limits);
 
 // Memory per nonzero of the model while Clp solves its LP relaxation
 // (checkmate_lp), the model's own arrays included; CBC's MILP needs more.
@@ -233,7 +241,8 @@ inline constexpr int64_t kCheckmateBytesPerNonzero = 300;
 // solve without a MILP solver: moccasin's solver=gecode) skips the limit
 // by the MILP solvers' speed.
 std::optional<AlgorithmOutput> RefuseCheckmateRequest(
-    const Graph& graph, const SolveRequest& request, bool milp = true);
+    const Graph& graph, const SolveRequest& request,
+    const CheckmateOptions& options, bool milp = true);
 
 // The warm start of checkmate_milp and checkmate_lp, and their model: the
 // cheapest schedule the algorithms of the warm_start parameter find
@@ -255,6 +264,7 @@ struct StagedStart {
 // time left.
 // `max_computes` as in CheckmateModel's constructor.
 StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
+                            const CheckmateOptions& options,
                             int max_computes = 0);
 
 }  // namespace remat

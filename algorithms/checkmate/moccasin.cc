@@ -48,69 +48,87 @@
 namespace remat {
 namespace {
 
+enum class MoccasinSolver { kAuto, kHighs, kCbc, kGecode };
+
+struct MoccasinOptions {
+  StagedMilpOptions milp;
+  int computations;
+  MoccasinSolver solver;
+  double gecode_seconds;
+  CheckmateOptions checkmate;
+};
+
+const Options<MoccasinOptions> kOptions(
+    NestedOptions(&MoccasinOptions::milp, StagedMilpOptionFields()),
+    IntOption(&MoccasinOptions::computations, "computations", 2,
+              "C: the most times each value is computed (each compute "
+              "starts one retention interval)",
+              1),
+    ChoiceOption(&MoccasinOptions::solver, "solver", MoccasinSolver::kAuto,
+                 {{"auto", MoccasinSolver::kAuto},
+                  {"highs", MoccasinSolver::kHighs},
+                  {"cbc", MoccasinSolver::kCbc},
+                  {"gecode", MoccasinSolver::kGecode}},
+                 "auto (default): the interval model on Gecode for "
+                 "gecode_seconds, then the MILP on HiGHS unless Gecode "
+                 "settled it; highs, cbc or gecode: that one alone"),
+    DoubleOption(&MoccasinOptions::gecode_seconds, "gecode_seconds", 2,
+                 "solver=auto: Gecode's share (at most a tenth of the time "
+                 "left)"),
+    NestedOptions(&MoccasinOptions::checkmate,
+                  CheckmateOptionFields("moccasin",
+                                        std::string("checkmate_lp+") +
+                                            kStagedHeuristics,
+                                        kMilpLimits)));
+
+// The limit by the MILP solvers' measured speed does not bind Gecode
+// alone, which solves the smaller interval model.
+std::optional<AlgorithmOutput> Refuse(const Graph& graph,
+                                      const SolveRequest& request,
+                                      const MoccasinOptions& options) {
+  return RefuseCheckmateRequest(graph, request, options.checkmate,
+                                options.solver != MoccasinSolver::kGecode);
+}
+
 class Moccasin : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
-    const int c = static_cast<int>(request.params.Int("computations"));
-    const std::string& solver = request.params.String("solver");
-    // The limit by the MILP solvers' measured speed does not bind Gecode
-    // alone, which solves the smaller interval model.
-    if (auto refused =
-            RefuseCheckmateRequest(graph, request, solver != "gecode")) {
+    const MoccasinOptions options = kOptions.Read(request.params);
+    const int c = options.computations;
+    const MoccasinSolver solver = options.solver;
+    if (auto refused = Refuse(graph, request, options)) {
       return std::move(*refused);
     }
-    StagedStart start = BestStagedStart(graph, request, c);
+    StagedStart start = BestStagedStart(graph, request, options.checkmate, c);
     std::string gecode_note;
-    if (solver == "auto" || solver == "gecode") {
+    if (solver == MoccasinSolver::kAuto || solver == MoccasinSolver::kGecode) {
       const Deadline deadline =
-          solver == "gecode"
+          solver == MoccasinSolver::kGecode
               ? request.deadline
-              : Deadline::In(std::min(request.params.Double("gecode_seconds"),
+              : Deadline::In(std::min(options.gecode_seconds,
                                       request.deadline.SecondsLeft() / 10));
-      CpAnswer cp = SolveMoccasinCp(graph, request, c, start, deadline);
-      if (solver == "gecode" || cp.settled) return std::move(cp.output);
+      CpAnswer cp = SolveMoccasinCp(graph, request, c, options.milp.threads,
+                                    start, deadline);
+      if (solver == MoccasinSolver::kGecode || cp.settled) {
+        return std::move(cp.output);
+      }
       gecode_note = fmt::format("; Gecode first: {}", cp.output.message);
     }
     AlgorithmOutput out = SolveStagedMilp(
-        request,
+        request, options.checkmate, options.milp,
         {.name = fmt::format("staged schedules computing each value at most "
                              "{} times",
                              c),
          .max_computes = c},
         std::move(start),
-        MilpSolverNamed(solver == "auto" ? kDefaultMilpSolver : solver));
+        solver == MoccasinSolver::kCbc     ? MilpSolver::kCbc
+        : solver == MoccasinSolver::kHighs ? MilpSolver::kHighs
+                                           : kDefaultMilpSolver);
     out.message += gecode_note;
     return out;
   }
 };
-
-std::vector<ParamSpec> MoccasinParams() {
-  std::vector<ParamSpec> params = CbcParams();
-  params.push_back({.name = "computations",
-                    .type = ParamSpec::Type::kInt,
-                    .default_value = "2",
-                    .description = "C: the most times each value is computed "
-                                   "(each compute starts one retention "
-                                   "interval)",
-                    .min_int = 1});
-  params.push_back({.name = "solver",
-                    .type = ParamSpec::Type::kChoice,
-                    .default_value = "auto",
-                    .description = "auto (default): the interval model on "
-                                   "Gecode for gecode_seconds, then the "
-                                   "MILP on HiGHS unless Gecode settled it; "
-                                   "highs, cbc or gecode: that one alone",
-                    .choices = {"auto", "highs", "cbc", "gecode"}});
-  params.push_back({.name = "gecode_seconds",
-                    .type = ParamSpec::Type::kDouble,
-                    .default_value = "2",
-                    .description = "solver=auto: Gecode's share (at most a "
-                                   "tenth of the time left)"});
-  return WithCheckmateParams("moccasin",
-                             std::string("checkmate_lp+") + kStagedHeuristics,
-                             std::move(params), kMilpLimits);
-}
 
 const bool kRegistered = RegisterAlgorithm({
     .name = "moccasin",
@@ -127,10 +145,9 @@ const bool kRegistered = RegisterAlgorithm({
     // As Run refuses: Gecode alone is not held to the MILP solvers' speed.
     .refuse =
         [](const Graph& graph, const SolveRequest& request) {
-          return RefuseCheckmateRequest(
-              graph, request, request.params.String("solver") != "gecode");
+          return Refuse(graph, request, kOptions.Read(request.params));
         },
-    .params = MoccasinParams(),
+    .params = kOptions.Specs(),
     .create = [] { return std::make_unique<Moccasin>(); },
 });
 

@@ -248,7 +248,7 @@ std::optional<Problem> MakeProblem(const Graph& graph,
 }  // namespace
 
 CpAnswer SolveMoccasinCp(const Graph& graph, const SolveRequest& request,
-                         int computes, StagedStart& start,
+                         int computes, int threads, StagedStart& start,
                          const Deadline& deadline) {
   const CheckmateModel& model = start.model;
   std::optional<Incumbent>& incumbent = start.incumbent;
@@ -266,7 +266,7 @@ CpAnswer SolveMoccasinCp(const Graph& graph, const SolveRequest& request,
   const int64_t cost_below = bounded ? incumbent->cost / cost_scale : 0;
   auto root = std::make_unique<IntervalSpace>(*problem, cost_below);
   Gecode::Search::Options options;
-  options.threads = static_cast<double>(request.params.Int("threads"));
+  options.threads = static_cast<double>(threads);
   const double seconds = deadline.SecondsLeft() - 0.2;
   std::unique_ptr<Gecode::Search::TimeStop> stop;
   if (seconds < 1e9) {
@@ -323,7 +323,7 @@ CpAnswer SolveMoccasinCp(const Graph& graph, const SolveRequest& request,
   AlgorithmOutput out =
       AlgorithmOutput::Found(incumbent->schedule, std::move(message));
   out.optimal = settled;
-  if (settled) out.extra["staged_lower_bound_cost"] = incumbent->cost;
+  if (settled) out.staged_lower_bound_cost = incumbent->cost;
   if (!proven) out.status = Status::kTimeout;
   out.extra["search_nodes"] = static_cast<int64_t>(stats.node);
   return {std::move(out), settled};

@@ -19,8 +19,9 @@ struct CpAnswer {
 // Searches the staged schedules in `start`'s order that compute each value
 // at most `computes` times for one cheaper than start.incumbent until
 // `deadline`, and makes the cheapest found start.incumbent.
+// `threads`: Gecode's search threads.
 CpAnswer SolveMoccasinCp(const Graph& graph, const SolveRequest& request,
-                         int computes, StagedStart& start,
+                         int computes, int threads, StagedStart& start,
                          const Deadline& deadline);
 
 }  // namespace remat

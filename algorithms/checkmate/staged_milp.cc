@@ -41,21 +41,20 @@ std::string_view MilpSolverName(MilpSolver solver) {
   return solver == MilpSolver::kHighs ? "HiGHS" : "CBC";
 }
 
-MilpSolver MilpSolverNamed(const std::string& name) {
-  return name == "cbc" ? MilpSolver::kCbc : MilpSolver::kHighs;
-}
-
 AlgorithmOutput SolveStagedMilp(const Graph& graph, const SolveRequest& request,
+                                const CheckmateOptions& checkmate,
+                                const StagedMilpOptions& milp,
                                 const StagedMilpClass& schedule_class,
                                 MilpSolver solver) {
-  if (auto refused = RefuseCheckmateRequest(graph, request)) {
+  if (auto refused = RefuseCheckmateRequest(graph, request, checkmate)) {
     return std::move(*refused);
   }
   // The staged class, and so the MILP's optimum, depends on the stage
   // order (BestStagedStart).
   return SolveStagedMilp(
-      request, schedule_class,
-      BestStagedStart(graph, request, schedule_class.max_computes), solver);
+      request, checkmate, milp, schedule_class,
+      BestStagedStart(graph, request, checkmate, schedule_class.max_computes),
+      solver);
 }
 
 namespace {
@@ -74,7 +73,7 @@ struct MilpAnswer {
 
 MilpAnswer SolveWithCbc(const CheckmateModel& model,
                         const std::optional<std::vector<double>>& start,
-                        const SolveRequest& request, double seconds) {
+                        const StagedMilpOptions& options, double seconds) {
   std::unique_ptr<Cbc_Model, CbcDeleter> cbc(Cbc_newModel());
   Cbc_loadProblem(cbc.get(), model.num_cols(), model.num_rows(),
                   model.col_starts().data(), model.row_index().data(),
@@ -93,13 +92,14 @@ MilpAnswer SolveWithCbc(const CheckmateModel& model,
   Cbc_setParameter(cbc.get(), "timeMode", "elapsed");
   // CglPreProcess does not look at the time limit: on large models it
   // alone can run many times past the deadline (seen at 100 nodes).
-  const std::string& preprocess = request.params.String("preprocess");
-  if (preprocess == "off" ||
-      (preprocess == "auto" && model.num_cols() > kPreprocessMaxCols)) {
+  const CbcPreprocess preprocess = options.preprocess;
+  if (preprocess == CbcPreprocess::kOff ||
+      (preprocess == CbcPreprocess::kAuto &&
+       model.num_cols() > kPreprocessMaxCols)) {
     Cbc_setParameter(cbc.get(), "preprocess", "off");
   }
   Cbc_setParameter(cbc.get(), "threads",
-                   std::to_string(request.params.Int("threads")).c_str());
+                   std::to_string(options.threads).c_str());
   std::unique_lock lock(cbc_mutex);
   if (seconds < 1e9) Cbc_setMaximumSeconds(cbc.get(), seconds);
   Cbc_solve(cbc.get());
@@ -118,9 +118,9 @@ MilpAnswer SolveWithCbc(const CheckmateModel& model,
 
 MilpAnswer SolveWithHighs(const CheckmateModel& model,
                           const std::optional<std::vector<double>>& start,
-                          const SolveRequest& request, double seconds) {
-  HighsRun run = RunHighs(model, start, std::min(seconds, 1e7),
-                          static_cast<int>(request.params.Int("threads")));
+                          const StagedMilpOptions& options, double seconds) {
+  HighsRun run =
+      RunHighs(model, start, std::min(seconds, 1e7), options.threads);
   MilpAnswer answer;
   answer.error = std::move(run.error);
   if (!answer.error.empty()) return answer;
@@ -138,8 +138,11 @@ MilpAnswer SolveWithHighs(const CheckmateModel& model,
 }  // namespace
 
 AlgorithmOutput SolveStagedMilp(const SolveRequest& request,
+                                const CheckmateOptions& checkmate,
+                                const StagedMilpOptions& milp,
                                 const StagedMilpClass& schedule_class,
                                 StagedStart staged_start, MilpSolver solver) {
+  const std::string warm_start_names = WarmStartText(checkmate.warm_start);
   const std::string_view name = MilpSolverName(solver);
   const std::optional<Incumbent>& incumbent = staged_start.incumbent;
   const CheckmateModel& model = staged_start.model;
@@ -159,20 +162,20 @@ AlgorithmOutput SolveStagedMilp(const SolveRequest& request,
         incumbent->schedule,
         fmt::format("{} did not finish; warm start: {}", name, warm_start));
     standby->status = Status::kTimeout;
-    standby->extra["warm_start"] = request.params.String("warm_start");
+    standby->extra["warm_start"] = warm_start_names;
     if (request.standby) request.standby->Offer(*standby);
   }
 
   // The decision question "a schedule within the budget at cost <= X?"
   // (the Checkmate reproduction's) needs no MILP when the warm start
   // answers it.
-  const int64_t target = request.params.Int("cost_target");
+  const int64_t target = milp.cost_target;
   if (target > 0 && incumbent && incumbent->cost <= target) {
     AlgorithmOutput out = AlgorithmOutput::Found(
         incumbent->schedule,
         fmt::format("warm start {} meets cost_target={}; {} not run",
                     warm_start, target, name));
-    out.extra["warm_start"] = request.params.String("warm_start");
+    out.extra["warm_start"] = warm_start_names;
     return out;
   }
 
@@ -186,8 +189,8 @@ AlgorithmOutput SolveStagedMilp(const SolveRequest& request,
                                       name));
   }
   const MilpAnswer answer = solver == MilpSolver::kHighs
-                                ? SolveWithHighs(model, start, request, seconds)
-                                : SolveWithCbc(model, start, request, seconds);
+                                ? SolveWithHighs(model, start, milp, seconds)
+                                : SolveWithCbc(model, start, milp, seconds);
   if (!answer.error.empty()) {
     return AlgorithmOutput::NoSchedule(Status::kError, answer.error);
   }
@@ -226,54 +229,37 @@ AlgorithmOutput SolveStagedMilp(const SolveRequest& request,
                   name, objective * scale, bound * scale, warm_start));
   if (!optimal) out.status = Status::kTimeout;
   out.optimal = optimal;
-  out.extra["staged_lower_bound_cost"] =
+  out.staged_lower_bound_cost =
       static_cast<int64_t>(std::llround(bound)) * model.cost_scale();
   out.extra["mip_gap"] =
       objective > 0 ? std::max(0.0, (objective - bound) / objective) : 0.0;
   out.extra["milp_solver"] = solver == MilpSolver::kHighs ? "highs" : "cbc";
   out.extra["stage_order"] = staged_start.order_source;
   out.extra["variables"] = model.num_cols();
-  out.extra["warm_start"] = request.params.String("warm_start");
+  out.extra["warm_start"] = warm_start_names;
   out.extra["constraints"] = model.num_rows();
   return out;
 }
 
-std::vector<ParamSpec> CbcParams() {
-  return {{.name = "preprocess",
-           .type = ParamSpec::Type::kChoice,
-           .default_value = "off",
-           .description =
-               "CBC preprocessing (solver=cbc): off (default), on, or auto "
-               "(on up to 10000 columns); on has crashed CBC "
-               "2.10 in CglPreProcess::postProcess when the "
-               "time limit stopped it",
-           .choices = {"auto", "on", "off"}},
-          {.name = "cost_target",
-           .type = ParamSpec::Type::kInt,
-           .default_value = "0",
-           .description =
-               "0 (default): minimize the cost; X > 0: answer "
-               "with the warm start, without running the solver, when it "
-               "costs at most X (not proven optimal)",
-           .min_int = 0},
-          {.name = "threads",
-           .type = ParamSpec::Type::kInt,
-           .default_value = "1",
-           .description = "solver threads (the MILP solver's; moccasin's "
-                          "Gecode search too)",
-           .min_int = 1}};
-}
-
-ParamSpec MilpSolverParam() {
-  return {.name = "solver",
-          .type = ParamSpec::Type::kChoice,
-          .default_value = kDefaultMilpSolver,
-          .description =
-              "MILP solver: highs (default: HiGHS's executable "
-              "in a child process, from highsbox in the "
-              "project's Python environment, REMAT_HIGHS or "
-              "PATH) or cbc (COIN-OR CBC in this process)",
-          .choices = {"highs", "cbc"}};
+std::vector<OptionField<StagedMilpOptions>> StagedMilpOptionFields() {
+  return {
+      ChoiceOption(&StagedMilpOptions::preprocess, "preprocess",
+                   CbcPreprocess::kOff,
+                   {{"auto", CbcPreprocess::kAuto},
+                    {"on", CbcPreprocess::kOn},
+                    {"off", CbcPreprocess::kOff}},
+                   "CBC preprocessing (solver=cbc): off (default), on, or "
+                   "auto (on up to 10000 columns); on has crashed CBC 2.10 in "
+                   "CglPreProcess::postProcess when the time limit stopped "
+                   "it"),
+      IntOption(&StagedMilpOptions::cost_target, "cost_target", 0,
+                "0 (default): minimize the cost; X > 0: answer with the warm "
+                "start, without running the solver, when it costs at most X "
+                "(not proven optimal)"),
+      IntOption(&StagedMilpOptions::threads, "threads", 1,
+                "solver threads (the MILP solver's; moccasin's Gecode search "
+                "too)",
+                1)};
 }
 
 }  // namespace remat

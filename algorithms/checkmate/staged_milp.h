@@ -26,25 +26,34 @@ struct StagedMilpClass {
 enum class MilpSolver { kCbc, kHighs };
 // "CBC" or "HiGHS", for messages.
 std::string_view MilpSolverName(MilpSolver solver);
-// "cbc" -> kCbc, "highs" -> kHighs (the values of the solver parameters).
-MilpSolver MilpSolverNamed(const std::string& name);
+
+// The options of SolveStagedMilp that checkmate_milp and moccasin share.
+enum class CbcPreprocess { kAuto, kOn, kOff };
+struct StagedMilpOptions {
+  CbcPreprocess preprocess;
+  int64_t cost_target;  // 0: minimize
+  int threads;
+};
+// Their declaration: preprocess, cost_target, threads.
+std::vector<OptionField<StagedMilpOptions>> StagedMilpOptionFields();
 
 // Refuses as RefuseCheckmateRequest does, builds the model in the order of
 // BestStagedStart and solves it with `solver` until the request's
-// deadline. The result is optimal within `schedule_class` when the solver
-// proves it; its bound is reported as staged_lower_bound_cost, never as a
-// bound on other algorithms. A solver that cannot run (HiGHS's executable
-// missing) makes status error, with the reason.
+// deadline, with the options `checkmate` and `milp`. The result is optimal
+// within `schedule_class` when the solver proves it; its bound is reported as
+// staged_lower_bound_cost, never as a bound on other algorithms. A solver that
+// cannot run (HiGHS's executable missing) makes status error, with the reason.
 AlgorithmOutput SolveStagedMilp(const Graph& graph, const SolveRequest& request,
+                                const CheckmateOptions& checkmate,
+                                const StagedMilpOptions& milp,
                                 const StagedMilpClass& schedule_class,
                                 MilpSolver solver);
 // The same from a warm start and model already built (BestStagedStart).
 AlgorithmOutput SolveStagedMilp(const SolveRequest& request,
+                                const CheckmateOptions& checkmate,
+                                const StagedMilpOptions& milp,
                                 const StagedMilpClass& schedule_class,
                                 StagedStart staged_start, MilpSolver solver);
-
-// The parameters of SolveStagedMilp (preprocess, cost_target, threads).
-std::vector<ParamSpec> CbcParams();
 
 // The MILP solver by default, chosen by measurement (docs/algorithms.md,
 // "Which MILP solver"; results/solver_choice/cpu.md): HiGHS proves the
@@ -52,8 +61,17 @@ std::vector<ParamSpec> CbcParams();
 // 20 s, where CBC stood at a 3.1% gap after 300 s), and on the default
 // corpus at 10 s it proved 9 points to CBC's 8 and bounded 4 more; CBC is
 // up to 3x faster on small models that both prove.
-inline constexpr const char* kDefaultMilpSolver = "highs";
-// checkmate_milp's `solver` parameter (highs or cbc).
-ParamSpec MilpSolverParam();
+inline constexpr MilpSolver kDefaultMilpSolver = MilpSolver::kHighs;
+// checkmate_milp's `solver` option (highs or cbc).
+template <typename T>
+OptionField<T> MilpSolverOption(MilpSolver T::*member) {
+  return ChoiceOption(
+      member, "solver", kDefaultMilpSolver,
+      {{"highs", MilpSolver::kHighs}, {"cbc", MilpSolver::kCbc}},
+      "MILP solver: highs (default: HiGHS's executable in a "
+      "child process, from highsbox in the project's Python "
+      "environment, REMAT_HIGHS or PATH) or cbc (COIN-OR CBC "
+      "in this process)");
+}
 
 }  // namespace remat

@@ -84,21 +84,11 @@ std::vector<NodeId> AllCandidates(const Graph& graph,
   return candidates;
 }
 
-ParamSpec CandidatesParam() {
-  return {.name = "candidates",
-          .type = ParamSpec::Type::kChoice,
-          .default_value = "ap",
-          .description =
-              "where segments may end: ap (articulation points "
-              "of the forward graph) or all (every forward value)",
-          .choices = {"ap", "all"}};
-}
-
 std::vector<NodeId> SelectCandidates(const Graph& graph,
                                      const CheckpointGraph& fwd,
-                                     const std::string& choice) {
-  return choice == "all" ? AllCandidates(graph, fwd)
-                         : ArticulationCandidates(graph, fwd);
+                                     CandidateSet set) {
+  return set == CandidateSet::kAll ? AllCandidates(graph, fwd)
+                                   : ArticulationCandidates(graph, fwd);
 }
 
 namespace {

@@ -11,7 +11,7 @@
 
 #include "algorithms/common/forward_backward.h"
 #include "harness/graph.h"
-#include "harness/params.h"
+#include "harness/options.h"
 
 namespace remat {
 
@@ -43,11 +43,19 @@ std::vector<NodeId> ArticulationCandidates(const Graph& graph,
 std::vector<NodeId> AllCandidates(const Graph& graph,
                                   const CheckpointGraph& fwd);
 
-// The `candidates=ap|all` choice shared by the Chen algorithms.
-ParamSpec CandidatesParam();
+// The `candidates=ap|all` option shared by the Chen algorithms.
+enum class CandidateSet { kArticulation, kAll };
+template <typename T>
+OptionField<T> CandidatesOption(CandidateSet T::*member) {
+  return ChoiceOption(
+      member, "candidates", CandidateSet::kArticulation,
+      {{"ap", CandidateSet::kArticulation}, {"all", CandidateSet::kAll}},
+      "where segments may end: ap (articulation points of "
+      "the forward graph) or all (every forward value)");
+}
 std::vector<NodeId> SelectCandidates(const Graph& graph,
                                      const CheckpointGraph& fwd,
-                                     const std::string& choice);
+                                     CandidateSet set);
 
 // The "speed" selection of the TensorFlow gradient-checkpointing library:
 // every forward value whose op (or, when the op is empty, name) names a

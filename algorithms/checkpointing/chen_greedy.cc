@@ -52,19 +52,35 @@ Plan GreedyPlan(const Graph& graph, const CheckpointGraph& fwd,
   return plan;
 }
 
+struct ChenGreedyOptions {
+  CandidateSet candidates;
+  int64_t threshold;
+  int64_t trials;
+  int64_t max_computes;
+};
+
+const Options<ChenGreedyOptions> kOptions(
+    CandidatesOption(&ChenGreedyOptions::candidates),
+    BytesOption(&ChenGreedyOptions::threshold, "threshold", 0,
+                "use this one threshold b; 0: search it"),
+    IntOption(&ChenGreedyOptions::trials, "trials", 6,
+              "thresholds tried on the grid after the sqrt(x*y/2) "
+              "iterations"),
+    MaxComputesOption(&ChenGreedyOptions::max_computes));
+
 class ChenGreedy : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
+    const ChenGreedyOptions options = kOptions.Read(request.params);
     std::string why;
     std::optional<CheckpointGraph> fwd = PrepareCheckpointGraph(graph, why);
     if (!fwd) return AlgorithmOutput::NoSchedule(Status::kUnsupported, why);
-    const std::string& choice = request.params.String("candidates");
     const std::vector<NodeId> candidates =
-        SelectCandidates(graph, *fwd, choice);
+        SelectCandidates(graph, *fwd, options.candidates);
     std::vector<uint8_t> is_candidate(graph.num_nodes(), 0);
     for (NodeId v : candidates) is_candidate[v] = 1;
-    const BuildLimits limits = LimitsOf(request);
+    const BuildLimits limits = LimitsOf(request, options.max_computes);
     CandidatePool best(graph, request.budget_bytes, {.invalid_is_bug = true});
     std::vector<std::vector<NodeId>> tried;
     std::optional<Status> stop;
@@ -88,7 +104,7 @@ class ChenGreedy : public Algorithm {
       return plan;
     };
 
-    const int64_t fixed = request.params.Int("threshold");
+    const int64_t fixed = options.threshold;
     if (fixed > 0) {
       evaluate(fixed);
     } else {
@@ -101,7 +117,7 @@ class ChenGreedy : public Algorithm {
             std::sqrt(static_cast<double>(plan.kept_bytes) *
                       static_cast<double>(plan.largest_segment) / 2));
       }
-      const int64_t trials = request.params.Int("trials");
+      const int64_t trials = options.trials;
       const double top = static_cast<double>(threshold) * std::sqrt(2.0);
       const auto step =
           static_cast<int64_t>((top - static_cast<double>(smallest_segment)) /
@@ -120,7 +136,8 @@ class ChenGreedy : public Algorithm {
     }
     std::string message;
     if (!best.fits()) {
-      message = candidates.empty() && choice == "ap"
+      message = candidates.empty() &&
+                        options.candidates == CandidateSet::kArticulation
                     ? "no articulation-point candidates (skip connections "
                       "everywhere): nothing can be checkpointed"
                     : fmt::format(
@@ -139,18 +156,7 @@ const bool kRegistered = RegisterAlgorithm({
     .citation = "Chen et al., arXiv:1604.06174 (2016), Algorithm 2",
     .exact = false,
     .uses_budget = true,
-    .params = {CandidatesParam(),
-               {.name = "threshold",
-                .type = ParamSpec::Type::kBytes,
-                .default_value = "0",
-                .description = "use this one threshold b; 0: search it"},
-               {.name = "trials",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "6",
-                .description = "thresholds tried on the grid after the "
-                               "sqrt(x*y/2) iterations",
-                .min_int = 1},
-               MaxComputesParam()},
+    .params = kOptions.Specs(),
     .create = [] { return std::make_unique<ChenGreedy>(); },
 });
 

@@ -21,6 +21,13 @@
 namespace remat {
 namespace {
 
+struct ChenRecursiveOptions {
+  int64_t max_computes;
+};
+
+const Options<ChenRecursiveOptions> kOptions(
+    MaxComputesOption(&ChenRecursiveOptions::max_computes));
+
 class ChenRecursive : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
@@ -32,7 +39,8 @@ class ChenRecursive : public Algorithm {
     // Slots are never the limit: the nesting depth is.
     BuildResult built = NestedSchedule(
         chain, chain.num_steps(),
-        [](int32_t length, int64_t) { return length / 2; }, LimitsOf(request));
+        [](int32_t length, int64_t) { return length / 2; },
+        LimitsOf(request, kOptions.Read(request.params).max_computes));
     if (!built.schedule) {
       return AlgorithmOutput::NoSchedule(built.status, built.message);
     }
@@ -55,7 +63,7 @@ const bool kRegistered = RegisterAlgorithm({
     .citation = "Chen et al., arXiv:1604.06174 (2016), section 4.3",
     .exact = false,
     .uses_budget = false,
-    .params = {MaxComputesParam()},
+    .params = kOptions.Specs(),
     .create = [] { return std::make_unique<ChenRecursive>(); },
 });
 

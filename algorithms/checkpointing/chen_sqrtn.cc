@@ -45,14 +45,31 @@ std::vector<NodeId> EverySqrtTh(const std::vector<NodeId>& candidates) {
   return kept;
 }
 
+enum class Select { kMemory, kSpeed };
+
+struct ChenSqrtNOptions {
+  CandidateSet candidates;
+  Select select;
+  int64_t max_computes;
+};
+
+const Options<ChenSqrtNOptions> kOptions(
+    CandidatesOption(&ChenSqrtNOptions::candidates),
+    ChoiceOption(&ChenSqrtNOptions::select, "select", Select::kMemory,
+                 {{"memory", Select::kMemory}, {"speed", Select::kSpeed}},
+                 "memory: sqrt thinning of the candidates; speed: keep "
+                 "every convolution / matrix product output"),
+    MaxComputesOption(&ChenSqrtNOptions::max_computes));
+
 class ChenSqrtN : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
+    const ChenSqrtNOptions options = kOptions.Read(request.params);
     std::string why;
     std::optional<CheckpointGraph> fwd = PrepareCheckpointGraph(graph, why);
     if (!fwd) return AlgorithmOutput::NoSchedule(Status::kUnsupported, why);
-    const bool speed = request.params.String("select") == "speed";
+    const bool speed = options.select == Select::kSpeed;
     std::vector<NodeId> candidates;
     std::vector<NodeId> kept;
     std::string message;
@@ -65,11 +82,10 @@ class ChenSqrtN : public Algorithm {
             "value is kept";
       }
     } else {
-      const std::string& choice = request.params.String("candidates");
-      candidates = SelectCandidates(graph, *fwd, choice);
+      candidates = SelectCandidates(graph, *fwd, options.candidates);
       kept = EverySqrtTh(candidates);
       if (kept.empty()) {
-        message = choice == "ap"
+        message = options.candidates == CandidateSet::kArticulation
                       ? "no articulation-point candidates (skip connections "
                         "everywhere): nothing can be checkpointed, every "
                         "forward value is kept"
@@ -77,7 +93,8 @@ class ChenSqrtN : public Algorithm {
       }
     }
     const SegmentChain chain(graph, *fwd, kept);
-    BuildResult built = ChenSchedule(chain, LimitsOf(request), speed);
+    BuildResult built =
+        ChenSchedule(chain, LimitsOf(request, options.max_computes), speed);
     if (!built.schedule) {
       return AlgorithmOutput::NoSchedule(built.status, built.message);
     }
@@ -97,15 +114,7 @@ const bool kRegistered = RegisterAlgorithm({
                 "gradient-checkpointing (2018)",
     .exact = false,
     .uses_budget = false,
-    .params = {CandidatesParam(),
-               {.name = "select",
-                .type = ParamSpec::Type::kChoice,
-                .default_value = "memory",
-                .description = "memory: sqrt thinning of the candidates; "
-                               "speed: keep every convolution / matrix "
-                               "product output",
-                .choices = {"memory", "speed"}},
-               MaxComputesParam()},
+    .params = kOptions.Specs(),
     .create = [] { return std::make_unique<ChenSqrtN>(); },
 });
 

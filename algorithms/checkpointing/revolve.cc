@@ -64,16 +64,28 @@ int32_t BinomialSplit(int32_t length, int64_t slots) {
   return lo;
 }
 
+struct RevolveOptions {
+  int64_t slots;
+  int64_t max_computes;
+};
+
+const Options<RevolveOptions> kOptions(
+    IntOption(&RevolveOptions::slots, "slots", 0,
+              "checkpoint slots including the start; 0: the most that fit "
+              "the budget"),
+    MaxComputesOption(&RevolveOptions::max_computes));
+
 class Revolve : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
+    const RevolveOptions options = kOptions.Read(request.params);
     std::string why;
     std::optional<CheckpointGraph> fwd = PrepareCheckpointGraph(graph, why);
     if (!fwd) return AlgorithmOutput::NoSchedule(Status::kUnsupported, why);
     const SegmentChain chain(graph, *fwd, ArticulationCandidates(graph, *fwd));
     const int32_t steps = chain.num_steps();
-    const BuildLimits limits = LimitsOf(request);
+    const BuildLimits limits = LimitsOf(request, options.max_computes);
     const int64_t budget = request.budget_bytes;
     CandidatePool best(graph, budget, {.invalid_is_bug = true});
     std::optional<Status> stop;  // of the last build that stopped
@@ -98,7 +110,7 @@ class Revolve : public Algorithm {
     };
     auto searching = [&] { return stop != Status::kTimeout; };
 
-    const int64_t slots = request.params.Int("slots");
+    const int64_t slots = options.slots;
     if (slots > 0 || budget == kUnboundedBudget) {
       fits_at(slots > 0 ? std::min<int64_t>(slots, steps) : steps);
     } else if (!fits_at(steps) && searching()) {
@@ -173,12 +185,7 @@ const bool kRegistered = RegisterAlgorithm({
     .citation = "Griewank & Walther, ACM TOMS 2000 (Algorithm 799: revolve)",
     .exact = false,
     .uses_budget = true,
-    .params = {{.name = "slots",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "0",
-                .description = "checkpoint slots including the start; 0: the "
-                               "most that fit the budget"},
-               MaxComputesParam()},
+    .params = kOptions.Specs(),
     .create = [] { return std::make_unique<Revolve>(); },
 });
 

@@ -553,10 +553,28 @@ std::vector<NodeId> StageCheckpoints(const Graph& graph,
   }
 }
 
+struct RotorOptions {
+  int64_t slots;
+  int64_t max_entries;
+  int64_t max_computes;
+};
+
+const Options<RotorOptions> kOptions(
+    IntOption(&RotorOptions::slots, "slots", 500,
+              "memory units the budget is split into (sizes rounded up, the "
+              "budget down)",
+              1),
+    IntOption(&RotorOptions::max_entries, "max_entries", 20000000,
+              "largest DP table (stage pairs x 2 x (2 slots + 1) entries of "
+              "12 bytes); slots shrink to fit it",
+              1),
+    MaxComputesOption(&RotorOptions::max_computes));
+
 class Rotor : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
+    const RotorOptions options = kOptions.Read(request.params);
     std::string why;
     std::optional<CheckpointGraph> fwd = PrepareCheckpointGraph(graph, why);
     if (!fwd) return AlgorithmOutput::NoSchedule(Status::kUnsupported, why);
@@ -579,8 +597,8 @@ class Rotor : public Algorithm {
         budget += memory_model::ComputeBytes(graph, v);
       }
     }
-    int64_t slots = request.params.Int("slots");
-    const int64_t max_entries = request.params.Int("max_entries");
+    int64_t slots = options.slots;
+    const int64_t max_entries = options.max_entries;
     const int64_t pairs = static_cast<int64_t>(L) * (L + 1) / 2;
     // The table reaches twice the budget (see the search below).
     slots = std::min(slots, (max_entries / pairs / 2 - 1) / 2);
@@ -610,7 +628,7 @@ class Rotor : public Algorithm {
     }
     const nlohmann::json note = {
         {"stages", L}, {"unit_bytes", unit}, {"units", memory}};
-    const BuildLimits limits = LimitsOf(request);
+    const BuildLimits limits = LimitsOf(request, options.max_computes);
     CandidatePool best(graph, request.budget_bytes, {.invalid_is_bug = true});
     std::optional<Status> stop;
     auto fits_at = [&](int64_t m) {
@@ -688,20 +706,7 @@ const bool kRegistered = RegisterAlgorithm({
     .citation = "Beaumont et al., arXiv:1911.13214 (2019), ACM TOMS 2024",
     .exact = false,
     .uses_budget = true,
-    .params = {{.name = "slots",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "500",
-                .description = "memory units the budget is split into "
-                               "(sizes rounded up, the budget down)",
-                .min_int = 1},
-               {.name = "max_entries",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "20000000",
-                .description = "largest DP table (stage pairs x 2 x (2 slots "
-                               "+ 1) entries of 12 bytes); slots shrink to "
-                               "fit it",
-                .min_int = 1},
-               MaxComputesParam()},
+    .params = kOptions.Specs(),
     .create = [] { return std::make_unique<Rotor>(); },
 });
 

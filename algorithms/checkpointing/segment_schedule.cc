@@ -73,19 +73,8 @@ SegmentChain::SegmentChain(const Graph& graph, const CheckpointGraph& fwd,
   }
 }
 
-ParamSpec MaxComputesParam() {
-  return {.name = "max_computes",
-          .type = ParamSpec::Type::kInt,
-          .default_value = "20000000",
-          .description =
-              "refuse (too_large) schedules with more computes "
-              "than this",
-          .min_int = 1};
-}
-
-BuildLimits LimitsOf(const SolveRequest& request) {
-  return {.max_computes = request.params.Int("max_computes"),
-          .deadline = request.deadline};
+BuildLimits LimitsOf(const SolveRequest& request, int64_t max_computes) {
+  return {.max_computes = max_computes, .deadline = request.deadline};
 }
 
 ScheduleBuilder::ScheduleBuilder(const SegmentChain& chain, BuildLimits limits)

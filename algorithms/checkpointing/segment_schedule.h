@@ -28,7 +28,7 @@
 #include "algorithms/checkpointing/checkpoint_candidates.h"
 #include "harness/algorithm.h"
 #include "harness/graph.h"
-#include "harness/params.h"
+#include "harness/options.h"
 #include "harness/schedule.h"
 
 namespace remat {
@@ -72,10 +72,16 @@ struct BuildLimits {
   Deadline deadline = Deadline::Never();
 };
 
-// The `max_computes` parameter every segment algorithm offers, and the
-// limits of a request.
-ParamSpec MaxComputesParam();
-BuildLimits LimitsOf(const SolveRequest& request);
+// The `max_computes` option every segment algorithm offers, and the limits
+// of a request with that option.
+template <typename T>
+OptionField<T> MaxComputesOption(int64_t T::*member) {
+  return IntOption(member, "max_computes", 20000000,
+                   "refuse (too_large) schedules with more computes than "
+                   "this",
+                   1);
+}
+BuildLimits LimitsOf(const SolveRequest& request, int64_t max_computes);
 
 class ScheduleBuilder {
  public:

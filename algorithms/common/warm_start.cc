@@ -3,6 +3,9 @@
 // each to the candidate pool (warm_start.h).
 #include "algorithms/common/warm_start.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <algorithm>
 
 #include "algorithms/common/candidate_pool.h"
@@ -29,11 +32,16 @@ ParamSpec WarmStartParam(const std::string& owner,
           }};
 }
 
+std::string WarmStartText(const std::vector<std::string>& names) {
+  return fmt::format("{}", fmt::join(names, "+"));
+}
+
 std::optional<Incumbent> BestWarmStart(
-    const Graph& graph, const SolveRequest& request, double seconds_each,
+    const Graph& graph, const SolveRequest& request,
+    const std::vector<std::string>& names, double seconds_each,
     const std::function<std::optional<Schedule>(const Schedule&)>& transform) {
   CandidatePool pool(graph, request.budget_bytes);
-  for (const std::string& name : request.params.List("warm_start")) {
+  for (const std::string& name : names) {
     const double seconds =
         std::min(seconds_each, request.deadline.SecondsLeft());
     // A sub-solve reads a non-positive time as "no limit".

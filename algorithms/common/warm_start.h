@@ -32,15 +32,19 @@ struct Incumbent {
 ParamSpec WarmStartParam(const std::string& owner,
                          const std::string& default_names);
 
-// Runs each algorithm named by the request's warm_start parameter through
-// its sub-solver, each for at most `seconds_each` and never past the
+// The list as its parameter's text ("a+b"), for the details' warm_start.
+std::string WarmStartText(const std::vector<std::string>& names);
+
+// Runs each algorithm of `names` (the warm_start option) through the
+// request's sub-solver, each for at most `seconds_each` and never past the
 // request's deadline, passes each valid schedule through `transform` (if
 // given; nullopt drops it) and returns the one the candidate pool keeps
 // (candidate_pool.h) if it fits the request's budget: the cheapest, ties to
 // the lower peak and then to the earlier name, so the answer is
 // deterministic.
 std::optional<Incumbent> BestWarmStart(
-    const Graph& graph, const SolveRequest& request, double seconds_each,
+    const Graph& graph, const SolveRequest& request,
+    const std::vector<std::string>& names, double seconds_each,
     const std::function<std::optional<Schedule>(const Schedule&)>& transform =
         {});
 

@@ -22,7 +22,7 @@ const bool kRegistered = RegisterAlgorithm({
     .citation = "Kusumoto et al., NeurIPS 2019",
     .exact = false,
     .uses_budget = true,
-    .params = {StrategyParam(), MaxStatesParam()},
+    .params = DpOptionsOf(LowerSetKind::kAncestorClosures).Specs(),
     .create =
         [] {
           return std::make_unique<LowerSetDp>(LowerSetKind::kAncestorClosures);

@@ -31,13 +31,7 @@ const bool kRegistered = RegisterAlgorithm({
     .citation = "Kusumoto et al., NeurIPS 2019",
     .exact = false,
     .uses_budget = true,
-    .params = {StrategyParam(),
-               {.name = "max_lower_sets",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "2000000",
-                .description = "refuse (too_large) graphs with more lower sets",
-                .min_int = 1},
-               MaxStatesParam()},
+    .params = DpOptionsOf(LowerSetKind::kAll).Specs(),
     .create = [] { return std::make_unique<LowerSetDp>(LowerSetKind::kAll); },
 });
 

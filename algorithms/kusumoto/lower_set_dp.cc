@@ -523,10 +523,11 @@ struct Candidate {
 class DpRuns {
  public:
   DpRuns(const LowerSetAnalysis& a, const Graph& graph,
-         const SolveRequest& request)
+         const SolveRequest& request, int64_t max_states)
       : a_(a),
         graph_(graph),
         request_(request),
+        max_states_(max_states),
         pool_(graph, request.budget_bytes, {.invalid_is_bug = true}) {}
 
   // Pass 0 only: whether some strategy is within `dp_budget` by the
@@ -544,8 +545,7 @@ class DpRuns {
     if (!Check(dp) || !dp.reachable()) return nullptr;
     const int32_t full = a_.family.full_set();
     const bool time = std::string_view(strategy) == "time";
-    if (time ? !FindLeastTime(a_.family, dp_budget,
-                              request_.params.Int("max_states"),
+    if (time ? !FindLeastTime(a_.family, dp_budget, max_states_,
                               request_.deadline, dp)
              : !FindLeastKept(a_.family, dp_budget, request_.deadline, dp)) {
       Check(dp);
@@ -605,6 +605,7 @@ class DpRuns {
   const LowerSetAnalysis& a_;
   const Graph& graph_;
   const SolveRequest& request_;
+  const int64_t max_states_;
   std::deque<Candidate> tried_;  // stable addresses
   CandidatePool pool_;           // notes: indices into tried_
   Status stop_status_ = Status::kFeasible;
@@ -708,36 +709,43 @@ void Search(DpRuns& runs, const LowerSetFamily& family, int64_t budget) {
 
 }  // namespace
 
-ParamSpec StrategyParam() {
-  return {.name = "strategy",
-          .type = ParamSpec::Type::kChoice,
-          .default_value = "auto",
-          .description =
-              "time (least extra time), memory (least kept memory), both "
-              "at the budget by the DP's memory estimate, or auto: every "
-              "value kept where that fits, else the "
-              "cheapest simulated schedule that fits among answers at "
-              "searched DP budgets (larger ones where the estimate "
-              "overstates the simulated peak, smaller ones and then "
-              "memory-centric where it understates it)",
-          .choices = {"auto", "time", "memory"}};
-}
-
-ParamSpec MaxStatesParam() {
-  return {.name = "max_states",
-          .type = ParamSpec::Type::kInt,
-          .default_value = "50000000",
-          .description =
-              "refuse (too_large) when the DP holds more Pareto "
-              "points",
-          .min_int = 1};
+const Options<DpOptions>& DpOptionsOf(LowerSetKind kind) {
+  auto options = [](bool with_max_lower_sets) {
+    std::vector<OptionField<DpOptions>> fields = {ChoiceOption(
+        &DpOptions::strategy, "strategy", DpStrategy::kAuto,
+        {{"auto", DpStrategy::kAuto},
+         {"time", DpStrategy::kTime},
+         {"memory", DpStrategy::kMemory}},
+        "time (least extra time), memory (least kept memory), both at the "
+        "budget by the DP's memory estimate, or auto: every value kept "
+        "where that fits, else the cheapest simulated schedule that fits "
+        "among answers at searched DP budgets (larger ones where the "
+        "estimate overstates the simulated peak, smaller ones and then "
+        "memory-centric where it understates it)")};
+    if (with_max_lower_sets) {
+      fields.push_back(IntOption(&DpOptions::max_lower_sets, "max_lower_sets",
+                                 2000000,
+                                 "refuse (too_large) graphs with more lower "
+                                 "sets",
+                                 1));
+    }
+    fields.push_back(IntOption(&DpOptions::max_states, "max_states", 50000000,
+                               "refuse (too_large) when the DP holds more "
+                               "Pareto points",
+                               1));
+    return Options<DpOptions>(std::move(fields));
+  };
+  static const Options<DpOptions> exact = options(true);
+  static const Options<DpOptions> approx = options(false);
+  return kind == LowerSetKind::kAll ? exact : approx;
 }
 
 std::shared_ptr<const LowerSetLookup> LowerSetDp::PrepareGraph(
     const Graph& graph, const SolveRequest& request) {
-  const int64_t max_sets = kind_ == LowerSetKind::kAll
-                               ? request.params.Int("max_lower_sets")
-                               : kInt64Max;
+  const int64_t max_sets =
+      kind_ == LowerSetKind::kAll
+          ? DpOptionsOf(kind_).Read(request.params).max_lower_sets
+          : kInt64Max;
   auto lookup = std::make_shared<LowerSetLookup>(
       AnalyzeLowerSets(graph, kind_, max_sets, request.deadline));
   if (lookup->status == Status::kTimeout) return nullptr;
@@ -758,8 +766,9 @@ AlgorithmOutput LowerSetDp::RunPrepared(const Graph& graph,
   const int64_t budget = request.budget_bytes;
   nlohmann::json extra = {{"lower_sets", a.family.size()},
                           {"forward_nodes", a.graph.size()}};
-  const std::string& strategy = request.params.String("strategy");
-  if (strategy == "auto") {
+  const DpOptions options = DpOptionsOf(kind_).Read(request.params);
+  const DpStrategy strategy = options.strategy;
+  if (strategy == DpStrategy::kAuto) {
     // Every value kept until its gradient is the DP's zero-extra-time
     // strategy (the chain of all lower sets), which the estimate can
     // price above the budget although its simulated peak fits, and which
@@ -779,7 +788,7 @@ AlgorithmOutput LowerSetDp::RunPrepared(const Graph& graph,
       return out;
     }
   }
-  if (strategy == "auto") {
+  if (strategy == DpStrategy::kAuto) {
     // No schedule of any kind fits below the memory lower bound, so no DP
     // budget can give one that does: the search would spend all its DP
     // runs, the memory-centric scan included, to say so.
@@ -795,11 +804,11 @@ AlgorithmOutput LowerSetDp::RunPrepared(const Graph& graph,
       return out;
     }
   }
-  DpRuns runs(a, graph, request);
-  if (strategy == "auto") {
+  DpRuns runs(a, graph, request, options.max_states);
+  if (strategy == DpStrategy::kAuto) {
     Search(runs, a.family, budget);
   } else {
-    runs.Try(strategy == "time" ? "time" : "memory", budget);
+    runs.Try(strategy == DpStrategy::kTime ? "time" : "memory", budget);
   }
   const Candidate* chosen = runs.Best();
   if (!chosen) {

@@ -12,7 +12,7 @@
 #include "algorithms/kusumoto/lower_sets.h"
 #include "harness/algorithm.h"
 #include "harness/graph.h"
-#include "harness/params.h"
+#include "harness/options.h"
 
 namespace remat {
 
@@ -95,9 +95,16 @@ std::vector<NodeId> CanonicalComputes(const LowerSetGraph& g,
                                       std::span<const int32_t> chain,
                                       const Graph& graph);
 
-// The parameters dp_exact and dp_approx share: `strategy` and `max_states`.
-ParamSpec StrategyParam();
-ParamSpec MaxStatesParam();
+// The options of dp_exact and dp_approx.
+enum class DpStrategy { kAuto, kTime, kMemory };
+struct DpOptions {
+  DpStrategy strategy;
+  int64_t max_lower_sets;  // dp_exact's; dp_approx's family is n + 1 sets
+  int64_t max_states;
+};
+// dp_exact's options (kind kAll: strategy, max_lower_sets, max_states) or
+// dp_approx's (strategy, max_states).
+const Options<DpOptions>& DpOptionsOf(LowerSetKind kind);
 
 // dp_exact and dp_approx: the lower sets of `kind` are the per-graph
 // preparation; each solve runs the DP at its budget, takes the time-centric

@@ -78,12 +78,4 @@ Schedule WithOffloads(std::span<const Event> schedule,
   return out;
 }
 
-ParamSpec LookaheadParam() {
-  return {.name = "lookahead",
-          .type = ParamSpec::Type::kInt,
-          .default_value = "1",
-          .description = "computes ahead of its reader a prefetch is issued",
-          .min_int = 0};
-}
-
 }  // namespace remat

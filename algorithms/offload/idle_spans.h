@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "harness/graph.h"
-#include "harness/params.h"
+#include "harness/options.h"
 #include "harness/schedule.h"
 
 namespace remat {
@@ -42,7 +42,11 @@ Schedule WithOffloads(std::span<const Event> schedule,
                       std::span<const IdleSpan> spans, int64_t lookahead,
                       bool wait);
 
-// The `lookahead` parameter of the algorithms that call WithOffloads.
-ParamSpec LookaheadParam();
+// The `lookahead` option of the algorithms that call WithOffloads.
+template <typename T>
+OptionField<T> LookaheadOption(int64_t T::*member) {
+  return IntOption(member, "lookahead", 1,
+                   "computes ahead of its reader a prefetch is issued");
+}
 
 }  // namespace remat

@@ -38,12 +38,40 @@
 namespace remat {
 namespace {
 
+struct SwapRematOptions {
+  std::vector<std::string> remat;
+  int levels;
+  int64_t lookahead;
+};
+
+const Options<SwapRematOptions> kOptions(
+    ListOption(&SwapRematOptions::remat,
+               {.name = "remat",
+                .type = ParamSpec::Type::kList,
+                .default_value = "checkpoint_last+chen_greedy+chen_sqrtn+"
+                                 "dp_approx+dtr+revolve+rotor+twremat",
+                .description = "remat-only algorithms planned at the "
+                               "internal budgets, '+'-separated",
+                .check_item = [](const std::string& name) -> std::string {
+                  for (const AlgorithmInfo* info : AllAlgorithms()) {
+                    if (info->name == name) {
+                      return name == "swap_remat" ? "cannot use itself"
+                                                  : std::string();
+                    }
+                  }
+                  return "not a registered algorithm (remat list)";
+                }}),
+    IntOption(&SwapRematOptions::levels, "levels", 6,
+              "internal budgets from the budget to the NoRemat peak", 1),
+    LookaheadOption(&SwapRematOptions::lookahead));
+
 class SwapRemat : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
     graph_ = &graph;
     request_ = &request;
+    options_ = kOptions.Read(request.params);
     pool_.emplace(graph, request.budget_bytes,
                   CandidatePoolOptions{
                       .objective = CandidatePoolOptions::Objective::kMakespan,
@@ -59,11 +87,11 @@ class SwapRemat : public Algorithm {
       }
     }
     if (budget < top) {
-      const std::vector<int64_t> internal = BudgetGrid(
-          budget, top, static_cast<int>(request.params.Int("levels")));
+      const std::vector<int64_t> internal =
+          BudgetGrid(budget, top, options_.levels);
       for (int64_t inner : internal) {
         if (inner >= top) continue;  // NoRemat, done above
-        for (const std::string& name : request.params.List("remat")) {
+        for (const std::string& name : options_.remat) {
           RunBase(name, {}, inner, /*add_offloads=*/true);
         }
       }
@@ -138,10 +166,11 @@ class SwapRemat : public Algorithm {
                     wait ? ", waiting for each" : ""));
   }
 
-  int64_t Lookahead() const { return request_->params.Int("lookahead"); }
+  int64_t Lookahead() const { return options_.lookahead; }
 
   const Graph* graph_ = nullptr;
   const SolveRequest* request_ = nullptr;
+  SwapRematOptions options_;           // of the solve under way
   std::optional<CandidatePool> pool_;  // of the solve under way
 };
 
@@ -153,29 +182,7 @@ const bool kRegistered = RegisterAlgorithm({
                 "Management for Deep Learning, ASPLOS 2020",
     .exact = false,
     .uses_budget = true,
-    .params = {{.name = "remat",
-                .type = ParamSpec::Type::kList,
-                .default_value =
-                    "checkpoint_last+chen_greedy+chen_sqrtn+dp_approx+dtr+"
-                    "revolve+rotor+twremat",
-                .description = "remat-only algorithms planned at the "
-                               "internal budgets, '+'-separated",
-                .check_item = [](const std::string& name) -> std::string {
-                  for (const AlgorithmInfo* info : AllAlgorithms()) {
-                    if (info->name == name) {
-                      return name == "swap_remat" ? "cannot use itself"
-                                                  : std::string();
-                    }
-                  }
-                  return "not a registered algorithm (remat list)";
-                }},
-               {.name = "levels",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "6",
-                .description = "internal budgets from the budget to the "
-                               "NoRemat peak",
-                .min_int = 1},
-               LookaheadParam()},
+    .params = kOptions.Specs(),
     .create = [] { return std::make_unique<SwapRemat>(); },
 });
 

@@ -56,22 +56,45 @@ std::vector<uint8_t> Movable(const Graph& graph, bool conv_inputs_only) {
   return movable;
 }
 
+enum class Policy { kDyn, kAll, kConv };
+
+struct VdnnOptions {
+  Policy policy;
+  int64_t lookahead;
+  bool wait;
+};
+
+const Options<VdnnOptions> kOptions(
+    ChoiceOption(
+        &VdnnOptions::policy, "policy", Policy::kDyn,
+        {{"dyn", Policy::kDyn}, {"all", Policy::kAll}, {"conv", Policy::kConv}},
+        "values moved: all (every forward value), conv (inputs of "
+        "convolutions), dyn (the first of none, conv, all that "
+        "fits)"),
+    LookaheadOption(&VdnnOptions::lookahead),
+    BoolOption(&VdnnOptions::wait, "wait", true,
+               "the compute stream waits for each offload (vDNN's "
+               "synchronization) or runs on"));
+
 class Vdnn : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
     const Schedule plain = InsertFrees(graph, NoRematOrder(graph));
-    const std::string& policy = request.params.String("policy");
-    const int64_t lookahead = request.params.Int("lookahead");
-    const bool wait = request.params.String("wait") == "true";
+    const VdnnOptions options = kOptions.Read(request.params);
+    const Policy policy = options.policy;
+    const int64_t lookahead = options.lookahead;
+    const bool wait = options.wait;
     auto offloading = [&](bool conv_inputs_only) {
       const std::vector<uint8_t> movable = Movable(graph, conv_inputs_only);
       const std::vector<IdleSpan> spans = LongestIdleSpans(
           graph, plain, [&](NodeId v) { return movable[v] != 0; });
       return WithOffloads(plain, spans, lookahead, wait);
     };
-    if (policy == "all") return AlgorithmOutput::Found(offloading(false));
-    if (policy == "conv") return AlgorithmOutput::Found(offloading(true));
+    if (policy == Policy::kAll)
+      return AlgorithmOutput::Found(offloading(false));
+    if (policy == Policy::kConv)
+      return AlgorithmOutput::Found(offloading(true));
     const std::pair<const char*, Schedule> tries[] = {
         {"policy none", plain}, {"policy conv", offloading(true)}};
     for (const auto& [name, schedule] : tries) {
@@ -94,20 +117,7 @@ const bool kRegistered = RegisterAlgorithm({
                 "Scalable, Memory-Efficient Neural Network Design, MICRO 2016",
     .exact = false,
     .uses_budget = true,
-    .params = {{.name = "policy",
-                .type = ParamSpec::Type::kChoice,
-                .default_value = "dyn",
-                .description = "values moved: all (every forward value), "
-                               "conv (inputs of convolutions), dyn (the "
-                               "first of none, conv, all that fits)",
-                .choices = {"dyn", "all", "conv"}},
-               LookaheadParam(),
-               {.name = "wait",
-                .type = ParamSpec::Type::kChoice,
-                .default_value = "true",
-                .description = "the compute stream waits for each offload "
-                               "(vDNN's synchronization) or runs on",
-                .choices = {"true", "false"}}},
+    .params = kOptions.Specs(),
     .create = [] { return std::make_unique<Vdnn>(); },
 });
 

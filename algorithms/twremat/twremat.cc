@@ -435,14 +435,52 @@ AlgorithmOutput Fallback(const Graph& graph, const SolveRequest& request) {
                                chosen));
 }
 
+enum class SearchMode { kAuto, kOff };
+
+// The parameters: the recursion's knobs (TwRematOptions) and how they are
+// chosen, and the tree decomposition's elimination order.
+struct TwRematParams {
+  TwRematOptions knobs;
+  SearchMode search;
+  EliminationOrder elimination;
+  bool knobs_given;  // max_depth or memory_limit given explicitly
+};
+
+const Options<TwRematParams> kOptions(
+    NestedOptions(
+        &TwRematParams::knobs,
+        std::vector<OptionField<TwRematOptions>>{
+            IntOption(&TwRematOptions::max_depth, "max_depth", -1,
+                      "recursion depth after which the rest is computed "
+                      "directly (0: noremat, -1: no limit)",
+                      -1),
+            BytesOption(&TwRematOptions::memory_limit, "memory_limit", 0,
+                        "stop recursing where the rest fits this many bytes "
+                        "computed directly (0: off)")}),
+    ChoiceOption(&TwRematParams::search, "search", SearchMode::kAuto,
+                 {{"auto", SearchMode::kAuto}, {"off", SearchMode::kOff}},
+                 "auto: with a budget and neither knob given, search the "
+                 "knobs for the cheapest schedule within it; off: use the "
+                 "knobs as given"),
+    ChoiceOption(&TwRematParams::elimination, "elimination",
+                 EliminationOrder::kMinFill,
+                 {{"min_fill", EliminationOrder::kMinFill},
+                  {"min_degree", EliminationOrder::kMinDegree}},
+                 "greedy elimination order of the tree decomposition"),
+    NestedOptions(&TwRematParams::knobs,
+                  std::vector<OptionField<TwRematOptions>>{IntOption(
+                      &TwRematOptions::max_events, "max_events", 100000000,
+                      "refuse (too_large) schedules with more compute and "
+                      "free events than this",
+                      2)}),
+    GivenFlag<TwRematParams>{&TwRematParams::knobs_given,
+                             {"max_depth", "memory_limit"}});
+
 class TwRemat : public PreparedAlgorithm<Decomposition> {
  private:
   std::shared_ptr<const Decomposition> PrepareGraph(
       const Graph& graph, const SolveRequest& request) override {
-    const EliminationOrder order =
-        request.params.String("elimination") == "min_degree"
-            ? EliminationOrder::kMinDegree
-            : EliminationOrder::kMinFill;
+    const EliminationOrder order = kOptions.Read(request.params).elimination;
     // Leave a fifth of the time for the fallback (Fallback below).
     const std::optional<TreeDecomposition> td = DecomposeByElimination(
         graph, order, Deadline::In(0.8 * request.deadline.SecondsLeft()));
@@ -460,14 +498,9 @@ class TwRemat : public PreparedAlgorithm<Decomposition> {
     if (!decomposition) return Fallback(graph, request);
     const SeparatorHierarchy& hierarchy = decomposition->hierarchy;
     nlohmann::json extra = decomposition->figures;
-    const Params& params = request.params;
-    TwRematOptions options;
-    options.max_depth = static_cast<int32_t>(params.Int("max_depth"));
-    options.memory_limit = params.Int("memory_limit");
-    options.max_events = params.Int("max_events");
-    const bool knobs_given = params.given().contains("max_depth") ||
-                             params.given().contains("memory_limit");
-    if (params.String("search") == "auto" && !knobs_given &&
+    const TwRematParams params = kOptions.Read(request.params);
+    const TwRematOptions& options = params.knobs;
+    if (params.search == SearchMode::kAuto && !params.knobs_given &&
         request.budget_bytes != kUnboundedBudget) {
       AlgorithmOutput out =
           SearchKnobs(graph, hierarchy, options, request, std::move(extra));
@@ -496,36 +529,7 @@ const bool kRegistered = RegisterAlgorithm({
                 "Networks, NeurIPS 2019",
     .exact = false,
     .uses_budget = true,
-    .params =
-        {{.name = "max_depth",
-          .type = ParamSpec::Type::kInt,
-          .default_value = "-1",
-          .description = "recursion depth after which the rest is computed "
-                         "directly (0: noremat, -1: no limit)",
-          .min_int = -1},
-         {.name = "memory_limit",
-          .type = ParamSpec::Type::kBytes,
-          .default_value = "0",
-          .description = "stop recursing where the rest fits this many bytes "
-                         "computed directly (0: off)"},
-         {.name = "search",
-          .type = ParamSpec::Type::kChoice,
-          .default_value = "auto",
-          .description = "auto: with a budget and neither knob given, search "
-                         "the knobs for the cheapest schedule within it; off: "
-                         "use the knobs as given",
-          .choices = {"auto", "off"}},
-         {.name = "elimination",
-          .type = ParamSpec::Type::kChoice,
-          .default_value = "min_fill",
-          .description = "greedy elimination order of the tree decomposition",
-          .choices = {"min_fill", "min_degree"}},
-         {.name = "max_events",
-          .type = ParamSpec::Type::kInt,
-          .default_value = "100000000",
-          .description = "refuse (too_large) schedules with more compute and "
-                         "free events than this",
-          .min_int = 2}},
+    .params = kOptions.Specs(),
     .create = [] { return std::make_unique<TwRemat>(); },
 });
 
