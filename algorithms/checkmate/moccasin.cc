@@ -42,13 +42,14 @@
 
 #include "algorithms/checkmate/checkmate_model.h"
 #include "algorithms/checkmate/moccasin_cp.h"
+#include "algorithms/checkmate/moccasin_cpsat.h"
 #include "algorithms/checkmate/staged_milp.h"
 #include "harness/registry.h"
 
 namespace remat {
 namespace {
 
-enum class MoccasinSolver { kAuto, kHighs, kCbc, kGecode };
+enum class MoccasinSolver { kAuto, kHighs, kCbc, kGecode, kCpSat };
 
 struct MoccasinOptions {
   StagedMilpOptions milp;
@@ -68,10 +69,12 @@ const Options<MoccasinOptions> kOptions(
                  {{"auto", MoccasinSolver::kAuto},
                   {"highs", MoccasinSolver::kHighs},
                   {"cbc", MoccasinSolver::kCbc},
-                  {"gecode", MoccasinSolver::kGecode}},
+                  {"gecode", MoccasinSolver::kGecode},
+                  {"cpsat", MoccasinSolver::kCpSat}},
                  "auto (default): the interval model on Gecode for "
                  "gecode_seconds, then the MILP on HiGHS unless Gecode "
-                 "settled it; highs, cbc or gecode: that one alone"),
+                 "settled it; highs, cbc, gecode or cpsat (the interval "
+                 "model on OR-Tools' CP-SAT): that one alone"),
     DoubleOption(&MoccasinOptions::gecode_seconds, "gecode_seconds", 2,
                  "solver=auto: Gecode's share (at most a tenth of the time "
                  "left)"),
@@ -81,13 +84,14 @@ const Options<MoccasinOptions> kOptions(
                                             kStagedHeuristics,
                                         kMilpLimits)));
 
-// The limit by the MILP solvers' measured speed does not bind Gecode
-// alone, which solves the smaller interval model.
+// The limit by the MILP solvers' measured speed does not bind Gecode or
+// CP-SAT alone, which solve the smaller interval model.
 std::optional<AlgorithmOutput> Refuse(const Graph& graph,
                                       const SolveRequest& request,
                                       const MoccasinOptions& options) {
   return RefuseCheckmateRequest(graph, request, options.checkmate,
-                                options.solver != MoccasinSolver::kGecode);
+                                options.solver != MoccasinSolver::kGecode &&
+                                    options.solver != MoccasinSolver::kCpSat);
 }
 
 class Moccasin : public Algorithm {
@@ -101,6 +105,11 @@ class Moccasin : public Algorithm {
       return std::move(*refused);
     }
     StagedStart start = BestStagedStart(graph, request, options.checkmate, c);
+    if (solver == MoccasinSolver::kCpSat) {
+      return SolveMoccasinCpSat(graph, request.budget_bytes, c,
+                                options.milp.threads, start, request.deadline)
+          .output;
+    }
     std::string gecode_note;
     if (solver == MoccasinSolver::kAuto || solver == MoccasinSolver::kGecode) {
       const Deadline deadline =

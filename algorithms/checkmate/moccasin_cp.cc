@@ -18,6 +18,8 @@
 #include <gecode/search.hh>
 #include <memory>
 #include <numeric>
+#include <stdexcept>
+#include <tuple>
 
 #include "algorithms/checkmate/checkmate_model.h"
 #include "harness/simulator.h"
@@ -48,7 +50,9 @@ struct Problem {
   int64_t Cost(int64_t high, int64_t low) const {
     return (high << cost_shift) + low;
   }
-  int Position(int t, int k) const { return t * (t + 1) / 2 + k; }
+  int Position(int t, int k) const {
+    return static_cast<int>(IntervalPosition(t, k));
+  }
 };
 
 class IntervalSpace : public Gecode::Space {
@@ -154,23 +158,17 @@ class IntervalSpace : public Gecode::Space {
   // The solution's cost in units of the graph's cost gcd.
   int64_t Cost() const { return p_.Cost(cost_high_.val(), cost_low_.val()); }
 
-  // R and S of the solution in the MILP's terms (checkmate_model.h).
-  void Stages(std::vector<std::vector<uint8_t>>& r,
-              std::vector<std::vector<uint8_t>>& s) const {
+  // The solution's retention intervals.
+  RetentionIntervals Intervals() const {
     const int n = p_.n, c = p_.computes;
-    r.assign(n, std::vector<uint8_t>(n, 0));
-    s.assign(n, std::vector<uint8_t>(n, 0));
+    RetentionIntervals intervals(n);
     for (int i = 0; i < n; ++i) {
       for (int j = 0; j < c && present_[i * c + j].val(); ++j) {
-        const int start = start_[i * c + j].val(), end = end_[i * c + j].val();
-        int t = i;
-        while (p_.Position(t, i) != start) ++t;
-        r[t][i] = 1;
-        for (int u = t + 1; u < n && p_.Position(u, 0) <= end; ++u) {
-          s[u][i] = 1;
-        }
+        intervals[i].emplace_back(start_[i * c + j].val(),
+                                  end_[i * c + j].val());
       }
     }
+    return intervals;
   }
 
  private:
@@ -247,6 +245,32 @@ std::optional<Problem> MakeProblem(const Graph& graph,
 
 }  // namespace
 
+Schedule ScheduleOfIntervals(const CheckmateModel& model,
+                             const RetentionIntervals& intervals) {
+  const int n = static_cast<int>(model.order().size());
+  // (position, 0 for a compute and 1 for a free, stage index)
+  std::vector<std::tuple<int64_t, int, int>> events;
+  for (int i = 0; i < n; ++i) {
+    for (auto [start, end] : intervals.at(i)) {
+      if (end < start || start < IntervalPosition(i, i) ||
+          end > IntervalPosition(n - 1, n - 1)) {
+        throw std::runtime_error(
+            fmt::format("interval [{}, {}] of node {} is off the grid", start,
+                        end, model.order()[i]));
+      }
+      events.emplace_back(start, 0, i);
+      events.emplace_back(end, 1, i);
+    }
+  }
+  std::sort(events.begin(), events.end());
+  Schedule schedule;
+  for (const auto& [position, free, i] : events) {
+    const NodeId v = model.order()[i];
+    schedule.push_back(free ? Event::Free(v) : Event::Compute(v));
+  }
+  return schedule;
+}
+
 CpAnswer SolveMoccasinCp(const Graph& graph, const SolveRequest& request,
                          int computes, int threads, StagedStart& start,
                          const Deadline& deadline) {
@@ -293,9 +317,7 @@ CpAnswer SolveMoccasinCp(const Graph& graph, const SolveRequest& request,
       : proven ? "optimal for memory rounded up"
                : "time limit before proving optimality";
   if (best) {
-    std::vector<std::vector<uint8_t>> r, s;
-    best->Stages(r, s);
-    Schedule schedule = model.Extract(r, s);
+    Schedule schedule = ScheduleOfIntervals(model, best->Intervals());
     const int64_t cost = Simulate(graph, schedule).cost;
     incumbent = Incumbent{schedule, cost, "moccasin (Gecode)"};
   }

@@ -1,0 +1,40 @@
+// Moccasin's retention-interval model on OR-Tools' CP-SAT, the solver the
+// Moccasin paper used: `solver=cpsat` of the moccasin algorithm. The model
+// is moccasin_cp.cc's (the same class, positions and constraints), with
+// exact 64-bit bytes and costs. CP-SAT is reachable only through Python
+// (the package index's `ortools` has no headers and no executable; Debian
+// has none), so python/rematbench/moccasin_cpsat.py solves the problem in
+// a child process (child_process.h) with the build's Python, which has
+// `ortools` from python/requirements.txt.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "algorithms/checkmate/checkmate_model.h"
+#include "algorithms/checkmate/moccasin_cp.h"
+#include "harness/algorithm.h"
+#include "harness/graph.h"
+
+namespace remat {
+
+// The Python interpreter and script that solve with CP-SAT:
+// $REMAT_CPSAT_PYTHON (an empty value: none) else the build's Python when
+// it had `ortools` at configure; $REMAT_CPSAT_SCRIPT else the source
+// tree's python/rematbench/moccasin_cpsat.py. nullopt without either.
+struct CpSatProgram {
+  std::string python, script;
+};
+std::optional<CpSatProgram> FindCpSat();
+
+// Solves the staged schedules in `start`'s order that compute each value at
+// most `computes` times within `budget_bytes` on CP-SAT with `threads` workers
+// until `deadline`, from start.incumbent as its hint (without one, the schedule
+// that computes every value once and frees it after its last reader), and makes
+// the cheaper of its answer and the incumbent start.incumbent. `settled`:
+// CP-SAT proved the answer optimal in the class, or that none fits.
+CpAnswer SolveMoccasinCpSat(const Graph& graph, int64_t budget_bytes,
+                            int computes, int threads, StagedStart& start,
+                            const Deadline& deadline);
+
+}  // namespace remat

@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""The exact methods at the size of real graphs: moccasin on each of its
+solvers and checkmate_milp, beside the best heuristic, on Checkmate's
+random layered graphs (100 to 1,000 nodes) and ResNet-50, at fractions of
+the NoRemat peak.
+
+    $REMAT_PYTHON bench/moccasin_scale.py [--seconds 60] [--jobs 2]
+        [--fractions 0.9,0.8,0.7] [--solvers moccasin:solver=cpsat,...]
+        [--graphs G1.json,...] [--out results/moccasin_scale]
+
+Each (graph, budget, solver) is one `remat solve --json` process with the
+time limit (run `--jobs` at a time); the best heuristic is the cheapest
+schedule within the budget of the registry's algorithms that are not exact and do not
+offload (each with --heuristic-seconds). Writes <out>/cpu.json and <out>/cpu.md:
+status, cost over the best heuristic's, the class's lower bound
+(`staged_lower_bound_cost`) and gap, and the wall time of each run.
+"""
+import argparse
+import concurrent.futures
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+
+import rematbench as rb
+from rematbench import files
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PEER = os.path.join(ROOT, "..", "shared", "peer-graphs", "checkmate2020")
+GRAPHS = [os.path.join(PEER, f) for f in (
+    "random_layered_n100_w0.27_nlv0.75_ed0.2_scd0.14.json",
+    "random_layered_n250_w0.43_nlv0.75_ed0.2_scd0.14.json",
+    "random_layered_n500_w0.36_nlv0.75_ed0.2_scd0.14.json",
+    "random_layered_n1000_w0.31_nlv0.75_ed0.2_scd0.14.json",
+    "ResNet50_256_224x224_train.json")]
+SOLVERS = ["moccasin:solver=cpsat", "moccasin", "checkmate_milp"]
+# Schedules that move values to host memory are another model's.
+OFFLOADING = ("vdnn", "swap_remat")
+
+
+def solve(remat, graph, spec, budget, seconds):
+    """One `remat solve --json`: its record, with the process's wall time."""
+    name, _, params = spec.partition(":")
+    cmd = [remat, "solve", "--graph", graph, "--algorithm", name, "--budget",
+           str(budget), "--timeout", str(seconds), "--json"]
+    for p in filter(None, params.split(",")):
+        cmd += ["-p", p]
+    t = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    try:
+        doc = json.loads(r.stdout)
+    except json.JSONDecodeError:
+        doc = {"status": "error",
+               "message": (r.stderr.strip() or f"exit {r.returncode}")[:300]}
+    details = doc.get("details") or {}
+    return {"solver": spec, "status": doc.get("status"),
+            "cost": doc.get("cost") if doc.get("valid") else None,
+            "peak_bytes": doc.get("peak_bytes"),
+            "lower_bound_cost": doc.get("staged_lower_bound_cost",
+                                        details.get("staged_lower_bound_cost")),
+            "optimal": doc.get("optimal"),
+            "message": (doc.get("message") or "")[:300],
+            "wall_seconds": round(wall, 1)}
+
+
+def best_heuristic(g, budget, seconds):
+    best = None
+    for a in rb.algorithms():
+        if a.exact or a.name in OFFLOADING:
+            continue
+        try:
+            s = rb.solve(g, a.name, budget, timeout=seconds).json
+        except rb.Error:
+            continue
+        if s["status"] == "feasible" and (best is None or
+                                          s["cost"] < best["cost"]):
+            best = {"algorithm": a.name, "cost": s["cost"]}
+    return best
+
+
+def report(doc, path):
+    lines = ["# Exact methods at the size of real graphs", "",
+             f"Measured {doc['date']} on {doc['host']} ({doc['cpus']} CPUs,"
+             f" load average {doc['load_average_start']} at the start, "
+             f"{doc['load_average_end']} at the end), commit "
+             f"{doc['git_commit']}, {doc['seconds']} s limit per run, "
+             f"{doc['jobs']} runs at a time. Command: `{doc['command_line']}`.",
+             "",
+             "`cost / best`: the schedule's cost over the cheapest schedule "
+             "within the budget of the heuristics (the registry's algorithms "
+             "that are not exact). `bound`: the class's lower bound on the "
+             "cost (`staged_lower_bound_cost`: optimal among staged "
+             "schedules, in moccasin's case computing each value at most "
+             "twice) over the same; `gap`: (cost - bound) / cost.", "",
+             "| graph | budget | best heuristic | solver | status | cost / "
+             "best | bound / best | gap | s |",
+             "|---|---|---|---|---|---:|---:|---:|---:|"]
+    for p in doc["points"]:
+        best = p["best_heuristic"]
+        ref = best["cost"] if best else None
+        for r in p["runs"]:
+            cost, lb = r["cost"], r["lower_bound_cost"]
+            lines.append(
+                f"| {p['graph']} | {p['fraction']:.0%} | "
+                + (f"{best['algorithm']}" if best else "none fits")
+                + f" | {r['solver']} | {r['status']}"
+                + (" (optimal)" if r.get("optimal") else "") + " | "
+                + (f"{cost / ref:.4f}" if cost and ref else
+                   "-" if cost is None else f"{cost}") + " | "
+                + (f"{lb / ref:.4f}" if lb is not None and ref else "-")
+                + " | " + (f"{(cost - lb) / cost:.2%}"
+                           if cost and lb is not None else "-")
+                + f" | {r['wall_seconds']} |")
+    files.write_text(path, "\n".join(lines) + "\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--graphs", default=",".join(GRAPHS))
+    ap.add_argument("--fractions", default="0.9,0.8,0.7")
+    ap.add_argument("--solvers", default=",".join(SOLVERS),
+                    help="algorithm[:key=value,...] specs, ';'-separated "
+                         "when a spec has several parameters")
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--heuristic-seconds", type=float, default=10)
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--out", default=os.path.join(ROOT, "results",
+                                                  "moccasin_scale"))
+    args = ap.parse_args()
+    remat = os.environ.get("REMAT_BINARY", os.path.join(ROOT, "build",
+                                                        "remat"))
+    solvers = args.solvers.split(";" if ";" in args.solvers else ",")
+    git = subprocess.run(["git", "-C", ROOT, "describe", "--always",
+                          "--dirty"], capture_output=True,
+                         text=True).stdout.strip()
+    doc = {"format": "rematbench-moccasin-scale", "version": 1,
+           "date": datetime.datetime.now(datetime.timezone.utc)
+           .isoformat(timespec="seconds"),
+           "host": platform.node(), "cpus": os.cpu_count(),
+           "git_commit": git, "command_line": " ".join(sys.argv),
+           "seconds": args.seconds, "jobs": args.jobs,
+           "load_average_start": [round(x, 2) for x in os.getloadavg()],
+           "points": []}
+    with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
+        for path in args.graphs.split(","):
+            g = rb.load_graph(path)
+            for f in (float(x) for x in args.fractions.split(",")):
+                budget = int(g.noremat_peak_bytes * f)
+                point = {"graph": os.path.basename(path).split("_w")[0]
+                         .replace(".json", ""), "nodes": g.num_nodes,
+                         "fraction": f, "budget_bytes": budget,
+                         "best_heuristic": best_heuristic(
+                             g, budget, args.heuristic_seconds)}
+                point["runs"] = list(pool.map(
+                    lambda s: solve(remat, path, s, budget, args.seconds),
+                    solvers))
+                for r in point["runs"]:
+                    print(point["graph"], f, r["solver"], r["status"],
+                          r["cost"], r["lower_bound_cost"], r["wall_seconds"],
+                          file=sys.stderr, flush=True)
+                doc["points"].append(point)
+                doc["load_average_end"] = [round(x, 2)
+                                           for x in os.getloadavg()]
+                files.write_json(os.path.join(args.out, "cpu.json"), doc,
+                                 indent=1)
+                report(doc, os.path.join(args.out, "cpu.md"))
+
+
+if __name__ == "__main__":
+    main()
