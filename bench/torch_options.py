@@ -216,9 +216,8 @@ def unet(batch, image):
 
 def models(size):
     """name -> (builder, description) at `size`: "quick" (the test's),
-    "cpu" (minutes on two cores) or "gpu" (the sizes the issue asks of a
-    GPU: ResNet-50 and ViT-B/16 at batch 64, 224x224; GPT-2 small at
-    sequence 1024)."""
+    "cpu" (minutes on two cores) or "gpu" (training sizes: ResNet-50 and
+    ViT-B/16 at batch 64, 224x224; GPT-2 small at sequence 1024)."""
     if size == "quick":
         return {
             "resnet50": (lambda: resnet50(2, 32), "ResNet-50, batch 2, 32x32"),

@@ -18,7 +18,7 @@ workspaces alike), on the model's device: on the CPU the profiler's memory
 events; on CUDA the caching allocator's history
 (torch.cuda.memory._record_memory_history), because the profiler's CUDA
 memory events do not add up there (on an H100 their live sum passed what
-the card holds: results/torch_options/cuda-probe.md).
+the card holds: results/torch_options/cuda-probe/README.md).
 The peak is the largest sum of live allocations made during the run, not
 counting the allocations that end up as the parameters' gradients (those
 live at the end whose address is a .grad's storage). Parameters,
