@@ -4,6 +4,9 @@
 # remat was built without MPI or mpirun is missing, except under CI=true
 # (scripts/setup.sh installs Open MPI there), where that fails.
 set -euo pipefail
+# Every command's output goes to files: say which one failed, and what the
+# ranks said.
+trap 'echo "sweep mpi: line $LINENO failed (status $?)" >&2; cat err.txt >&2 2>/dev/null || true' ERR
 remat=$1
 source_dir=$2
 source "$source_dir/scripts/env.sh"
