@@ -3,7 +3,7 @@
 # single-process sweep, with every rank's tasks. Skipped (exit 77) where
 # remat was built without MPI or mpirun is missing, except under CI=true
 # (scripts/setup.sh installs Open MPI there), where that fails.
-set -euo pipefail
+set -Eeuo pipefail
 # Every command's output goes to files: say which one failed, and what the
 # ranks said.
 trap 'echo "sweep mpi: line $LINENO failed (status $?)" >&2; cat err.txt >&2 2>/dev/null || true' ERR
