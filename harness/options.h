@@ -4,7 +4,7 @@
 //
 // Each field of an Options<T> declaration names its member of T, its key,
 // its typed default and its description. From that one declaration come
-//  - the ParamSpecs the registry lists (`remat list`, `remat algorithms
+//  - the ParamSpecs the registry lists (`remat list`, `remat list
 //    --json`, Python's `rematbench.algorithms()`), their default texts
 //    written from the typed defaults, so that the two cannot drift;
 //  - the check of the given text, by Params::Parse against those specs when
