@@ -60,8 +60,7 @@ def solve(remat, graph, spec, budget, seconds):
     return {"solver": spec, "status": doc.get("status"),
             "cost": doc.get("cost") if doc.get("valid") else None,
             "peak_bytes": doc.get("peak_bytes"),
-            "lower_bound_cost": doc.get("staged_lower_bound_cost",
-                                        details.get("staged_lower_bound_cost")),
+            "lower_bound_cost": details.get("staged_lower_bound_cost"),
             "optimal": doc.get("optimal"),
             "message": (doc.get("message") or "")[:300],
             "wall_seconds": round(wall, 1)}

@@ -209,11 +209,10 @@ TEST(MoccasinSolvers, CpSatAgreesWithCbc) {
 }
 
 // Where no schedule at all fits (exact_search proves it), CP-SAT proves
-// that none of its class does, within a second; the MILP solvers and
-// Gecode do not within 30 s at three of these budgets (random_layered:
-// n=20, seed 3, 3/4 of the way from the memory lower bound to the NoRemat
-// peak: 22,707 bytes). Where one fits, CP-SAT's class costs at least the
-// optimum over all schedules.
+// that none of its class does, within a second (at 22,707 bytes, 3/4 of
+// the way from the memory lower bound to the NoRemat peak, HiGHS, CBC and
+// Gecode gave no answer in 30 s: docs/algorithms.md). Where one fits,
+// CP-SAT's class costs at least the optimum over all schedules.
 TEST(MoccasinSolvers, CpSatProvesWhatExactSearchProves) {
   const Graph g = LoadGraph("random_layered:n=20,seed=3");
   const int64_t lb = MemoryLowerBound(g);
