@@ -31,6 +31,7 @@ import functools
 import math
 import os
 import platform
+import signal
 import statistics
 import sys
 import time
@@ -324,6 +325,17 @@ class Deadline:
 
     def passed(self):
         return self.at is not None and time.monotonic() > self.at
+
+
+class Stopped(BaseException):
+    """SIGTERM (a `timeout` around the run, a lent GPU's limit): raised in
+    the main thread so that what was measured is written before the run
+    ends. Not an Exception, so that no method's own error handling takes
+    it for that method's failure."""
+
+
+def stop_on_sigterm(signum, frame):
+    raise Stopped("stopped by SIGTERM")
 
 
 def placed(model, batch, device, dtype):
@@ -925,21 +937,27 @@ def main():
     ctx = context(args, {n: table[n][1] for n in names})
     ctx["load_average_start"] = list(os.getloadavg())
     rows, summaries = [], []
+    signal.signal(signal.SIGTERM, stop_on_sigterm)
     for n in names:
         summaries.append({"model": n})
+        stopped = False
         try:
             if args.deadline.passed():
                 summaries[-1]["error"] = SKIPPED
             else:
                 run_model(n, table[n][0], args, rows, summaries[-1])
-        except Exception as e:  # the other models' results still count
+        except (Exception, Stopped) as e:  # what was measured still counts
             import traceback
             traceback.print_exc()
             summaries[-1]["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            stopped = isinstance(e, Stopped)
         doc = {"format": "rematbench-torch-options", "version": 1,
                "context": ctx, "models": summaries, "rows": rows}
         ctx["load_average_end"] = list(os.getloadavg())
         write(out, name, doc)
+        if stopped:
+            raise SystemExit(f"torch_options: {n}: stopped by SIGTERM "
+                             "(the results so far are written)")
         if args.fail_fast and "error" in summaries[-1]:
             raise SystemExit(f"torch_options: {n}: {summaries[-1]['error']}")
 
