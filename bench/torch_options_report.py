@@ -72,7 +72,9 @@ def comparison(rows, m):
         for e in h2h:
             head = (f"| {e['option_method']} {e['option_setting']} | "
                     f"{_mib(e['option_peak_bytes'])} | ")
-            if e["rematbench_method"] is None:
+            if e["rematbench_method"] is None and "error" in e:
+                out.append(head + f"- | - | - | - | {e['error']} | - |")
+            elif e["rematbench_method"] is None:
                 out.append(head + "none | - | - | - | - | - |")
             elif "error" in e:
                 out.append(head + f"{e['rematbench_method']} | - | - | - | "
@@ -159,6 +161,8 @@ def report(doc, md_path, png_path=None):
     rows, ctx = doc["rows"], doc["context"]
     dtype = ctx.get("dtype", "float32")
     gpu = ctx["device"] != "cpu"
+    instrument = ("the CUDA caching allocator's own history" if gpu else
+                  "the profiler's memory events")
     lines = [f"# PyTorch's options beside rematbench's plans ({ctx['device']}"
              f", {dtype})",
              "",
@@ -175,7 +179,7 @@ def report(doc, md_path, png_path=None):
              "",
              "Peak: allocator-level activation peak of one training step "
              "(rematbench.measure: every allocation made during the step, "
-             "from the profiler's memory events, the parameters' gradients "
+             f"from {instrument}, the parameters' gradients "
              "left out), in MiB (measured, whatever the row's budget: the "
              "comparison below takes every rematbench row by its measured "
              "peak). Time: median of "

@@ -15,7 +15,8 @@ Exactly as rematbench.executor does (and so as plain training):
 - a random op (dropout's bernoulli) draws at its first execution from the
   generator as it stands, the program saves the generator's state there,
   and each recomputation runs from that saved state and puts the generator
-  back. That gives plain training's masks when the schedule first runs the
+  back (PyTorch's own run_and_save_rng_state and run_with_rng_state, which
+  inductor keeps inside its graphs as calls of the eager op). That gives plain training's masks when the schedule first runs the
   random ops in their eager order (executor.Program.random_in_eager_order);
   otherwise build(..., rng_from_inputs=True) takes the states as extra
   inputs, recorded by executor.Program.record_rng;
@@ -33,18 +34,48 @@ import operator
 import torch
 import torch.fx
 
+from torch._prims.rng_prims import run_and_save_rng_state, run_with_rng_state
+
+from rematbench.executor import _bernoulli_in_layout as executor_bernoulli
 from rematbench.executor import eager_op, traced_op
 
 
-def _replay_random(state, target, *args, **kwargs):
-    """Runs random op `target` from generator state `state` (CPU, CUDA)
-    and leaves the generator where it was."""
-    saved = _rng_get(state[1] is not None)
-    _rng_set(state)
-    try:
-        return eager_op(target)(*args, **kwargs)
-    finally:
-        _rng_set(saved)
+@torch.library.custom_op("rematbench::bernoulli_in_layout", mutates_args=(),
+                         tags=(torch.Tag.flexible_layout,))
+def _bernoulli_in_layout(like: torch.Tensor, size: list[int],
+                         stride: list[int], p: float) -> torch.Tensor:
+    """Plain training's dropout mask (executor's _bernoulli_in_layout) as
+    an op of its own, with the layout plain training draws it in given
+    explicitly (`like` gives only the device and dtype): inductor may lay
+    out its own tensors otherwise, and the random numbers fill memory in
+    order. An op, not a Python function, so that the generator's
+    save-and-replay operators carry it into inductor's graphs; it
+    allocates its result, so no compiled graph sees an alias."""
+    return torch.empty_strided(size, stride, dtype=like.dtype,
+                               device=like.device).bernoulli_(p)
+
+
+@_bernoulli_in_layout.register_fake
+def _(like, size, stride, p):
+    return like.new_empty_strided(size, stride)
+
+
+def _traced_random(op):
+    """The traced random op that `op` (from _random_call) stands for."""
+    if op is torch.ops.rematbench.bernoulli_in_layout.default:
+        return torch.ops.aten.bernoulli.p
+    return op
+
+
+def _random_call(n, args, kwargs):
+    """(op, args, kwargs) that run traced random op node `n` as plain
+    training does, on `args` and `kwargs` (the new graph's values of n's)."""
+    if eager_op(n.target) is executor_bernoulli:
+        like = n.args[0].meta["val"]
+        return (torch.ops.rematbench.bernoulli_in_layout.default,
+                (args[0], list(like.shape), list(like.stride())) +
+                tuple(args[1:]), kwargs)
+    return n.target, tuple(args), kwargs
 
 
 def _rng_get(cuda):
@@ -84,10 +115,11 @@ class BuiltProgram:
         inner compiler, as torch.compile's backend uses them after dynamo
         and aot_autograd; _BoxedRunner), called like `module` and compiled
         here by one run on `example_inputs`, with the generator put back
-        after it. What inductor must not touch runs in Python between
-        compiled segments: random ops and the generator's save/replay
-        (so the masks are eager mode's), clones of written buffers and
-        buffer updates. Inductor's reordering passes (for locality, for
+        after it. Random ops stay in the compiled graphs as calls of the
+        eager op through the generator's save/replay operators, so the
+        masks are eager mode's and the ops around them still fuse. What
+        inductor must not touch runs in Python between compiled segments:
+        clones of written buffers and buffer updates. Inductor's reordering passes (for locality, for
         peak memory) are turned off so that each recomputation runs where
         the schedule puts it. The ATen op counts of every graph inductor
         lowers (after its own passes) are added up in
@@ -120,13 +152,14 @@ _KEPT_OPS = ("aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm",
 
 
 def _in_python(n):
-    """Nodes that stay out of inductor's graphs."""
+    """Nodes that stay out of inductor's graphs: writes to buffers
+    (running statistics) and the clones a recomputation writes instead."""
     t = n.target
-    if t in (_rng_get, _replay_random, _clone):
+    if t is _clone:
         return True
     if isinstance(t, torch._ops.OpOverload):
-        from rematbench.executor import _is_random, _writes
-        return _is_random(t) or bool(_writes(t))
+        from rematbench.executor import _writes
+        return bool(_writes(t))
     return False
 
 
@@ -140,11 +173,11 @@ def _compile(prog, example_inputs):
         if n.meta.get("remat_segment", seg) != seg:
             seg = n.meta["remat_segment"]
             part += 1  # a recomputation: a compiled graph of its own
-        if n.target is operator.getitem and (
-                n.args[0] in python or n.args[0].op == "placeholder"):
+        if n.target is operator.getitem and n.args[0] in python:
             parts[n] = parts[n.args[0]]  # a tuple stays where it was made
             python.add(n)
-        elif _in_python(n):
+        elif _in_python(n) or (n.target is operator.getitem and
+                               n.args[0].op == "placeholder"):
             part += 1
             parts[n] = part
             python.add(n)
@@ -159,9 +192,9 @@ def _compile(prog, example_inputs):
     run = _BoxedRunner(split, python_parts, counts)
     # The first run compiles every graph, on the inputs it really gets
     # (their strides are those of the compiled graphs before it).
-    rng = torch.get_rng_state()
+    rng = _rng_get(prog.cuda)
     run(*example_inputs)
-    torch.set_rng_state(rng)
+    _rng_set(rng)
     return run
 
 
@@ -323,16 +356,19 @@ def build(program, events, rng_from_inputs=False):
     run_side()
     ran, states, firsts = set(), {}, set()
     rng_order = sorted(random)
-    done, segment = set(), [0]
+    in_segment, segment = set(), [0]
     for event, (kind, v, _) in enumerate(events):
         if kind != "c":
             continue
-        if v in done:
-            # A recomputation starts a segment of its own in the compiled
-            # program: a compiler never sees it beside the computation it
-            # repeats, so it can neither merge nor hoist it.
+        if v in in_segment:
+            # A node computed again starts a new segment (a compiled graph
+            # of its own): no compiler ever sees two computations of one
+            # node in one graph, so it cannot merge them. Everything else
+            # (first computations, other recomputations) shares the graph
+            # and fuses.
             segment[0] += 1
-        done.add(v)
+            in_segment.clear()
+        in_segment.add(v)
         for m in members[v]:
             n = fx[m]
             w = writes.get(m)
@@ -345,20 +381,28 @@ def build(program, events, rng_from_inputs=False):
                 counts[str(n.target.overloadpacket)] += 1
                 cur[m] = new
             elif m in random:
+                # The generator's own save-and-replay operators: each
+                # recomputation runs from the state the first execution
+                # saved and puts the generator back, inside a compiled
+                # graph as in Python.
+                op, args, kwargs = _random_call(n, *args_of(n))
+                if m not in states and not rng_from_inputs:
+                    # First execution: draws from the generator as it
+                    # stands, as plain training's does.
+                    pair = g.call_function(run_and_save_rng_state,
+                                           (op,) + args, kwargs)
+                    firsts.add(pair)
+                    states[m] = g.call_function(operator.getitem, (pair, 0))
+                    cur[m] = g.call_function(operator.getitem, (pair, 1))
+                    ran.add(m)
+                    continue
                 if m not in states:
-                    if rng_from_inputs:
-                        states[m] = g.call_function(
-                            operator.getitem, (rng_in, rng_order.index(m)))
-                    else:
-                        states[m] = g.call_function(_rng_get, (cuda,))
-                        if m not in ran:  # first execution: as it stands
-                            firsts.add(emit(m))
-                            ran.add(m)
-                            continue
-                args, kwargs = args_of(n)
-                counts[str(n.target.overloadpacket)] += 1
-                cur[m] = g.call_function(_replay_random,
-                                         (states[m], n.target) + tuple(args),
+                    recorded = g.call_function(
+                        operator.getitem, (rng_in, rng_order.index(m)))
+                    states[m] = g.call_function(
+                        operator.getitem, (recorded, 1 if cuda else 0))
+                cur[m] = g.call_function(run_with_rng_state,
+                                         (states[m], op) + args,
                                          kwargs)
             else:
                 new = emit(m)
@@ -383,6 +427,7 @@ def build(program, events, rng_from_inputs=False):
         if n.op == "call_function" and isinstance(traced_op(n.target),
                                                   torch._ops.OpOverload))
     counts += collections.Counter(
-        str(n.args[1].overloadpacket) for n in g.nodes
-        if n.target is _replay_random)
+        str(_traced_random(n.args[1] if n.target is run_with_rng_state
+                           else n.args[0]).overloadpacket) for n in g.nodes
+        if n.target in (run_and_save_rng_state, run_with_rng_state))
     return BuiltProgram(module, counts, events, rng_from_inputs, cuda)

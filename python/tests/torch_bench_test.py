@@ -141,6 +141,32 @@ def test_deadline_skips_and_keeps_the_file(tmp_path):
     assert "## unet" in md and "skipped" in md
 
 
+def test_sigterm_writes_what_was_measured(tmp_path):
+    """SIGTERM (a timeout around a lent GPU's run) in the middle of a model
+    stops the run, and the file still holds what was measured."""
+    import signal
+    out = tmp_path / "torch_options"
+    proc = subprocess.Popen(
+        [sys.executable, os.path.join(BENCH, "torch_options.py"), "--quick",
+         "--models", "unet", "--no-compile", "--out", str(out)],
+        stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    try:
+        for line in proc.stderr:  # the eager row is measured: stop now
+            if "eager peak" in line:
+                proc.send_signal(signal.SIGTERM)
+                break
+        rest = proc.stderr.read()
+        assert proc.wait(timeout=120) != 0
+    finally:
+        proc.kill()
+    assert "stopped by SIGTERM" in rest
+    with open(out / "cpu.json") as f:
+        doc = json.load(f)
+    assert doc["models"][0]["error"] == "Stopped: stopped by SIGTERM"
+    assert [r["method"] for r in doc["rows"]][:1] == ["eager"]
+    assert (out / "cpu.md").exists()
+
+
 def test_smallest_budget_that_fits_fits():
     """The budget plan() names when nothing fits is one a plan fits at, on
     the bench's small GPT-2 (dropout: the program holds generator states
