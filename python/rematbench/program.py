@@ -16,8 +16,9 @@ Exactly as rematbench.executor does (and so as plain training):
   generator as it stands, the program saves the generator's state there,
   and each recomputation runs from that saved state and puts the generator
   back (PyTorch's own run_and_save_rng_state and run_with_rng_state, which
-  inductor keeps inside its graphs as calls of the eager op). That gives plain training's masks when the schedule first runs the
-  random ops in their eager order (executor.Program.random_in_eager_order);
+  inductor keeps inside its graphs as calls of the eager op). That gives
+  plain training's masks when the schedule first runs the random ops in
+  their eager order (executor.Program.random_in_eager_order);
   otherwise build(..., rng_from_inputs=True) takes the states as extra
   inputs, recorded by executor.Program.record_rng;
 - an op that writes a buffer (batch-norm running statistics) writes it at
@@ -119,11 +120,12 @@ class BuiltProgram:
         eager op through the generator's save/replay operators, so the
         masks are eager mode's and the ops around them still fuse. What
         inductor must not touch runs in Python between compiled segments:
-        clones of written buffers and buffer updates. Inductor's reordering passes (for locality, for
-        peak memory) are turned off so that each recomputation runs where
-        the schedule puts it. The ATen op counts of every graph inductor
-        lowers (after its own passes) are added up in
-        `compiled_op_counts`: `recomputations_kept()` checks them."""
+        clones of written buffers and buffer updates. Inductor's
+        reordering passes (for locality, for peak memory) are turned off
+        so that each recomputation runs where the schedule puts it. The
+        ATen op counts of every graph inductor lowers (after its own
+        passes) are added up in `compiled_op_counts`:
+        `recomputations_kept()` checks them."""
         if self._compiled is None:
             self._compiled = _compile(self, example_inputs)
         return self._compiled
@@ -172,7 +174,7 @@ def _compile(prog, example_inputs):
             continue
         if n.meta.get("remat_segment", seg) != seg:
             seg = n.meta["remat_segment"]
-            part += 1  # a recomputation: a compiled graph of its own
+            part += 1  # a node computed again (build): a new graph
         if n.target is operator.getitem and n.args[0] in python:
             parts[n] = parts[n.args[0]]  # a tuple stays where it was made
             python.add(n)
