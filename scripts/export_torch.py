@@ -28,15 +28,14 @@ import torch
 import torchvision
 
 from rematbench import files  # noqa: E402
-# The tracer is rematbench.trace (python/rematbench/trace.py, from the
-# installed package), shared with rematbench.torch; the models live in
-# torch_models.py (the replayer rebuilds them from there). The names stay
-# importable from here for callers of export().
+# The tracer is rematbench.trace, shared with rematbench.torch; the models
+# are rematbench.models (rematbench.replay rebuilds them from there). The
+# names stay importable from here for callers of export().
+from rematbench.models import (MODELS, SEED, TrainStep,  # noqa: F401
+                               add_model_args, build, finish_model_args,
+                               model_args_dict, size_suffix)
 from rematbench.trace import (Unsupported, _op_key, export,  # noqa: F401
                               trace_nodes)
-from torch_models import (MODELS, SEED, TrainStep, add_model_args,  # noqa: F401
-                          build, finish_model_args, model_args_dict,
-                          size_suffix)
 
 # --------------------------------------------------------------------------
 # Command line.
@@ -138,7 +137,7 @@ def main(argv):
         # existed) as they were traced: "kept".
         "saved_parts": args.saved_parts,
         # Everything scripts/replay_torch.py needs to rebuild the step:
-        # torch_models.build(model_args) after torch.manual_seed(seed).
+        # rematbench.models.build(model_args) after torch.manual_seed(seed).
         "model_args": model_args_dict(args),
         "seed": SEED,
         "device": args.device,

@@ -40,7 +40,7 @@ import sys
 
 from rematbench import files
 
-import replay_torch as RT
+import rematbench.replay as RT
 import results_file
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -125,7 +125,7 @@ def is_export(path):
 def measured_cost_graph(path, graph, out_dir, args):
     """Exports the graph's step again with --cost measured (reused when the
     file is there and has the same nodes)."""
-    import torch_models as M
+    from rematbench import models as M
     os.makedirs(out_dir, exist_ok=True)
     name = os.path.basename(path).replace(".json", "_measured.json")
     dest = os.path.join(out_dir, name)

@@ -1,6 +1,6 @@
-"""Tests of scripts/replay_torch.py and scripts/replay_sweep.py on tiny
-models (run by ctest as python.replay_torch: REMAT_BINARY is the remat
-binary, PYTHONPATH holds scripts/). Without torch: fails under CI=true,
+"""Tests of rematbench.replay, scripts/replay_torch.py and
+scripts/replay_sweep.py on tiny models (run by ctest as python.replay_torch:
+REMAT_BINARY is the remat binary, PYTHONPATH holds scripts/). Without torch: fails under CI=true,
 otherwise skipped.
 
 - A hand-built MLP whose tensor sizes are known: the measured live-storage
@@ -23,10 +23,11 @@ from conftest import require_modules
 
 require_modules("torch", "torchvision", "matplotlib")
 
-import replay_torch as RT  # noqa: E402
+import rematbench.replay as RT  # noqa: E402
 
 REMAT = os.environ["REMAT_BINARY"]
-SCRIPTS = os.path.dirname(os.path.abspath(RT.__file__))
+SCRIPTS = os.path.join(os.environ.get("REMAT_SOURCE_DIR", os.path.join(
+    os.path.dirname(__file__), "..", "..")), "scripts")
 PY = sys.executable
 TMP = tempfile.mkdtemp(prefix="replay_torch_test.")
 
