@@ -28,6 +28,7 @@ constexpr int64_t kMaxDepth = 10'000'000;
 
 enum class Block { kAuto, kBasic, kBottleneck };
 
+// The `block` choices, by name: the option's and the refusal's text.
 const std::vector<std::pair<std::string, Block>> kBlockNames = {
     {"auto", Block::kAuto},
     {"basic", Block::kBasic},
