@@ -139,6 +139,7 @@ class DtrRuntime {
         remaining_uses_(n_, 0),
         last_access_(n_, 0),
         list_pos_(n_, -1),
+        ledger_(graph),
         element_(n_, -1),
         cached_cost_(n_, 0),
         cache_dirty_(n_, 1),
@@ -296,7 +297,7 @@ class DtrRuntime {
   }
 
   bool MakeRoom(NodeId v) {
-    while (memory_model::MemoryAtCompute(graph_, live_bytes_, v) > budget_) {
+    while (ledger_.AtCompute(v) > budget_) {
       const NodeId victim = PickVictim();
       if (victim == kNoNode) {
         return SetFailure(
@@ -304,9 +305,8 @@ class DtrRuntime {
             fmt::format("stuck before computing {}: {} bytes resident, all "
                         "pinned by a recomputation {} operations deep; the "
                         "compute needs {} bytes, budget {}",
-                        graph_.node_name(v), live_bytes_, frames_.size(),
-                        memory_model::MemoryAtCompute(graph_, live_bytes_, v),
-                        budget_));
+                        graph_.node_name(v), ledger_.live(), frames_.size(),
+                        ledger_.AtCompute(v), budget_));
       }
       ++evictions_;
       Release(victim);
@@ -331,7 +331,7 @@ class DtrRuntime {
     const bool again = computed_[v];
     computed_[v] = 1;
     resident_[v] = 1;
-    live_bytes_ += memory_model::ResidentBytes(graph_, v);
+    ledger_.Compute(v);
     list_pos_[v] = static_cast<int32_t>(resident_list_.size());
     resident_list_.push_back(v);
     now_ += ops_clock_ ? 1 : graph_.cost(v);
@@ -354,7 +354,7 @@ class DtrRuntime {
   void Release(NodeId v) {
     schedule_.push_back(Event::Free(v));
     resident_[v] = 0;
-    live_bytes_ -= memory_model::ResidentBytes(graph_, v);
+    ledger_.Free(v);
     const int32_t pos = list_pos_[v];
     resident_list_[pos] = resident_list_.back();
     list_pos_[resident_list_[pos]] = pos;
@@ -535,7 +535,7 @@ class DtrRuntime {
   std::vector<int64_t> last_access_;
   std::vector<NodeId> resident_list_;
   std::vector<int32_t> list_pos_;
-  int64_t live_bytes_ = 0;
+  memory_model::Ledger ledger_;
   int64_t now_ = 0;
 
   std::vector<Frame> frames_;

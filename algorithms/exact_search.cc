@@ -53,6 +53,7 @@ Mask Bit(int i) { return Mask{1} << i; }
 
 // The needed nodes, renumbered 0..m-1 in topological order, with masks.
 struct Problem {
+  const Graph* graph = nullptr;
   std::vector<NodeId> node;  // index -> graph node
   // The memory model's resident and compute bytes (harness/memory_model.h).
   std::vector<int64_t> mem, need, cost;
@@ -71,6 +72,7 @@ struct Problem {
 
 Problem MakeProblem(const Graph& graph) {
   Problem p;
+  p.graph = &graph;
   const std::vector<NodeId> order = NoRematOrder(graph);
   std::vector<int> index(graph.num_nodes(), -1);
   for (NodeId v : order) {
@@ -217,7 +219,9 @@ class Search {
           (p_.inputs[c] & ~live) || p_.need[c] > budget_) {
         continue;
       }
-      const int64_t excess = live_mem + p_.need[c] - budget_;
+      const int64_t excess =
+          memory_model::MemoryAtCompute(*p_.graph, live_mem, p_.node[c]) -
+          budget_;
       candidates_.clear();
       for (Mask m = live & ~p_.inputs[c]; m; m &= m - 1) {
         const int u = std::countr_zero(m);

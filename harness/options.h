@@ -1,6 +1,7 @@
-// Typed options: an algorithm's parameters as one struct of integers,
-// doubles, enums, booleans and name lists (docs/adding_an_algorithm.md,
-// "Options"), after Mt-KaHyPar's context: typed, declared once, checked once.
+// Typed options: an algorithm's or a graph generator's parameters as one
+// struct of integers, doubles, enums, booleans and name lists
+// (docs/adding_an_algorithm.md, "Options"), after Mt-KaHyPar's context: typed,
+// declared once, checked once.
 //
 // Each field of an Options<T> declaration names its member of T, its key,
 // its typed default and its description. From that one declaration come
@@ -105,6 +106,16 @@ OptionField<T> IntOption(I T::*member, std::string name,
           .read = [member, key](const Params& params, T& options) {
             options.*member = static_cast<I>(params.Int(key));
           }};
+}
+
+// An integer that has no default: Params::Parse refuses its absence.
+template <typename T, std::integral I>
+OptionField<T> RequiredIntOption(I T::*member, std::string name,
+                                 std::string description, int64_t min = 0) {
+  OptionField<T> field =
+      IntOption(member, std::move(name), I{}, std::move(description), min);
+  field.spec.default_value.clear();
+  return field;
 }
 
 // A byte count with an optional unit (ParseBytes), at least `min`.

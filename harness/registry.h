@@ -49,6 +49,18 @@ struct GeneratorInfo {
   std::function<Graph(const Params& params, const std::string& spec)> generate;
 };
 
+// The GeneratorInfo::generate of a generator whose parameters are the typed
+// options `options` (harness/options.h; its GeneratorInfo::params are
+// options.Specs()): `generate` gets them read once, as a T.
+template <typename T>
+std::function<Graph(const Params& params, const std::string& spec)>
+GenerateWith(const Options<T>& options,
+             Graph (*generate)(const T& options, const std::string& spec)) {
+  return [&options, generate](const Params& params, const std::string& spec) {
+    return generate(options.Read(params), spec);
+  };
+}
+
 // A figure `remat graph info` reports for every graph, contributed by the
 // code that knows how to compute it (e.g. a treewidth upper bound).
 struct GraphPropertyInfo {

@@ -129,7 +129,8 @@ class Timeline {
       : graph_(graph),
         timing_(options.timing ? *options.timing : default_timing_),
         result_(result),
-        lanes_(graph.num_nodes()) {
+        lanes_(graph.num_nodes()),
+        ledger_(graph) {
     if constexpr (kTransfers) {
       on_host_.assign(graph.num_nodes(), 0);
       streams_.resize(graph.num_nodes());
@@ -181,7 +182,7 @@ class Timeline {
   // why.
   std::optional<std::pair<int64_t, std::string>> Finish() {
     if constexpr (kRecord) result_.memory_at_event.resize(recorded_);
-    result_.peak_bytes = peak_;
+    result_.peak_bytes = ledger_.peak();
     result_.cost = cost_;
     result_.length = length_;
     result_.critical_path = static_cast<double>(CriticalPath());
@@ -283,11 +284,7 @@ class Timeline {
     if (!legal || !AddChecked(cost_, cost)) [[unlikely]] {
       return false;  // Explain says why
     }
-    const int64_t now = memory_model::MemoryAtCompute(graph_, memory_, v);
-    peak_ = std::max(peak_, now);
-    Record(i, now);
-    const int64_t resident = memory_model::ResidentBytes(graph_, v);
-    memory_ += resident;
+    Record(i, ledger_.Compute(v));
     ++length_;
     if constexpr (kLanes) {
       const Time lane_end = lane_start + static_cast<Time>(cost);
@@ -315,7 +312,8 @@ class Timeline {
       }
       streams_[v].ready = streams_[v].last_use = end;
       const int64_t transient = memory_model::TransientBytes(graph_, v);
-      device_changes_.push_back({start, 2 * i, resident + transient});
+      device_changes_.push_back(
+          {start, 2 * i, memory_model::ComputeBytes(graph_, v)});
       device_changes_.push_back({end, 2 * i + 1, -transient});
       compute_end_ = end;
     }
@@ -334,7 +332,7 @@ class Timeline {
         }
         device_changes_.push_back({compute_end_, 2 * i, -bytes});
       }
-      memory_ -= bytes;
+      ledger_.Free(v);
       if constexpr (kLanes) {
         if (!kTransfers && v == linked_) {
           // Live and read by the last compute, so not last_node_.
@@ -359,7 +357,7 @@ class Timeline {
     } else {
       return false;  // Explain says why
     }
-    Record(i, memory_);
+    Record(i, ledger_.live());
     return true;
   }
 
@@ -390,8 +388,8 @@ class Timeline {
       }
       lanes_[v].ready = -1;
       on_host_[v] = 1;
-      memory_ -= bytes;
-      Record(i, memory_);
+      ledger_.Offload(v);
+      Record(i, ledger_.live());
       device_changes_.push_back(
           {std::max(d2h_end_, compute_end_), 2 * i, -bytes});
       host_changes_.push_back({start, 2 * i, bytes});
@@ -427,8 +425,8 @@ class Timeline {
         lanes_[v] = {0, 0};
       }
       on_host_[v] = 0;
-      memory_ += bytes;
-      Record(i, memory_);
+      ledger_.Prefetch(v);
+      Record(i, ledger_.live());
       device_changes_.push_back({start, 2 * i, bytes});
       host_changes_.push_back({h2d_end_, 2 * i, -bytes});
       return AddChecked(result_.transfer_bytes, bytes) ||
@@ -452,7 +450,7 @@ class Timeline {
         compute_end_ = t.host_ready;
       }
       if constexpr (kLanes) lane_gate_ = std::max(lane_gate_, t.lane_host_ready);
-      Record(i, memory_);
+      Record(i, ledger_.live());
       return true;
     }
   }
@@ -464,8 +462,8 @@ class Timeline {
   std::vector<uint8_t> on_host_;  // with transfers only
   std::vector<LaneTimes<Time>> lanes_;
   std::vector<StreamTimes> streams_;  // with transfers only
-  int64_t memory_ = 0;  // device memory in schedule order
-  int64_t peak_ = 0, cost_ = 0, length_ = 0, recorded_ = 0;
+  memory_model::Ledger ledger_;       // device memory in schedule order
+  int64_t cost_ = 0, length_ = 0, recorded_ = 0;
   Time critical_path_ = 0;
   double compute_end_ = 0, d2h_end_ = 0, h2d_end_ = 0;
   Time lane_gate_ = 0;  // when the memory freed so far is free on lanes

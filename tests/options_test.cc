@@ -121,6 +121,21 @@ TEST(Options, BadValuesAreOneLineNamingOwnerKeyAndValue) {
             "ex: parameter ratio=x: expected a number");
 }
 
+TEST(Options, RequiredIntHasNoDefaultAndIsRefusedWhenAbsent) {
+  struct Sized {
+    int64_t n = 0;
+  };
+  const Options<Sized> options(
+      RequiredIntOption(&Sized::n, "n", "number of nodes", 1));
+  const std::vector<ParamSpec> specs = options.Specs();
+  ASSERT_EQ(specs.size(), 1u);
+  EXPECT_EQ(specs[0].default_value, "");
+  EXPECT_EQ(specs[0].min_int, 1);
+  EXPECT_EQ(ErrorOf(specs, {}, "gen"),
+            "gen: parameter 'n' is required (number of nodes)");
+  EXPECT_EQ(options.Read(Params::Parse({"n=5"}, specs, "gen")).n, 5);
+}
+
 // The registered algorithms' options refuse a bad value and a bad choice
 // with one line naming the algorithm, the key and the value.
 TEST(Options, RegisteredAlgorithmsRefuseBadValuesInOneLine) {
@@ -194,6 +209,42 @@ TEST(Options, DefaultsAreTheDocumentedDefaults) {
       }
       EXPECT_EQ(it->second, spec.default_value)
           << info->name << ": " << spec.name;
+    }
+  }
+}
+
+// Every registered generator's row of the table in graphs/README.md
+// ("| `name` | `key=default`, `key`, ... |") names each of its parameters,
+// with the default its typed options declare where the row gives one.
+TEST(Options, GeneratorDefaultsAreTheDocumentedDefaults) {
+  std::ifstream file(std::string(REMAT_SOURCE_DIR) + "/graphs/README.md");
+  ASSERT_TRUE(file) << "graphs/README.md";
+  // generator -> key -> documented default ("" when the row gives none)
+  std::map<std::string, std::map<std::string, std::string>> documented;
+  const std::regex row(R"(^\| `([a-z_]+)` \| ([^|]*) \|)");
+  const std::regex param(R"(`([a-z_]+)(=([^`]*))?`)");
+  std::string line;
+  std::smatch m;
+  while (std::getline(file, line)) {
+    if (!std::regex_search(line, m, row)) continue;
+    const std::string generator = m[1];
+    const std::string cell = m[2];
+    for (auto it = std::sregex_iterator(cell.begin(), cell.end(), param);
+         it != std::sregex_iterator(); ++it) {
+      documented[generator].emplace((*it)[1], (*it)[3]);
+    }
+  }
+  ASSERT_FALSE(AllGenerators().empty());
+  for (const GeneratorInfo* info : AllGenerators()) {
+    for (const ParamSpec& spec : info->params) {
+      auto it = documented[info->name].find(spec.name);
+      if (it == documented[info->name].end()) {
+        ADD_FAILURE() << info->name << ": " << spec.name
+                      << " is not in its row of graphs/README.md";
+      } else if (!it->second.empty()) {
+        EXPECT_EQ(it->second, spec.default_value)
+            << info->name << ": " << spec.name;
+      }
     }
   }
 }

@@ -158,6 +158,22 @@ class IntervalSpace : public Gecode::Space {
   // The solution's cost in units of the graph's cost gcd.
   int64_t Cost() const { return p_.Cost(cost_high_.val(), cost_low_.val()); }
 
+  // Fixes the intervals to `intervals` (each value's in order, at most
+  // p.computes of them), the rest absent.
+  void Fix(const RetentionIntervals& intervals) {
+    const int c = p_.computes;
+    for (int i = 0; i < p_.n; ++i) {
+      for (int j = 0; j < c; ++j) {
+        const int x = i * c + j;
+        const bool present = j < static_cast<int>(intervals[i].size());
+        rel(*this, present_[x] == present);
+        if (!present) continue;
+        rel(*this, start_[x] == static_cast<int>(intervals[i][j].first));
+        rel(*this, end_[x] == static_cast<int>(intervals[i][j].second));
+      }
+    }
+  }
+
   // The solution's retention intervals.
   RetentionIntervals Intervals() const {
     const int n = p_.n, c = p_.computes;
@@ -269,6 +285,59 @@ Schedule ScheduleOfIntervals(const CheckmateModel& model,
     schedule.push_back(free ? Event::Free(v) : Event::Compute(v));
   }
   return schedule;
+}
+
+std::optional<RetentionIntervals> IntervalsOf(const CheckmateModel& model,
+                                              std::span<const Event> schedule) {
+  const int n = static_cast<int>(model.order().size());
+  std::vector<int> index(*std::ranges::max_element(model.order()) + 1, -1);
+  for (int k = 0; k < n; ++k) index[model.order()[k]] = k;
+  RetentionIntervals intervals(n);
+  // Per value: where its live instance started (-1: none) and was last
+  // read.
+  std::vector<int64_t> start(n, -1), last_read(n, -1);
+  int stage = 0;      // the stage the next compute is in
+  int64_t last = -1;  // position of the last compute
+  for (const Event& e : schedule) {
+    const int i = e.node >= 0 && e.node < static_cast<NodeId>(index.size())
+                      ? index[e.node]
+                      : -1;
+    if (i < 0 || e.is_transfer()) return std::nullopt;
+    if (e.op == Event::Op::kFree) {
+      if (start[i] < 0) return std::nullopt;
+      intervals[i].emplace_back(start[i], last_read[i]);
+      start[i] = -1;
+      continue;
+    }
+    const int64_t position = IntervalPosition(stage, i);
+    if (i > stage || start[i] >= 0 || position <= last) return std::nullopt;
+    for (int u : model.inputs()[i]) last_read[u] = position;
+    start[i] = last_read[i] = last = position;
+    if (i == stage) ++stage;
+  }
+  if (stage < n) return std::nullopt;
+  for (int i = 0; i < n; ++i) {
+    if (start[i] >= 0) intervals[i].emplace_back(start[i], last_read[i]);
+  }
+  return intervals;
+}
+
+bool IntervalModelAdmits(const Graph& graph, const CheckmateModel& model,
+                         const RetentionIntervals& intervals,
+                         int64_t budget_bytes) {
+  int computes = 1;
+  for (const auto& value : intervals) {
+    computes = std::max(computes, static_cast<int>(value.size()));
+  }
+  const std::optional<Problem> problem =
+      MakeProblem(graph, model, budget_bytes, computes);
+  if (!problem || !problem->exact_memory) {
+    throw std::invalid_argument(
+        "the interval model counts this graph's memory inexactly");
+  }
+  IntervalSpace space(*problem, 0);
+  space.Fix(intervals);
+  return space.status() != Gecode::SS_FAILED;
 }
 
 CpAnswer SolveMoccasinCp(const Graph& graph, const SolveRequest& request,

@@ -4,12 +4,15 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
 #include "algorithms/checkmate/checkmate_model.h"
 #include "harness/algorithm.h"
 #include "harness/graph.h"
+#include "harness/schedule.h"
 
 namespace remat {
 
@@ -33,6 +36,26 @@ using RetentionIntervals =
 // std::runtime_error for an interval off the grid.
 Schedule ScheduleOfIntervals(const CheckmateModel& model,
                              const RetentionIntervals& intervals);
+
+// The retention intervals of `schedule` in `model`'s positions: each
+// compute of a value starts one, at its position in the stage the schedule
+// has reached, and it ends at its last read (or its start if nothing reads
+// it), the latest position the model can end it at without holding it over
+// a compute the schedule does not: the intervals of the schedule with each
+// free moved to right after the last read, a value left live at the end
+// included (InsertFrees of its computes). nullopt when the schedule is not
+// in the class: a first compute out of the stage order, a stage that
+// computes a node twice or out of order, or a transfer.
+std::optional<RetentionIntervals> IntervalsOf(const CheckmateModel& model,
+                                              std::span<const Event> schedule);
+
+// Whether the interval model (its cumulative memory constraint among the
+// rest) admits exactly `intervals` within `budget_bytes`: what the solver
+// would accept as a solution. Throws std::invalid_argument where the model
+// would round the graph's sizes.
+bool IntervalModelAdmits(const Graph& graph, const CheckmateModel& model,
+                         const RetentionIntervals& intervals,
+                         int64_t budget_bytes);
 
 struct CpAnswer {
   AlgorithmOutput output;

@@ -133,23 +133,22 @@ class LocalWalk {
     };
     for (NodeId v : order) count_uses(v);
     for (NodeId v : initial) count_uses(v);
-    int64_t live = 0, peak = 0;
+    memory_model::Ledger ledger(graph_);
     auto drop = [&](NodeId u) {
-      if (keep_[u] != call_) live -= memory_model::ResidentBytes(graph_, u);
+      if (keep_[u] != call_) ledger.Free(u);
     };
     for (NodeId v : initial) {
-      live += memory_model::ResidentBytes(graph_, v);
+      ledger.Resident(v);
       if (uses_[v] == 0) drop(v);
     }
     for (NodeId v : order) {
-      peak = std::max(peak, memory_model::MemoryAtCompute(graph_, live, v));
-      live += memory_model::ResidentBytes(graph_, v);
+      ledger.Compute(v);
       if (uses_[v] == 0) drop(v);
       for (NodeId u : graph_.inputs(v)) {
         if (stamp_[u] == call_ && --uses_[u] == 0) drop(u);
       }
     }
-    return peak;
+    return ledger.peak();
   }
 
  private:

@@ -13,10 +13,21 @@
 namespace remat {
 namespace {
 
-Graph GenerateChain(const Params& params, const std::string& spec) {
-  const int64_t n = params.Int("n");
-  const int64_t mem = params.Int("mem");
-  const int64_t cost = params.Int("cost");
+struct ChainOptions {
+  int64_t n = 0;
+  int64_t mem = 0;
+  int64_t cost = 0;
+};
+
+const Options<ChainOptions> kOptions(
+    RequiredIntOption(&ChainOptions::n, "n", "number of forward nodes", 1),
+    BytesOption(&ChainOptions::mem, "mem", 1, "bytes of every value"),
+    IntOption(&ChainOptions::cost, "cost", 1, "cost of every node"));
+
+Graph GenerateChain(const ChainOptions& options, const std::string& spec) {
+  const int64_t n = options.n;
+  const int64_t mem = options.mem;
+  const int64_t cost = options.cost;
   if (n > 100'000'000) {
     throw InputError(
         fmt::format("{}: n={} is too large (at most 10^8)", spec, n));
@@ -52,19 +63,8 @@ Graph GenerateChain(const Params& params, const std::string& spec) {
 const bool kRegistered = RegisterGenerator({
     .name = "chain",
     .description = "training graph of a chain: f1..fn, loss, g1..gn",
-    .params = {{.name = "n",
-                .type = ParamSpec::Type::kInt,
-                .description = "number of forward nodes",
-                .min_int = 1},
-               {.name = "mem",
-                .type = ParamSpec::Type::kBytes,
-                .default_value = "1",
-                .description = "bytes of every value"},
-               {.name = "cost",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "1",
-                .description = "cost of every node"}},
-    .generate = GenerateChain,
+    .params = kOptions.Specs(),
+    .generate = GenerateWith(kOptions, GenerateChain),
 });
 
 }  // namespace

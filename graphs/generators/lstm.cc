@@ -18,13 +18,30 @@
 namespace remat::gen {
 namespace {
 
-Graph GenerateLstm(const Params& params, const std::string& spec) {
-  const int64_t steps = params.Int("steps");
+struct LstmOptions : LayerOptions {
+  int64_t steps = 0;
+  int64_t hidden = 0;
+  int64_t input = 0;
+  int64_t classes = 0;
+};
+
+const Options<LstmOptions> kOptions(
+    IntOption(&LstmOptions::steps, "steps", 64, "time steps", 1),
+    IntOption(&LstmOptions::hidden, "hidden", 512, "hidden and cell state size",
+              1),
+    BatchOption<LstmOptions>(32),
+    IntOption(&LstmOptions::input, "input", 0,
+              "input features per step (0: hidden)"),
+    ClassesOption(&LstmOptions::classes, 10, "outputs of the classifier"),
+    DtypeOption<LstmOptions>());
+
+Graph GenerateLstm(const LstmOptions& options, const std::string& spec) {
+  const int64_t steps = options.steps;
   CheckOpCount(spec, steps > kMaxForwardOps ? steps : 8 * steps + 2);
-  Network net(spec, DtypeBytes(params.String("dtype")));
-  const int64_t batch = params.Int("batch");
-  const int64_t hidden = params.Int("hidden");
-  const int64_t input = params.Int("input") > 0 ? params.Int("input") : hidden;
+  Network net(spec, options.element_bytes);
+  const int64_t batch = options.batch;
+  const int64_t hidden = options.hidden;
+  const int64_t input = options.input > 0 ? options.input : hidden;
   const int64_t gate_rows = net.Mul(4, hidden);
   const int64_t weights = net.Mul(gate_rows, net.Add(input, hidden));
   const int64_t gate_flops = net.Mul(2, net.Mul(batch, weights));
@@ -54,7 +71,7 @@ Graph GenerateLstm(const Params& params, const std::string& spec) {
     Tensor tanh_c = Unary(net, Op::kTanh, p + "tanh_c", c);
     h = Binary(net, Op::kMul, p + "h", slice(ifo, hidden), tanh_c);
   }
-  CrossEntropyLoss(net, Linear(net, "fc", h, params.Int("classes")));
+  CrossEntropyLoss(net, Linear(net, "fc", h, options.classes));
   return std::move(net).Build();
 }
 
@@ -62,24 +79,8 @@ const bool kRegistered = RegisterGenerator({
     .name = "lstm",
     .description = "unrolled LSTM training graph with a classifier on the "
                    "last hidden state",
-    .params = {{.name = "steps",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "64",
-                .description = "time steps",
-                .min_int = 1},
-               {.name = "hidden",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "512",
-                .description = "hidden and cell state size",
-                .min_int = 1},
-               BatchParam("32"),
-               {.name = "input",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "0",
-                .description = "input features per step (0: hidden)"},
-               ClassesParam("10", "outputs of the classifier"),
-               DtypeParam()},
-    .generate = GenerateLstm,
+    .params = kOptions.Specs(),
+    .generate = GenerateWith(kOptions, GenerateLstm),
 });
 
 }  // namespace

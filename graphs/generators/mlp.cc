@@ -11,16 +11,31 @@
 namespace remat::gen {
 namespace {
 
-Graph GenerateMlp(const Params& params, const std::string& spec) {
-  const int64_t layers = params.Int("layers");
+struct MlpOptions : LayerOptions {
+  int64_t layers = 0;
+  int64_t width = 0;
+  int64_t input = 0;
+  int64_t classes = 0;
+};
+
+const Options<MlpOptions> kOptions(
+    IntOption(&MlpOptions::layers, "layers", 8, "hidden layers"),
+    IntOption(&MlpOptions::width, "width", 1024, "units per hidden layer", 1),
+    BatchOption<MlpOptions>(64),
+    IntOption(&MlpOptions::input, "input", 784, "input features", 1),
+    ClassesOption(&MlpOptions::classes, 10, "outputs of the classifier"),
+    DtypeOption<MlpOptions>());
+
+Graph GenerateMlp(const MlpOptions& options, const std::string& spec) {
+  const int64_t layers = options.layers;
   CheckOpCount(spec, layers > kMaxForwardOps ? layers : 2 * layers + 2);
-  Network net(spec, DtypeBytes(params.String("dtype")));
-  Tensor x = net.Data({params.Int("batch"), params.Int("input"), 1, 1});
+  Network net(spec, options.element_bytes);
+  Tensor x = net.Data({options.batch, options.input, 1, 1});
   for (int64_t i = 1; i <= layers; ++i) {
-    x = Linear(net, fmt::format("fc{}", i), x, params.Int("width"));
+    x = Linear(net, fmt::format("fc{}", i), x, options.width);
     x = Unary(net, Op::kRelu, fmt::format("relu{}", i), x);
   }
-  CrossEntropyLoss(net, Linear(net, "classifier", x, params.Int("classes")));
+  CrossEntropyLoss(net, Linear(net, "classifier", x, options.classes));
   return std::move(net).Build();
 }
 
@@ -28,25 +43,8 @@ const bool kRegistered = RegisterGenerator({
     .name = "mlp",
     .description = "multilayer perceptron training graph (linear-relu "
                    "layers, linear classifier)",
-    .params = {{.name = "layers",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "8",
-                .description = "hidden layers",
-                .min_int = 0},
-               {.name = "width",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "1024",
-                .description = "units per hidden layer",
-                .min_int = 1},
-               BatchParam("64"),
-               {.name = "input",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "784",
-                .description = "input features",
-                .min_int = 1},
-               ClassesParam("10", "outputs of the classifier"),
-               DtypeParam()},
-    .generate = GenerateMlp,
+    .params = kOptions.Specs(),
+    .generate = GenerateWith(kOptions, GenerateMlp),
 });
 
 }  // namespace

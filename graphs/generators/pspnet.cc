@@ -16,15 +16,32 @@
 namespace remat::gen {
 namespace {
 
-Graph GeneratePspNet(const Params& params, const std::string& spec) {
+struct PspNetOptions : LayerOptions {
+  int64_t backbone_depth = 0;
+  int64_t image = 0;
+  int64_t classes = 0;
+};
+
+const Options<PspNetOptions> kOptions(
+    ChoiceOption<PspNetOptions, int64_t>(&PspNetOptions::backbone_depth,
+                                         "backbone", 50,
+                                         {{"resnet50", 50}, {"resnet101", 101}},
+                                         "dilated ResNet backbone"),
+    BatchOption<PspNetOptions>(8),
+    IntOption(&PspNetOptions::image, "image", 473,
+              "height and width of the input images (473 in the paper)", 1),
+    ClassesOption(&PspNetOptions::classes, 21,
+                  "output classes per pixel (21: PASCAL VOC)"),
+    DtypeOption<PspNetOptions>());
+
+Graph GeneratePspNet(const PspNetOptions& options, const std::string& spec) {
   ResNetLayout layout;
-  layout.blocks =
-      ImageNetBlocks(params.String("backbone") == "resnet50" ? 50 : 101);
+  layout.blocks = ImageNetBlocks(options.backbone_depth);
   layout.dilate = {false, false, true, true};
-  Network net(spec, DtypeBytes(params.String("dtype")));
-  const int64_t image = params.Int("image");
-  Tensor features = ResNetFeatures(
-      net, net.Data({params.Int("batch"), 3, image, image}), layout);
+  Network net(spec, options.element_bytes);
+  const int64_t image = options.image;
+  Tensor features =
+      ResNetFeatures(net, net.Data({options.batch, 3, image, image}), layout);
 
   std::vector<Tensor> pyramid = {features};
   const int64_t h = features.shape.h, w = features.shape.w;
@@ -39,7 +56,7 @@ Graph GeneratePspNet(const Params& params, const std::string& spec) {
   Tensor x = Concat(net, "ppm.concat", pyramid);
   x = Conv2d(net, "head.conv", x, 512, 3, 1, 1);
   x = Unary(net, Op::kRelu, "head.relu", BatchNorm(net, "head.bn", x));
-  x = Conv2d(net, "head.classifier", x, params.Int("classes"), 1, 1, 0, 1,
+  x = Conv2d(net, "head.classifier", x, options.classes, 1, 1, 0, 1,
              /*bias=*/true);
   x = UpsampleBilinear(net, "upsample", x, image, image);
   CrossEntropyLoss(net, x);
@@ -50,21 +67,8 @@ const bool kRegistered = RegisterGenerator({
     .name = "pspnet",
     .description = "PSPNet training graph (dilated ResNet, pyramid pooling "
                    "with bins 1, 2, 3, 6)",
-    .params = {{.name = "backbone",
-                .type = ParamSpec::Type::kChoice,
-                .default_value = "resnet50",
-                .description = "dilated ResNet backbone",
-                .choices = {"resnet50", "resnet101"}},
-               BatchParam("8"),
-               {.name = "image",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "473",
-                .description = "height and width of the input images (473 "
-                               "in the paper)",
-                .min_int = 1},
-               ClassesParam("21", "output classes per pixel (21: PASCAL VOC)"),
-               DtypeParam()},
-    .generate = GeneratePspNet,
+    .params = kOptions.Specs(),
+    .generate = GenerateWith(kOptions, GeneratePspNet),
 });
 
 }  // namespace

@@ -59,9 +59,38 @@ class Random {
 // At most this many edges: the graph must stay small enough to analyse.
 constexpr int64_t kMaxEdges = 50'000'000;
 
-double Fraction(const Params& params, const std::string& key,
-                const std::string& spec, double lo, double hi) {
-  const double value = params.Double(key);
+struct RandomLayeredOptions {
+  int64_t n = 0;
+  int64_t seed = 0;
+  double width = 0;
+  double spread = 0;
+  double density = 0;
+  double skip = 0;
+  int64_t mem_min = 0;
+  int64_t mem_max = 0;
+  int64_t cost_max = 0;
+};
+
+const Options<RandomLayeredOptions> kOptions(
+    IntOption(&RandomLayeredOptions::n, "n", 100, "number of nodes", 2),
+    IntOption(&RandomLayeredOptions::seed, "seed", 0, "random seed"),
+    DoubleOption(&RandomLayeredOptions::width, "width", 0.3,
+                 "layer width / (2 sqrt(n)), in (0, 1]"),
+    DoubleOption(&RandomLayeredOptions::spread, "spread", 0.75,
+                 "relative variation of layer widths, [0, 1]"),
+    DoubleOption(&RandomLayeredOptions::density, "density", 0.2,
+                 "probability of an edge between adjacent layers, [0, 1]"),
+    DoubleOption(&RandomLayeredOptions::skip, "skip", 0.14,
+                 "fraction of edges that skip layers, [0, 0.99]"),
+    BytesOption(&RandomLayeredOptions::mem_min, "mem_min", 10,
+                "smallest node size"),
+    BytesOption(&RandomLayeredOptions::mem_max, "mem_max", 7500,
+                "largest node size"),
+    IntOption(&RandomLayeredOptions::cost_max, "cost_max", 1000,
+              "largest node cost", 1));
+
+double Fraction(double value, const std::string& key, const std::string& spec,
+                double lo, double hi) {
   if (!(value >= lo && value <= hi)) {
     throw InputError(
         fmt::format("{}: {}={} must be in [{}, {}]", spec, key, value, lo, hi));
@@ -69,20 +98,21 @@ double Fraction(const Params& params, const std::string& key,
   return value;
 }
 
-Graph GenerateRandomLayered(const Params& params, const std::string& spec) {
-  const int64_t n = params.Int("n");
+Graph GenerateRandomLayered(const RandomLayeredOptions& options,
+                            const std::string& spec) {
+  const int64_t n = options.n;
   CheckOpCount(spec, n);
-  const double width = Fraction(params, "width", spec, 1e-9, 1);
-  const double spread = Fraction(params, "spread", spec, 0, 1);
-  const double density = Fraction(params, "density", spec, 0, 1);
-  const double skip = Fraction(params, "skip", spec, 0, 0.99);
-  const int64_t mem_min = params.Int("mem_min");
-  const int64_t mem_max = params.Int("mem_max");
+  const double width = Fraction(options.width, "width", spec, 1e-9, 1);
+  const double spread = Fraction(options.spread, "spread", spec, 0, 1);
+  const double density = Fraction(options.density, "density", spec, 0, 1);
+  const double skip = Fraction(options.skip, "skip", spec, 0, 0.99);
+  const int64_t mem_min = options.mem_min;
+  const int64_t mem_max = options.mem_max;
   if (mem_min > mem_max) {
     throw InputError(fmt::format("{}: mem_min={} exceeds mem_max={}", spec,
                                  mem_min, mem_max));
   }
-  Random random(static_cast<uint64_t>(params.Int("seed")));
+  Random random(static_cast<uint64_t>(options.seed));
 
   // Layers: {0} (the source), the inner layers, {n-1} (the sink).
   const double mean_width =
@@ -181,7 +211,7 @@ Graph GenerateRandomLayered(const Params& params, const std::string& spec) {
   GraphBuilder b(spec);
   b.set_name(spec).set_units("bytes", "abstract");
   b.set_provenance({{"generator", spec}, {"layers", layers}});
-  const int64_t cost_max = params.Int("cost_max");
+  const int64_t cost_max = options.cost_max;
   for (NodeId v = 0; v < n; ++v) {
     NodeSpec node;
     node.id = v;
@@ -198,46 +228,8 @@ const bool kRegistered = RegisterGenerator({
     .name = "random_layered",
     .description = "random layered DAG like the Checkmate corpus's "
                    "(deterministic for a seed)",
-    .params = {{.name = "n",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "100",
-                .description = "number of nodes",
-                .min_int = 2},
-               {.name = "seed",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "0",
-                .description = "random seed"},
-               {.name = "width",
-                .type = ParamSpec::Type::kDouble,
-                .default_value = "0.3",
-                .description = "layer width / (2 sqrt(n)), in (0, 1]"},
-               {.name = "spread",
-                .type = ParamSpec::Type::kDouble,
-                .default_value = "0.75",
-                .description = "relative variation of layer widths, [0, 1]"},
-               {.name = "density",
-                .type = ParamSpec::Type::kDouble,
-                .default_value = "0.2",
-                .description = "probability of an edge between adjacent "
-                               "layers, [0, 1]"},
-               {.name = "skip",
-                .type = ParamSpec::Type::kDouble,
-                .default_value = "0.14",
-                .description = "fraction of edges that skip layers, [0, 0.99]"},
-               {.name = "mem_min",
-                .type = ParamSpec::Type::kBytes,
-                .default_value = "10",
-                .description = "smallest node size"},
-               {.name = "mem_max",
-                .type = ParamSpec::Type::kBytes,
-                .default_value = "7500",
-                .description = "largest node size"},
-               {.name = "cost_max",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "1000",
-                .description = "largest node cost",
-                .min_int = 1}},
-    .generate = GenerateRandomLayered,
+    .params = kOptions.Specs(),
+    .generate = GenerateWith(kOptions, GenerateRandomLayered),
 });
 
 }  // namespace

@@ -10,6 +10,11 @@
 // (e.g. 56, 164). Shortcuts that change shape are 1x1 projections.
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "graphs/generators/resnet_backbone.h"
 #include "harness/errors.h"
 #include "harness/registry.h"
@@ -21,9 +26,39 @@ namespace {
 // final say on size.
 constexpr int64_t kMaxDepth = 10'000'000;
 
-ResNetLayout Layout(const Params& params, const std::string& spec) {
-  const int64_t depth = params.Int("depth");
-  const std::string& block = params.String("block");
+enum class Block { kAuto, kBasic, kBottleneck };
+
+// The `block` choices, by name: the option's and the refusal's text.
+const std::vector<std::pair<std::string, Block>> kBlockNames = {
+    {"auto", Block::kAuto},
+    {"basic", Block::kBasic},
+    {"bottleneck", Block::kBottleneck}};
+
+struct ResNetOptions : LayerOptions {
+  int64_t depth = 0;
+  int64_t image = 0;
+  int64_t width = 0;
+  Block block = Block::kAuto;
+  int64_t classes = 0;
+};
+
+const Options<ResNetOptions> kOptions(
+    IntOption(&ResNetOptions::depth, "depth", 50,
+              "18, 34, 50, 101, 152, 200, 6n+2 or 9n+2", 1),
+    BatchOption<ResNetOptions>(32),
+    IntOption(&ResNetOptions::image, "image", 224,
+              "height and width of the input images", 1),
+    IntOption(&ResNetOptions::width, "width", 0,
+              "channels of the first stage (0: 64 for the ImageNet layout, 16 "
+              "for CIFAR); later stages double it"),
+    ChoiceOption(&ResNetOptions::block, "block", Block::kAuto, kBlockNames,
+                 "residual block type (auto: by depth)"),
+    ClassesOption(&ResNetOptions::classes, 1000, "outputs of the classifier"),
+    DtypeOption<ResNetOptions>());
+
+ResNetLayout Layout(const ResNetOptions& options, const std::string& spec) {
+  const int64_t depth = options.depth;
+  const Block block = options.block;
   if (depth > kMaxDepth) {
     throw InputError(fmt::format("{}: depth={} is too large (at most {})", spec,
                                  depth, kMaxDepth));
@@ -32,7 +67,8 @@ ResNetLayout Layout(const Params& params, const std::string& spec) {
   std::vector<int64_t> imagenet = ImageNetBlocks(depth);
   const bool imagenet_bottleneck = depth >= 50;
   if (!imagenet.empty() &&
-      (block == "auto" || (block == "bottleneck") == imagenet_bottleneck)) {
+      (block == Block::kAuto ||
+       (block == Block::kBottleneck) == imagenet_bottleneck)) {
     layout.bottleneck = imagenet_bottleneck;
     layout.blocks = std::move(imagenet);
     layout.width = 64;
@@ -41,32 +77,34 @@ ResNetLayout Layout(const Params& params, const std::string& spec) {
     layout.width = 16;
     const bool basic_fits = depth >= 8 && (depth - 2) % 6 == 0;
     const bool bottleneck_fits = depth >= 11 && (depth - 2) % 9 == 0;
-    if (block != "bottleneck" && basic_fits) {
+    if (block != Block::kBottleneck && basic_fits) {
       layout.bottleneck = false;
       layout.blocks.assign(3, (depth - 2) / 6);
-    } else if (block != "basic" && bottleneck_fits) {
+    } else if (block != Block::kBasic && bottleneck_fits) {
       layout.bottleneck = true;
       layout.blocks.assign(3, (depth - 2) / 9);
     } else {
+      const auto named = std::ranges::find(
+          kBlockNames, block, &std::pair<std::string, Block>::second);
       throw InputError(fmt::format(
           "{}: depth={} is not a ResNet depth for block={}: use 18, 34, 50, "
           "101, 152, 200, 6n+2 (basic blocks) or 9n+2 (bottleneck blocks)",
-          spec, depth, block));
+          spec, depth, named->first));
     }
   }
-  if (params.Int("width") > 0) layout.width = params.Int("width");
+  if (options.width > 0) layout.width = options.width;
   return layout;
 }
 
-Graph GenerateResNet(const Params& params, const std::string& spec) {
-  const ResNetLayout layout = Layout(params, spec);
+Graph GenerateResNet(const ResNetOptions& options, const std::string& spec) {
+  const ResNetLayout layout = Layout(options, spec);
   CheckOpCount(spec, ResNetOpCount(layout) + 3);
-  Network net(spec, DtypeBytes(params.String("dtype")));
-  const int64_t image = params.Int("image");
-  Tensor x = net.Data({params.Int("batch"), 3, image, image});
+  Network net(spec, options.element_bytes);
+  const int64_t image = options.image;
+  Tensor x = net.Data({options.batch, 3, image, image});
   x = ResNetFeatures(net, x, layout);
   x = AdaptiveAvgPool(net, "avgpool", x, 1, 1);
-  x = Linear(net, "fc", Flatten(x), params.Int("classes"));
+  x = Linear(net, "fc", Flatten(x), options.classes);
   CrossEntropyLoss(net, x);
   return std::move(net).Build();
 }
@@ -75,31 +113,8 @@ const bool kRegistered = RegisterGenerator({
     .name = "resnet",
     .description = "residual network training graph (ImageNet depths "
                    "18..200, CIFAR-style 6n+2 / 9n+2 for any other depth)",
-    .params = {{.name = "depth",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "50",
-                .description = "18, 34, 50, 101, 152, 200, 6n+2 or 9n+2",
-                .min_int = 1},
-               BatchParam("32"),
-               {.name = "image",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "224",
-                .description = "height and width of the input images",
-                .min_int = 1},
-               {.name = "width",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "0",
-                .description = "channels of the first stage (0: 64 for the "
-                               "ImageNet layout, 16 for CIFAR); later stages "
-                               "double it"},
-               {.name = "block",
-                .type = ParamSpec::Type::kChoice,
-                .default_value = "auto",
-                .description = "residual block type (auto: by depth)",
-                .choices = {"auto", "basic", "bottleneck"}},
-               ClassesParam("1000", "outputs of the classifier"),
-               DtypeParam()},
-    .generate = GenerateResNet,
+    .params = kOptions.Specs(),
+    .generate = GenerateWith(kOptions, GenerateResNet),
 });
 
 }  // namespace

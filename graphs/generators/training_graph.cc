@@ -49,35 +49,6 @@ static_assert(kOps.size() == static_cast<size_t>(Op::kMseLoss) + 1,
 
 const OpInfo& GetOpInfo(Op op) { return kOps[static_cast<size_t>(op)]; }
 
-int64_t DtypeBytes(const std::string& dtype) {
-  return dtype == "fp32" ? 4 : 2;  // fp16 and bf16
-}
-
-ParamSpec DtypeParam() {
-  return {.name = "dtype",
-          .type = ParamSpec::Type::kChoice,
-          .default_value = "fp32",
-          .description = "element type of activations and parameters",
-          .choices = {"fp32", "fp16", "bf16"}};
-}
-
-ParamSpec BatchParam(const std::string& default_value) {
-  return {.name = "batch",
-          .type = ParamSpec::Type::kInt,
-          .default_value = default_value,
-          .description = "batch size",
-          .min_int = 1};
-}
-
-ParamSpec ClassesParam(const std::string& default_value,
-                       const std::string& description) {
-  return {.name = "classes",
-          .type = ParamSpec::Type::kInt,
-          .default_value = default_value,
-          .description = description,
-          .min_int = 1};
-}
-
 void CheckOpCount(const std::string& spec, int64_t forward_ops) {
   if (forward_ops > kMaxForwardOps) {
     throw InputError(fmt::format(

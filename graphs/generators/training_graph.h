@@ -10,12 +10,14 @@
 // documents it): this is the only place the generators encode it.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "harness/graph.h"
-#include "harness/params.h"
+#include "harness/options.h"
 
 namespace remat::gen {
 
@@ -72,14 +74,32 @@ struct Tensor {
   Shape shape;
 };
 
-// Bytes of one element for dtype=fp32|fp16|bf16.
-int64_t DtypeBytes(const std::string& dtype);
-// The `dtype` and `batch` parameters every layer-level generator takes,
-// and the `classes` parameter of those that end in a classifier.
-ParamSpec DtypeParam();
-ParamSpec BatchParam(const std::string& default_value);
-ParamSpec ClassesParam(const std::string& default_value,
-                       const std::string& description);
+// The options every layer-level generator has: its options struct T
+// derives from LayerOptions and declares them with DtypeOption<T>() and
+// BatchOption<T>(...); ClassesOption declares the `classes` of those that
+// end in a classifier.
+struct LayerOptions {
+  int64_t batch = 0;
+  int64_t element_bytes = 0;  // dtype: 4 for fp32, 2 for fp16 and bf16
+};
+
+template <std::derived_from<LayerOptions> T>
+OptionField<T> DtypeOption() {
+  return ChoiceOption<T, int64_t>(&T::element_bytes, "dtype", 4,
+                                  {{"fp32", 4}, {"fp16", 2}, {"bf16", 2}},
+                                  "element type of activations and parameters");
+}
+template <std::derived_from<LayerOptions> T>
+OptionField<T> BatchOption(int64_t default_value) {
+  return IntOption<T, int64_t>(&T::batch, "batch", default_value, "batch size",
+                               1);
+}
+template <typename T>
+OptionField<T> ClassesOption(int64_t T::*classes, int64_t default_value,
+                             std::string description) {
+  return IntOption(classes, "classes", default_value, std::move(description),
+                   1);
+}
 
 // Upper bound on forward operations of one generated graph: the training
 // graph has about twice as many nodes, and 5 million nodes already take a

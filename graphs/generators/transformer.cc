@@ -57,12 +57,40 @@ Tensor FeedForwardBlock(Network& net, const std::string& prefix,
                    Binary(net, Op::kAdd, prefix + ".add", x, h));
 }
 
-Graph GenerateTransformer(const Params& params, const std::string& spec) {
-  const int64_t layers = params.Int("layers");
-  const int64_t d = params.Int("d_model");
-  const int64_t heads = params.Int("heads");
-  const int64_t vocab = params.Int("vocab");
-  const bool decoder = params.Int("decoder") == 1;
+struct TransformerOptions : LayerOptions {
+  int64_t layers = 0;
+  int64_t d_model = 0;
+  int64_t heads = 0;
+  int64_t seq = 0;
+  int64_t ffn = 0;
+  bool decoder = false;
+  int64_t vocab = 0;
+};
+
+const Options<TransformerOptions> kOptions(
+    IntOption(&TransformerOptions::layers, "layers", 6, "layers per stack", 1),
+    IntOption(&TransformerOptions::d_model, "d_model", 512, "model width", 1),
+    IntOption(&TransformerOptions::heads, "heads", 8,
+              "attention heads (divide d_model)", 1),
+    IntOption(&TransformerOptions::seq, "seq", 512, "sequence length", 1),
+    BatchOption<TransformerOptions>(8),
+    IntOption(&TransformerOptions::ffn, "ffn", 0,
+              "feed-forward width (0: 4 d_model)"),
+    ChoiceOption(&TransformerOptions::decoder, "decoder", false,
+                 {{"0", false}, {"1", true}},
+                 "1: encoder-decoder (torch.nn.Transformer), 0: encoder only"),
+    IntOption(&TransformerOptions::vocab, "vocab", 0,
+              "vocabulary for token inputs and a logits head (0: embedding "
+              "inputs, mean squared error loss)"),
+    DtypeOption<TransformerOptions>());
+
+Graph GenerateTransformer(const TransformerOptions& options,
+                          const std::string& spec) {
+  const int64_t layers = options.layers;
+  const int64_t d = options.d_model;
+  const int64_t heads = options.heads;
+  const int64_t vocab = options.vocab;
+  const bool decoder = options.decoder;
   if (d % heads != 0) {
     throw InputError(fmt::format("{}: d_model={} is not divisible by heads={}",
                                  spec, d, heads));
@@ -70,9 +98,9 @@ Graph GenerateTransformer(const Params& params, const std::string& spec) {
   // Encoder layers have 14 operations, decoder layers 23.
   const int64_t per_layer = decoder ? 14 + 23 : 14;
   CheckOpCount(spec, layers > kMaxForwardOps ? layers : layers * per_layer + 8);
-  Network net(spec, DtypeBytes(params.String("dtype")));
-  const int64_t ffn = params.Int("ffn") > 0 ? params.Int("ffn") : net.Mul(4, d);
-  const Shape shape{params.Int("batch"), d, params.Int("seq"), 1};
+  Network net(spec, options.element_bytes);
+  const int64_t ffn = options.ffn > 0 ? options.ffn : net.Mul(4, d);
+  const Shape shape{options.batch, d, options.seq, 1};
   auto input = [&](const std::string& name) {
     if (vocab == 0) return net.Data(shape);
     Tensor tokens = net.Data({shape.n, 1, shape.h, 1}, /*element_bytes=*/8);
@@ -105,37 +133,12 @@ Graph GenerateTransformer(const Params& params, const std::string& spec) {
   return std::move(net).Build();
 }
 
-ParamSpec IntParam(std::string name, std::string default_value,
-                   std::string description, int64_t min) {
-  return {.name = std::move(name),
-          .type = ParamSpec::Type::kInt,
-          .default_value = std::move(default_value),
-          .description = std::move(description),
-          .min_int = min};
-}
-
 const bool kRegistered = RegisterGenerator({
     .name = "transformer",
     .description = "Transformer training graph (attention as projections, "
                    "scores, softmax, weighted sum, output projection)",
-    .params = {IntParam("layers", "6", "layers per stack", 1),
-               IntParam("d_model", "512", "model width", 1),
-               IntParam("heads", "8", "attention heads (divide d_model)", 1),
-               IntParam("seq", "512", "sequence length", 1),
-               BatchParam("8"),
-               IntParam("ffn", "0", "feed-forward width (0: 4 d_model)", 0),
-               {.name = "decoder",
-                .type = ParamSpec::Type::kChoice,
-                .default_value = "0",
-                .description = "1: encoder-decoder (torch.nn.Transformer), "
-                               "0: encoder only",
-                .choices = {"0", "1"}},
-               IntParam("vocab", "0",
-                        "vocabulary for token inputs and a logits head (0: "
-                        "embedding inputs, mean squared error loss)",
-                        0),
-               DtypeParam()},
-    .generate = GenerateTransformer,
+    .params = kOptions.Specs(),
+    .generate = GenerateWith(kOptions, GenerateTransformer),
 });
 
 }  // namespace

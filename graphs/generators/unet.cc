@@ -83,20 +83,51 @@ void CheckImageSize(const std::string& spec, int64_t image, int64_t levels,
   }
 }
 
-Graph GenerateUNet(const Params& params, const std::string& spec) {
-  const int64_t levels = params.Int("levels");
-  const int64_t image = params.Int("image");
-  const Layout layout{.padded = params.String("padding") == "same",
-                      .batch_norm = params.String("norm") == "batch"};
+struct UNetOptions : LayerOptions {
+  int64_t levels = 0;
+  int64_t base = 0;
+  int64_t image = 0;
+  int64_t channels = 0;
+  int64_t classes = 0;
+  Layout layout{};
+  int64_t element_bytes = 0;
+};
+
+const Options<UNetOptions> kOptions(
+    IntOption(&UNetOptions::levels, "levels", 5,
+              "resolution levels (5 in the paper)", 1),
+    IntOption(&UNetOptions::base, "base", 64,
+              "channels of the first level, doubled per level", 1),
+    BatchOption<UNetOptions>(4),
+    IntOption(&UNetOptions::image, "image", 256,
+              "height and width of the input images (572 in the paper)", 1),
+    IntOption(&UNetOptions::channels, "channels", 3,
+              "channels of the input images (1 in the paper)", 1),
+    ClassesOption(&UNetOptions::classes, 2, "output classes per pixel"),
+    NestedOptions<UNetOptions, Layout>(
+        &UNetOptions::layout,
+        {ChoiceOption(&Layout::padded, "padding", true,
+                      {{"same", true}, {"valid", false}},
+                      "same: padded 3x3 convs; valid: unpadded, skips "
+                      "center-cropped (the paper)"),
+         ChoiceOption(&Layout::batch_norm, "norm", true,
+                      {{"batch", true}, {"none", false}},
+                      "batch: batch norm after each 3x3 conv, convs without "
+                      "bias; none: convs with bias (the paper)")}),
+    DtypeOption<UNetOptions>());
+
+Graph GenerateUNet(const UNetOptions& options, const std::string& spec) {
+  const int64_t levels = options.levels;
+  const int64_t image = options.image;
+  const Layout& layout = options.layout;
   if (levels > 30) {
     throw InputError(
         fmt::format("{}: levels={} is too large (at most 30)", spec, levels));
   }
   CheckImageSize(spec, image, levels, layout.padded);
-  Network net(spec, DtypeBytes(params.String("dtype")));
-  const int64_t base = params.Int("base");
-  Tensor x =
-      net.Data({params.Int("batch"), params.Int("channels"), image, image});
+  Network net(spec, options.element_bytes);
+  const int64_t base = options.base;
+  Tensor x = net.Data({options.batch, options.channels, image, image});
   std::vector<Tensor> skips;
   for (int64_t level = 0; level < levels; ++level) {
     if (level > 0) {
@@ -119,7 +150,7 @@ Graph GenerateUNet(const Params& params, const std::string& spec) {
     x = Concat(net, prefix + ".concat", {skip, x});
     x = DoubleConv(net, prefix, x, channels, layout);
   }
-  x = Conv2d(net, "out", x, params.Int("classes"), 1, 1, 0, 1, /*bias=*/true);
+  x = Conv2d(net, "out", x, options.classes, 1, 1, 0, 1, /*bias=*/true);
   CrossEntropyLoss(net, x);
   return std::move(net).Build();
 }
@@ -130,46 +161,8 @@ const bool kRegistered = RegisterGenerator({
                    "concatenations); padded convs with batch norm, or the "
                    "paper's network: padding=valid,norm=none,channels=1, "
                    "image=572",
-    .params = {{.name = "levels",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "5",
-                .description = "resolution levels (5 in the paper)",
-                .min_int = 1},
-               {.name = "base",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "64",
-                .description = "channels of the first level, doubled per "
-                               "level",
-                .min_int = 1},
-               BatchParam("4"),
-               {.name = "image",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "256",
-                .description = "height and width of the input images (572 "
-                               "in the paper)",
-                .min_int = 1},
-               {.name = "channels",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "3",
-                .description = "channels of the input images (1 in the "
-                               "paper)",
-                .min_int = 1},
-               ClassesParam("2", "output classes per pixel"),
-               {.name = "padding",
-                .type = ParamSpec::Type::kChoice,
-                .default_value = "same",
-                .description = "same: padded 3x3 convs; valid: unpadded, "
-                               "skips center-cropped (the paper)",
-                .choices = {"same", "valid"}},
-               {.name = "norm",
-                .type = ParamSpec::Type::kChoice,
-                .default_value = "batch",
-                .description = "batch: batch norm after each 3x3 conv, convs "
-                               "without bias; none: convs with bias (the "
-                               "paper)",
-                .choices = {"batch", "none"}},
-               DtypeParam()},
-    .generate = GenerateUNet,
+    .params = kOptions.Specs(),
+    .generate = GenerateWith(kOptions, GenerateUNet),
 });
 
 }  // namespace

@@ -32,17 +32,32 @@ std::vector<int64_t> Configuration(int64_t depth) {
   }
 }
 
-Graph GenerateVgg(const Params& params, const std::string& spec) {
-  const std::vector<int64_t> config = Configuration(params.Int("depth"));
+struct VggOptions : LayerOptions {
+  int64_t depth = 0;
+  int64_t image = 0;
+  int64_t classes = 0;
+};
+
+const Options<VggOptions> kOptions(
+    IntOption(&VggOptions::depth, "depth", 16,
+              "number of weight layers: 11, 13, 16 or 19", 1),
+    BatchOption<VggOptions>(32),
+    IntOption(&VggOptions::image, "image", 224,
+              "height and width of the input images (at least 32)", 32),
+    ClassesOption(&VggOptions::classes, 1000, "outputs of the classifier"),
+    DtypeOption<VggOptions>());
+
+Graph GenerateVgg(const VggOptions& options, const std::string& spec) {
+  const std::vector<int64_t> config = Configuration(options.depth);
   if (config.empty()) {
     throw InputError(
         fmt::format("{}: depth={} is not a VGG depth (11, 13, "
                     "16 or 19)",
-                    spec, params.Int("depth")));
+                    spec, options.depth));
   }
-  Network net(spec, DtypeBytes(params.String("dtype")));
-  const int64_t image = params.Int("image");
-  Tensor x = net.Data({params.Int("batch"), 3, image, image});
+  Network net(spec, options.element_bytes);
+  const int64_t image = options.image;
+  Tensor x = net.Data({options.batch, 3, image, image});
   int64_t conv = 0, pool = 0;
   for (int64_t channels : config) {
     if (channels == 0) {
@@ -60,7 +75,7 @@ Graph GenerateVgg(const Params& params, const std::string& spec) {
   x = Flatten(x);
   x = Unary(net, Op::kRelu, "fc1.relu", Linear(net, "fc1", x, 4096));
   x = Unary(net, Op::kRelu, "fc2.relu", Linear(net, "fc2", x, 4096));
-  x = Linear(net, "fc3", x, params.Int("classes"));
+  x = Linear(net, "fc3", x, options.classes);
   CrossEntropyLoss(net, x);
   return std::move(net).Build();
 }
@@ -68,21 +83,8 @@ Graph GenerateVgg(const Params& params, const std::string& spec) {
 const bool kRegistered = RegisterGenerator({
     .name = "vgg",
     .description = "VGG training graph (configurations A, B, D, E)",
-    .params = {{.name = "depth",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "16",
-                .description = "number of weight layers: 11, 13, 16 or 19",
-                .min_int = 1},
-               BatchParam("32"),
-               {.name = "image",
-                .type = ParamSpec::Type::kInt,
-                .default_value = "224",
-                .description = "height and width of the input images (at "
-                               "least 32)",
-                .min_int = 32},
-               ClassesParam("1000", "outputs of the classifier"),
-               DtypeParam()},
-    .generate = GenerateVgg,
+    .params = kOptions.Specs(),
+    .generate = GenerateWith(kOptions, GenerateVgg),
 });
 
 }  // namespace
