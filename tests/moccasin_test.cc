@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <optional>
 
 #include "algorithms/checkmate/moccasin_cpsat.h"
@@ -46,22 +47,24 @@ Revolve RevolveOptimum(int64_t n, int64_t budget) {
   return {r, n + 1 + r * l - Binomial(s + r, r - 1)};
 }
 
-// Sets REMAT_CPSAT_PYTHON for its lifetime: empty, CP-SAT is not found.
-class CpSatPython {
+// Sets an environment variable for its lifetime. REMAT_CPSAT_PYTHON
+// empty: CP-SAT is not found.
+class ScopedEnv {
  public:
-  explicit CpSatPython(const char* value) {
-    if (const char* saved = std::getenv("REMAT_CPSAT_PYTHON")) saved_ = saved;
-    setenv("REMAT_CPSAT_PYTHON", value, 1);
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* saved = std::getenv(name)) saved_ = saved;
+    setenv(name, value, 1);
   }
-  ~CpSatPython() {
+  ~ScopedEnv() {
     if (saved_) {
-      setenv("REMAT_CPSAT_PYTHON", saved_->c_str(), 1);
+      setenv(name_, saved_->c_str(), 1);
     } else {
-      unsetenv("REMAT_CPSAT_PYTHON");
+      unsetenv(name_);
     }
   }
 
  private:
+  const char* name_;
   std::optional<std::string> saved_;
 };
 
@@ -72,7 +75,7 @@ class Moccasin : public ::testing::TestWithParam<std::string> {
   SolveResult SolveMoccasin(const Graph& graph, int64_t budget,
                             std::vector<std::string> params = {}) {
     if (GetParam() == "auto_without_cpsat") {
-      const CpSatPython none("");
+      const ScopedEnv none("REMAT_CPSAT_PYTHON", "");
       params.push_back("solver=auto");
       return Solve("moccasin", graph, budget, std::move(params));
     }
@@ -266,11 +269,37 @@ TEST(MoccasinSolvers, CpSatProvesWhatExactSearchProves) {
 // Without ortools (REMAT_CPSAT_PYTHON empty) solver=cpsat is an error that
 // says what to install, not a crash and not a schedule.
 TEST(MoccasinSolvers, CpSatWithoutOrtoolsSaysWhy) {
-  const CpSatPython none("");
+  const ScopedEnv none("REMAT_CPSAT_PYTHON", "");
   const Graph g = LoadGraph("chain:n=6");
   const SolveResult r = Solve("moccasin", g, 6, {"solver=cpsat"});
   EXPECT_EQ(r.status, Status::kError);
   EXPECT_NE(r.message.find("ortools"), std::string::npos) << r.message;
+}
+
+// A CP-SAT process that overruns the deadline (here a script that only
+// sleeps) leaves the warm start to the isolated process's watchdog, which
+// answers with it 2 s past the limit rather than with nothing.
+TEST(MoccasinSolvers, CpSatPastItsLimitLeavesTheWarmStart) {
+  const std::string script = ::testing::TempDir() + "/sleeping_cpsat.py";
+  {
+    std::ofstream out(script);
+    out << "import time\ntime.sleep(6)\n";
+  }
+  const Graph g = LoadGraph("chain:n=6");
+  const int64_t budget = NoRematPeak(g);
+  SolveResult r;
+  {
+    const ScopedEnv sleeping("REMAT_CPSAT_SCRIPT", script.c_str());
+    r = Solve("moccasin", g, budget, {"solver=cpsat"}, 1);
+  }
+  if (!FindCpSat()) GTEST_SKIP() << "this build has no ortools";
+  EXPECT_EQ(r.status, Status::kTimeout) << r.message;
+  ASSERT_TRUE(r.has_schedule) << r.message;
+  EXPECT_TRUE(r.valid);
+  EXPECT_LE(r.peak_bytes, budget);
+  EXPECT_NE(r.message.find("CP-SAT did not finish; warm start"),
+            std::string::npos)
+      << r.message;
 }
 
 // solver=auto is CP-SAT where the build has ortools (chosen by measurement
@@ -282,7 +311,7 @@ TEST(MoccasinSolvers, AutoIsCpSatWhereOrtoolsIsFound) {
   const SolveResult with = Solve("moccasin", g, budget, {"solver=auto"});
   SolveResult without;
   {
-    const CpSatPython none("");
+    const ScopedEnv none("REMAT_CPSAT_PYTHON", "");
     without = Solve("moccasin", g, budget, {"solver=auto"});
   }
   ASSERT_EQ(without.status, Status::kFeasible) << without.message;

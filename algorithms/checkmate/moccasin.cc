@@ -114,6 +114,17 @@ class Moccasin : public Algorithm {
     StagedStart start = BestStagedStart(graph, request, options.checkmate, c);
     if (solver == MoccasinSolver::kCpSat ||
         (solver == MoccasinSolver::kAuto && FindCpSat())) {
+      // CP-SAT's process can overrun the deadline (Python's start and the
+      // model's construction under load): the watchdog then answers with
+      // the warm start, as the MILP's path offers it, not with nothing.
+      if (request.standby && start.incumbent) {
+        AlgorithmOutput standby = AlgorithmOutput::Found(
+            start.incumbent->schedule,
+            fmt::format("CP-SAT did not finish; warm start: {}",
+                        start.incumbent->algorithm));
+        standby.status = Status::kTimeout;
+        request.standby->Offer(std::move(standby));
+      }
       return SolveMoccasinCpSat(graph, request.budget_bytes, c,
                                 options.milp.threads, start, request.deadline)
           .output;
