@@ -155,6 +155,62 @@ class Timeline {
     return false;
   }
 
+  // Applies the steps of a recomputed run from event `i` on and returns
+  // how many events they are (none where event `i` starts no step). A step
+  // is a compute whose only input is the previous compute's value, still
+  // live, and the free of that input right after it; recomputed runs are
+  // most of the events of the schedules that recompute. The loop keeps the
+  // memory figures in locals, in registers, where through the Timeline's
+  // members each step would wait for the previous step's stores. On the
+  // lanes the free waits only for the compute, which ends after the gate,
+  // so the gate becomes the compute's end: the run's lane state is one
+  // running time, the sum of its costs. The loop stops before an illegal
+  // compute, which Apply then refuses.
+  int64_t Steps(std::span<const Event> schedule, int64_t i) {
+    static_assert(!kTransfers);
+    const int64_t size = static_cast<int64_t>(schedule.size());
+    const auto n = static_cast<uint32_t>(graph_.num_nodes());
+    NodeId last = last_node_;
+    Time end = std::max(lane_gate_, last_end_);
+    int64_t memory = memory_, peak = peak_, cost = cost_;
+    int64_t j = i;
+    for (; j + 1 < size; j += 2) {
+      const Event c = schedule[j], f = schedule[j + 1];
+      const NodeId v = c.node;
+      if (c.op != Event::Op::kCompute || f.op != Event::Op::kFree ||
+          f.node != last || static_cast<uint32_t>(v) >= n) {
+        break;
+      }
+      const std::span<const NodeId> inputs = graph_.inputs(v);
+      if (inputs.size() != 1 || inputs[0] != last || lanes_[v].live() ||
+          !AddChecked(cost, graph_.cost(v))) {
+        break;
+      }
+      const int64_t now = memory_model::MemoryAtCompute(graph_, memory, v);
+      peak = std::max(peak, now);
+      Record(j, now);
+      memory += memory_model::ResidentBytes(graph_, v) -
+                memory_model::ResidentBytes(graph_, last);
+      Record(j + 1, memory);
+      lanes_[last].ready = -1;
+      if constexpr (kLanes) {
+        end += static_cast<Time>(graph_.cost(v));
+        lanes_[v] = {end, end};
+      } else {
+        lanes_[v] = {0, 0};  // live, computed
+      }
+      last = v;
+    }
+    if (j == i) return 0;
+    memory_ = memory;
+    peak_ = peak;
+    cost_ = cost;
+    length_ += (j - i) / 2;
+    if constexpr (kLanes) lane_gate_ = last_end_ = end;
+    last_node_ = last;
+    return j - i;
+  }
+
   // Why the event that Apply refused is illegal, where Apply did not say
   // (the refusals on the path of every schedule): naming it only after
   // the simulation stopped keeps calls out of the loop over events, so
@@ -215,11 +271,10 @@ class Timeline {
   // value's last_use until the value is freed or offloaded, which raises
   // the gate to at least that, so the computes need not keep a running
   // maximum (one more step on their chain of lane times): the gate and
-  // the values still live hold it, and last_end_ the last_use that
-  // linked_ has not stored yet. Transfers' ends are kept as they come.
+  // the values still live hold it. Transfers' ends are kept as they come.
   Time CriticalPath() const {
     if constexpr (!kLanes) return 0;
-    Time latest = std::max({critical_path_, lane_gate_, last_end_});
+    Time latest = std::max(critical_path_, lane_gate_);
     for (const LaneTimes<Time>& t : lanes_) {
       if (t.live()) latest = std::max(latest, t.last_use);
     }
@@ -251,21 +306,8 @@ class Timeline {
     bool legal = !lanes_[v].live();
     double start = compute_end_;
     Time lane_start = lane_gate_;
-    if constexpr (kLanes && !kTransfers) {
-      // A pending raise (linked_) is stored before another compute can
-      // read or raise that input's last_use.
-      if (linked_ != kNoNode) {
-        lanes_[linked_].last_use = last_end_;
-        linked_ = kNoNode;
-      }
-    }
     const std::span<const NodeId> inputs = graph_.inputs(v);
-    // A step of a recomputed run: its only input is the previous
-    // compute's value, live, whose time is in a register.
-    const bool step = kLanes && !kTransfers && inputs.size() == 1 &&
-                      inputs[0] == last_node_;
-    if (step) lane_start = std::max(lane_start, last_end_);
-    for (NodeId u : step ? std::span<const NodeId>() : inputs) {
+    for (NodeId u : inputs) {
       if constexpr (kLanes && !kTransfers) {
         // The last compute's value, still live, is read from a register:
         // through memory, each compute of a recomputed run would wait for
@@ -288,22 +330,15 @@ class Timeline {
     ++length_;
     if constexpr (kLanes) {
       const Time lane_end = lane_start + static_cast<Time>(cost);
-      if (step) {
-        // Nothing read that value since its compute ended at last_end_
-        // <= lane_end, so its last_use becomes lane_end, the next
-        // last_end_: pending until the free or the next compute.
-        linked_ = last_node_;
-      } else {
-        for (NodeId u : inputs) {
-          lanes_[u].last_use = std::max(lanes_[u].last_use, lane_end);
-        }
+      for (NodeId u : inputs) {
+        lanes_[u].last_use = std::max(lanes_[u].last_use, lane_end);
       }
       lanes_[v] = {lane_end, lane_end};
-      last_node_ = v;
       last_end_ = lane_end;
     } else {
       lanes_[v] = {0, 0};  // live, computed
     }
+    last_node_ = v;
     if constexpr (kTransfers) {
       const double end = start + static_cast<double>(cost);
       result_.stall += start - compute_end_;
@@ -334,15 +369,9 @@ class Timeline {
       }
       ledger_.Free(v);
       if constexpr (kLanes) {
-        if (!kTransfers && v == linked_) {
-          // Live and read by the last compute, so not last_node_.
-          lane_gate_ = std::max(lane_gate_, last_end_);
-          linked_ = kNoNode;
-        } else {
-          lane_gate_ = std::max(lane_gate_, lanes_[v].last_use);
-          if (v == last_node_) last_node_ = kNoNode;
-        }
+        lane_gate_ = std::max(lane_gate_, lanes_[v].last_use);
       }
+      if (v == last_node_) last_node_ = kNoNode;
       lanes_[v].ready = -1;
     } else if (OnHost(v)) {
       // Without a device copy, a free drops the host copy.
@@ -471,12 +500,6 @@ class Timeline {
   // and its end on the lanes.
   NodeId last_node_ = kNoNode;
   Time last_end_ = 0;
-  // The input of a recomputed run's last compute (its only input, the
-  // compute before's value) whose last_use, last_end_, is not yet stored:
-  // the free that follows such a compute reads it from a register, where
-  // through memory each step of the run would wait for the store of its
-  // raise to reach the free's load. kNoNode when none is pending.
-  NodeId linked_ = kNoNode;
   std::vector<MemoryChange> device_changes_, host_changes_;  // transfers only
 };
 
@@ -502,6 +525,12 @@ SimulationResult Run(const Graph& graph, std::span<const Event> schedule,
     if (v < 0 || v >= n) {
       timeline.Finish();  // the legal prefix's figures
       return fail(i, fmt::format("node {} is not in the graph", v));
+    }
+    if constexpr (!kTransfers) {
+      if (const int64_t steps = timeline.Steps(schedule, i)) {
+        i += steps - 1;
+        continue;
+      }
     }
     if (!timeline.Apply(i, schedule[i])) {
       // The first transfer: simulate again with the streams (no prefix

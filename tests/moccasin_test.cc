@@ -1,6 +1,6 @@
 // moccasin with solver=cbc and solver=highs (the MILP on either solver),
-// solver=cpsat (the interval model on CP-SAT) and solver=auto (the
-// interval model on Gecode first, then the MILP):
+// solver=cpsat (the interval model on CP-SAT) and solver=auto (CP-SAT, or
+// without ortools the interval model on Gecode first, then the MILP):
 // known answers on chains, where binomial checkpointing (the
 // revolve formula) is the optimum over all schedules and its repetition
 // number r says how often a value is recomputed; the relation to
@@ -10,7 +10,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
+#include <optional>
 
+#include "algorithms/checkmate/moccasin_cpsat.h"
 #include "harness/graph_source.h"
 #include "harness/registry.h"
 #include "harness/runner.h"
@@ -44,12 +47,38 @@ Revolve RevolveOptimum(int64_t n, int64_t budget) {
   return {r, n + 1 + r * l - Binomial(s + r, r - 1)};
 }
 
-// Runs each test with solver=cbc, solver=highs, solver=cpsat and
-// solver=auto.
+// Sets an environment variable for its lifetime. REMAT_CPSAT_PYTHON
+// empty: CP-SAT is not found.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    if (const char* saved = std::getenv(name)) saved_ = saved;
+    setenv(name, value, 1);
+  }
+  ~ScopedEnv() {
+    if (saved_) {
+      setenv(name_, saved_->c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> saved_;
+};
+
+// Runs each test with solver=cbc, solver=highs, solver=cpsat, solver=auto
+// (CP-SAT) and solver=auto without ortools (Gecode, then HiGHS).
 class Moccasin : public ::testing::TestWithParam<std::string> {
  protected:
   SolveResult SolveMoccasin(const Graph& graph, int64_t budget,
                             std::vector<std::string> params = {}) {
+    if (GetParam() == "auto_without_cpsat") {
+      const ScopedEnv none("REMAT_CPSAT_PYTHON", "");
+      params.push_back("solver=auto");
+      return Solve("moccasin", graph, budget, std::move(params));
+    }
     params.push_back("solver=" + GetParam());
     return Solve("moccasin", graph, budget, std::move(params));
   }
@@ -122,7 +151,8 @@ TEST_P(Moccasin, NeverBelowCheckmateMilpEqualUncapped) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Solvers, Moccasin,
-                         ::testing::Values("cbc", "highs", "cpsat", "auto"),
+                         ::testing::Values("cbc", "highs", "cpsat", "auto",
+                                           "auto_without_cpsat"),
                          [](const auto& info) { return info.param; });
 
 // Gecode alone answers the same model as CBC: wherever its search ends
@@ -239,18 +269,59 @@ TEST(MoccasinSolvers, CpSatProvesWhatExactSearchProves) {
 // Without ortools (REMAT_CPSAT_PYTHON empty) solver=cpsat is an error that
 // says what to install, not a crash and not a schedule.
 TEST(MoccasinSolvers, CpSatWithoutOrtoolsSaysWhy) {
-  const char* saved = std::getenv("REMAT_CPSAT_PYTHON");
-  const std::string old = saved ? saved : "";
-  setenv("REMAT_CPSAT_PYTHON", "", 1);
+  const ScopedEnv none("REMAT_CPSAT_PYTHON", "");
   const Graph g = LoadGraph("chain:n=6");
   const SolveResult r = Solve("moccasin", g, 6, {"solver=cpsat"});
-  if (saved) {
-    setenv("REMAT_CPSAT_PYTHON", old.c_str(), 1);
-  } else {
-    unsetenv("REMAT_CPSAT_PYTHON");
-  }
   EXPECT_EQ(r.status, Status::kError);
   EXPECT_NE(r.message.find("ortools"), std::string::npos) << r.message;
+}
+
+// A CP-SAT process that overruns the deadline (here a script that only
+// sleeps) leaves the warm start to the isolated process's watchdog, which
+// answers with it 2 s past the limit rather than with nothing.
+TEST(MoccasinSolvers, CpSatPastItsLimitLeavesTheWarmStart) {
+  const std::string script = ::testing::TempDir() + "/sleeping_cpsat.py";
+  {
+    std::ofstream out(script);
+    out << "import time\ntime.sleep(6)\n";
+  }
+  const Graph g = LoadGraph("chain:n=6");
+  const int64_t budget = NoRematPeak(g);
+  SolveResult r;
+  {
+    const ScopedEnv sleeping("REMAT_CPSAT_SCRIPT", script.c_str());
+    r = Solve("moccasin", g, budget, {"solver=cpsat"}, 1);
+  }
+  if (!FindCpSat()) GTEST_SKIP() << "this build has no ortools";
+  EXPECT_EQ(r.status, Status::kTimeout) << r.message;
+  ASSERT_TRUE(r.has_schedule) << r.message;
+  EXPECT_TRUE(r.valid);
+  EXPECT_LE(r.peak_bytes, budget);
+  EXPECT_NE(r.message.find("CP-SAT did not finish; warm start"),
+            std::string::npos)
+      << r.message;
+}
+
+// solver=auto is CP-SAT where the build has ortools (chosen by measurement
+// on the default corpus: docs/algorithms.md) and Gecode, then HiGHS, where
+// it has not: both prove the same optimum, each naming its solver.
+TEST(MoccasinSolvers, AutoIsCpSatWhereOrtoolsIsFound) {
+  const Graph g = LoadGraph("chain:n=6");
+  const int64_t budget = 5;
+  const SolveResult with = Solve("moccasin", g, budget, {"solver=auto"});
+  SolveResult without;
+  {
+    const ScopedEnv none("REMAT_CPSAT_PYTHON", "");
+    without = Solve("moccasin", g, budget, {"solver=auto"});
+  }
+  ASSERT_EQ(without.status, Status::kFeasible) << without.message;
+  EXPECT_EQ(without.message.find("CP-SAT"), std::string::npos)
+      << without.message;
+  if (!FindCpSat()) GTEST_SKIP() << "this build has no ortools";
+  ASSERT_EQ(with.status, Status::kFeasible) << with.message;
+  EXPECT_NE(with.message.find("CP-SAT"), std::string::npos) << with.message;
+  EXPECT_TRUE(with.optimal && without.optimal);
+  EXPECT_EQ(with.cost, without.cost);
 }
 
 }  // namespace

@@ -26,8 +26,13 @@
 // proving infeasibility or finding deep recomputation takes search
 // (tests/moccasin_test.cc: random_layered:n=20, chain:n=6 at 3 units) it
 // runs for minutes where CBC ends within a second, and it gives no bound.
-// Hence solver=auto (default): Gecode for gecode_seconds, then the MILP
-// from Gecode's best schedule unless Gecode settled the question, on HiGHS
+// - cpsat (moccasin_cpsat.h): the same interval model on OR-Tools'
+//   CP-SAT, the paper's solver, in a child process with the build's Python.
+// Hence solver=auto (default): CP-SAT where the build found ortools, since
+// on the default corpus at the main job's budgets it never answered worse
+// than Gecode then the MILP and ended sooner in all (docs/algorithms.md);
+// else Gecode for gecode_seconds, then the MILP from Gecode's best
+// schedule unless Gecode settled the question, on HiGHS
 // (kDefaultMilpSolver, chosen by measurement: docs/algorithms.md).
 //
 // Exact within its class: optimal among staged schedules (in the model's
@@ -71,13 +76,13 @@ const Options<MoccasinOptions> kOptions(
                   {"cbc", MoccasinSolver::kCbc},
                   {"gecode", MoccasinSolver::kGecode},
                   {"cpsat", MoccasinSolver::kCpSat}},
-                 "auto (default): the interval model on Gecode for "
+                 "auto (default): the interval model on OR-Tools' CP-SAT "
+                 "where the build has ortools, else on Gecode for "
                  "gecode_seconds, then the MILP on HiGHS unless Gecode "
-                 "settled it; highs, cbc, gecode or cpsat (the interval "
-                 "model on OR-Tools' CP-SAT): that one alone"),
+                 "settled it; highs, cbc, gecode or cpsat: that one alone"),
     DoubleOption(&MoccasinOptions::gecode_seconds, "gecode_seconds", 2,
-                 "solver=auto: Gecode's share (at most a tenth of the time "
-                 "left)"),
+                 "solver=auto without CP-SAT: Gecode's share (at most a "
+                 "tenth of the time left)"),
     NestedOptions(&MoccasinOptions::checkmate,
                   CheckmateOptionFields("moccasin",
                                         std::string("checkmate_lp+") +
@@ -85,7 +90,9 @@ const Options<MoccasinOptions> kOptions(
                                         kMilpLimits)));
 
 // The limit by the MILP solvers' measured speed does not bind Gecode or
-// CP-SAT alone, which solve the smaller interval model.
+// CP-SAT alone, which solve the smaller interval model. solver=auto keeps
+// it with CP-SAT too: on the default corpus's graphs over it, CP-SAT found
+// no schedule cheaper than its warm start in 10 s (docs/algorithms.md).
 std::optional<AlgorithmOutput> Refuse(const Graph& graph,
                                       const SolveRequest& request,
                                       const MoccasinOptions& options) {
@@ -105,7 +112,19 @@ class Moccasin : public Algorithm {
       return std::move(*refused);
     }
     StagedStart start = BestStagedStart(graph, request, options.checkmate, c);
-    if (solver == MoccasinSolver::kCpSat) {
+    if (solver == MoccasinSolver::kCpSat ||
+        (solver == MoccasinSolver::kAuto && FindCpSat())) {
+      // CP-SAT's process can overrun the deadline (Python's start and the
+      // model's construction under load): the watchdog then answers with
+      // the warm start, as the MILP's path offers it, not with nothing.
+      if (request.standby && start.incumbent) {
+        AlgorithmOutput standby = AlgorithmOutput::Found(
+            start.incumbent->schedule,
+            fmt::format("CP-SAT did not finish; warm start: {}",
+                        start.incumbent->algorithm));
+        standby.status = Status::kTimeout;
+        request.standby->Offer(std::move(standby));
+      }
       return SolveMoccasinCpSat(graph, request.budget_bytes, c,
                                 options.milp.threads, start, request.deadline)
           .output;
@@ -143,8 +162,8 @@ const bool kRegistered = RegisterAlgorithm({
     .name = "moccasin",
     .description = "Moccasin's retention intervals (each value computed at "
                    "most C times) over Checkmate's stages: the interval "
-                   "model on Gecode, then the MILP on HiGHS or CBC (optimal "
-                   "in that class)",
+                   "model on CP-SAT, or on Gecode then the MILP on HiGHS or "
+                   "CBC (optimal in that class)",
     .citation = "Bartan et al., Moccasin: Efficient Tensor "
                 "Rematerialization for Neural Networks, ICML 2023",
     .exact = true,
