@@ -160,8 +160,9 @@ class Timeline {
   // is a compute whose only input is the previous compute's value, still
   // live, and the free of that input right after it; recomputed runs are
   // most of the events of the schedules that recompute. The loop keeps the
-  // memory figures in locals, in registers, where through the Timeline's
-  // members each step would wait for the previous step's stores. On the
+  // memory figures in a local copy of the ledger, in registers, where
+  // through the Timeline's members each step would wait for the previous
+  // step's stores. On the
   // lanes the free waits only for the compute, which ends after the gate,
   // so the gate becomes the compute's end: the run's lane state is one
   // running time, the sum of its costs. The loop stops before an illegal
@@ -172,7 +173,8 @@ class Timeline {
     const auto n = static_cast<uint32_t>(graph_.num_nodes());
     NodeId last = last_node_;
     Time end = std::max(lane_gate_, last_end_);
-    int64_t memory = memory_, peak = peak_, cost = cost_;
+    memory_model::Ledger ledger = ledger_;
+    int64_t cost = cost_;
     int64_t j = i;
     for (; j + 1 < size; j += 2) {
       const Event c = schedule[j], f = schedule[j + 1];
@@ -186,12 +188,9 @@ class Timeline {
           !AddChecked(cost, graph_.cost(v))) {
         break;
       }
-      const int64_t now = memory_model::MemoryAtCompute(graph_, memory, v);
-      peak = std::max(peak, now);
-      Record(j, now);
-      memory += memory_model::ResidentBytes(graph_, v) -
-                memory_model::ResidentBytes(graph_, last);
-      Record(j + 1, memory);
+      Record(j, ledger.Compute(v));
+      ledger.Free(last);
+      Record(j + 1, ledger.live());
       lanes_[last].ready = -1;
       if constexpr (kLanes) {
         end += static_cast<Time>(graph_.cost(v));
@@ -202,8 +201,7 @@ class Timeline {
       last = v;
     }
     if (j == i) return 0;
-    memory_ = memory;
-    peak_ = peak;
+    ledger_ = ledger;
     cost_ = cost;
     length_ += (j - i) / 2;
     if constexpr (kLanes) lane_gate_ = last_end_ = end;
