@@ -10,16 +10,17 @@ Schedules are read, simulated and solved by the package's core
 (rematbench.read_schedule, simulate, solve), as `remat validate` and
 `remat solve` do.
 
- 1. The training step is rebuilt from the provenance (rematbench.models.build:
-    same model, shapes, seed, on --device) and traced again with the
-    exporter's own code; the rebuilt nodes must equal the file's node by
-    node (name, op, kind, grad_of, inputs, mem, workspace, traced ops, and
-    cost when it is in FLOPs), or the replay stops with exit status 2: a
-    schedule is only meaningful on the graph it was made for.
+ 1. The training step is rebuilt from the provenance
+    (rematbench.models.build: same model, shapes, seed, on the device asked
+    for) and traced again with the exporter's own code; the rebuilt nodes
+    must equal the file's node by node (name, op, kind, grad_of, inputs,
+    mem, workspace, traced ops, and cost when it is in FLOPs), or BadInput
+    is raised: a schedule is only meaningful on the graph it was made
+    for.
  2. Each node's traced ops are its `fx` list (or its `name` alone), the ops
     of the functionalized joint FX graph it covers. `c v` runs them, in FX
     order, on the live values of v's inputs (an op that reads a value of a
-    node that is not live is a bad schedule: exit 2, naming the event);
+    node that is not live is a bad schedule: BadInput, naming the event);
     `f v` drops v's values. Views (members of the same node) share storage
     with their base; tuple results of multi-output ops are dropped once
     their parts are taken.
@@ -32,7 +33,7 @@ Schedules are read, simulated and solved by the package's core
       torch.cuda.max_memory_allocated() minus what was allocated before the
       step (this includes the parameter gradients and allocator rounding,
       which the simulator does not count);
-    - wall time: median of --repeats replays after --warmup ones (CUDA
+    - wall time: median of `repeats` replays after `warmup` ones (CUDA
       synchronized), and the same for the NoRemat schedule of the graph
       replayed by this same code, so the interpreter's per-op cost is in
       both;
@@ -53,15 +54,16 @@ Schedules are read, simulated and solved by the package's core
       whatever order the schedule computes nodes in.
     - Batch-norm running statistics: the functionalized graph (torch
       2.14) still updates them in place inside native_batch_norm (its
-      schema does not declare the write). The first execution of each such op in a
-      replay gets the real buffers; a recomputation gets copies, so the
-      update takes effect exactly once. Ops outside every node that write
-      a buffer (the num_batches_tracked increment's copy_, the copy_ of
-      a functional batch norm's new statistics) run once, as
-      soon as what they read is available.
-Bad input raises BadInput: one line naming the file and the event or node
-(a graph whose model cannot be rebuilt or does not match the file, a
-schedule that is illegal for it).
+      schema does not declare the write). The first execution of each such
+      op in a replay gets the real buffers; a recomputation gets copies, so
+      the update takes effect exactly once. Ops outside every node that
+      write a buffer (the num_batches_tracked increment's copy_, the copy_
+      of a functional batch norm's new statistics) run once, as soon as
+      what they read is available.
+
+Bad input raises BadInput (the scripts exit with status 2): one line
+naming the file and the event or node (a graph whose model cannot be
+rebuilt or does not match the file, a schedule that is illegal for it).
 """
 
 import gzip
