@@ -216,17 +216,26 @@ class _BoxedRunner:
         for i, n in enumerate(nodes):
             for x in n.all_input_nodes:
                 last[x] = i
+        # A part with several outputs hands them on through getitem nodes;
+        # its step unpacks them itself (one Python step per output would
+        # cost more than the rest of the runner: ~1.5 us each, and a
+        # program returns every gradient).
+        unpacked = {n: [(u, u.args[1]) for u in n.users if u.users]
+                    for n in nodes if n.op == "call_module" and n.users
+                    and all(u.target is operator.getitem for u in n.users)}
         self.place = [n for n in nodes if n.op == "placeholder"]
         self.steps = []
         for i, n in enumerate(nodes):
-            if n.op in ("placeholder", "output"):
+            if n.op in ("placeholder", "output") or (
+                    n.target is operator.getitem and n.args[0] in unpacked):
                 continue
             dead = [x for x in n.all_input_nodes if last[x] == i]
             target = getattr(split, n.target) if n.op == "call_module" \
                 else n.target
             compiled = n.op == "call_module" and \
                 n.target not in python_parts
-            self.steps.append([n, target, dead, compiled])
+            self.steps.append([n, target, dead, compiled,
+                               unpacked.get(n)])
         self.out = nodes[-1]
         self.split, self.counts = split, counts
 
@@ -266,7 +275,7 @@ class _BoxedRunner:
         get = env.__getitem__
         with torch.no_grad():
             for step in self.steps:
-                n, target, dead, compiled = step
+                n, target, dead, compiled, unpack = step
                 args, kwargs = torch.fx.node.map_arg((n.args, n.kwargs),
                                                      get)
                 for x in dead:
@@ -279,11 +288,16 @@ class _BoxedRunner:
                     boxed = list(args)
                     args = None
                     res = fn(boxed)
-                    env[n] = res[0] if single else tuple(res)
-                    res = None
+                    if single:
+                        res = res[0]
                 else:
-                    env[n] = target(*args, **kwargs)
-                args = kwargs = None
+                    res = target(*args, **kwargs)
+                if unpack is None:
+                    env[n] = res
+                else:
+                    for u, k in unpack:
+                        env[u] = res[k]
+                args = kwargs = res = None
             return torch.fx.node.map_arg(self.out.args[0], get)
 
 
@@ -301,7 +315,6 @@ def build(program, events, rng_from_inputs=False):
         cur[index[n]] = p
     static_fx = {i for i, v in enumerate(program.static)
                  if v is not None and fx[i].op == "call_function"}
-    counts = collections.Counter()
 
     def value(x):
         i = index[x]
@@ -326,7 +339,6 @@ def build(program, events, rng_from_inputs=False):
         if n.target is operator.getitem:
             new = g.call_function(operator.getitem, args, kwargs)
         elif isinstance(n.target, torch._ops.OpOverload):
-            counts[str(n.target.overloadpacket)] += 1
             new = g.call_function(eager_op(n.target), args, kwargs)
         else:
             new = g.call_function(n.target, args, kwargs)
@@ -379,9 +391,7 @@ def build(program, events, rng_from_inputs=False):
                 args = tuple(g.call_function(_clone, (a,))
                              if k in w and isinstance(a, torch.fx.Node)
                              else a for k, a in enumerate(args))
-                new = g.call_function(n.target, args, kwargs)
-                counts[str(n.target.overloadpacket)] += 1
-                cur[m] = new
+                cur[m] = g.call_function(n.target, args, kwargs)
             elif m in random:
                 # The generator's own save-and-replay operators: each
                 # recomputation runs from the state the first execution
