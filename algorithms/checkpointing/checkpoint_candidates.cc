@@ -1,15 +1,12 @@
-// The checkpoint candidates of Chen et al.'s methods and revolve:
-// articulation points of the forward graph (Boost.Graph's biconnected
-// components on its undirected view) or every forward value.
+// The checkpoint candidates of Chen et al.'s methods, revolve and rotor:
+// the articulation points of the forward graph's topological order (the
+// values no read skips over) or every forward value.
 #include "algorithms/checkpointing/checkpoint_candidates.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/biconnected_components.hpp>
 #include <cctype>
-#include <iterator>
 
 #include "harness/simulator.h"
 
@@ -39,39 +36,25 @@ std::optional<CheckpointGraph> PrepareCheckpointGraph(const Graph& graph,
 
 std::vector<NodeId> ArticulationCandidates(const Graph& graph,
                                            const CheckpointGraph& fwd) {
-  using UGraph =
-      boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS>;
+  // A segment is the run of forward values between two checkpoints in
+  // topological order (segment_schedule.h), so x is a place to cut exactly
+  // when no forward value before x is read by one after it: every value
+  // that crosses the cut is x itself. One sweep with the furthest position
+  // read so far.
   const auto f = static_cast<int32_t>(fwd.forward.size());
-  if (f == 0) return {};
-  std::vector<int32_t> local(graph.num_nodes(), -1);
-  for (int32_t i = 0; i < f; ++i) local[fwd.forward[i]] = i;
-  const int32_t source = f, sink = f + 1;
-  UGraph g(f + 2);
+  std::vector<int32_t> position(graph.num_nodes(), -1);
+  for (int32_t i = 0; i < f; ++i) position[fwd.forward[i]] = i;
+  std::vector<NodeId> candidates;
+  int32_t reach = 0;  // the furthest position a value before i is read at
   for (int32_t i = 0; i < f; ++i) {
     const NodeId v = fwd.forward[i];
-    bool has_input = false, has_consumer = false;
-    for (NodeId u : graph.inputs(v)) {
-      if (local[u] >= 0) {
-        boost::add_edge(local[u], i, g);
-        has_input = true;
-      }
+    if (reach <= i && graph.kind(v) != NodeKind::kLoss && i + 1 < f) {
+      candidates.push_back(v);
     }
-    for (NodeId w : graph.consumers(v)) has_consumer |= local[w] >= 0;
-    if (!has_input) boost::add_edge(source, i, g);
-    if (!has_consumer) boost::add_edge(i, sink, g);
+    for (NodeId w : graph.consumers(v)) {
+      reach = std::max(reach, position[w]);
+    }
   }
-  std::vector<UGraph::vertex_descriptor> points;
-  boost::articulation_points(g, std::back_inserter(points));
-  std::vector<NodeId> candidates;
-  for (auto p : points) {
-    const auto i = static_cast<int32_t>(p);
-    if (i >= f) continue;  // the virtual source or sink
-    if (graph.kind(fwd.forward[i]) == NodeKind::kLoss) continue;
-    candidates.push_back(fwd.forward[i]);
-  }
-  std::sort(candidates.begin(), candidates.end(), [&](NodeId a, NodeId b) {
-    return graph.topo_rank(a) < graph.topo_rank(b);
-  });
   return candidates;
 }
 

@@ -30,12 +30,15 @@ struct CheckpointGraph {
 std::optional<CheckpointGraph> PrepareCheckpointGraph(const Graph& graph,
                                                       std::string& why);
 
-// Articulation points of the forward graph viewed as undirected, with a
-// virtual source tied to every forward value without forward inputs and a
-// virtual sink tied to every one without forward consumers. Each of them
-// splits the forward values into its ancestors and its descendants, so the
-// segments between consecutive ones meet only at them. Loss nodes are left
-// out: nothing follows them, so keeping one saves nothing. Topological order.
+// The articulation points of the forward graph in its topological order
+// (the order segments follow, segment_schedule.h): the forward values x
+// such that no forward value before x is read by one after it, so the
+// segments between consecutive ones meet only at them. On a chain every
+// value is one. An input-less value (a constant such as an attention mask
+// made inside each block) or a value only the backward reads (a
+// normalization's saved statistics) does not stand in the way unless it
+// is read across x; a skip connection does. Loss nodes are left out:
+// nothing follows them, so keeping one saves nothing. Topological order.
 std::vector<NodeId> ArticulationCandidates(const Graph& graph,
                                            const CheckpointGraph& fwd);
 
