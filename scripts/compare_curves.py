@@ -20,16 +20,16 @@ import math
 import signal
 import sys
 
-import results_file
+import rematbench.results
 
 
 def bad_input(message):
     """One line on stderr and exit 2: bad input, never a "regression"."""
-    results_file.bad_input("compare_curves", message)
+    rematbench.results.bad_input("compare_curves", message)
 
 
 def load(path):
-    return results_file.load("compare_curves", path)
+    return rematbench.results.load("compare_curves", path)
 
 
 def run_key(run):

@@ -42,7 +42,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
-import results_file  # noqa: E402
+import rematbench.results  # noqa: E402
 from rematbench import files  # noqa: E402
 
 UNITS = [("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30),
@@ -424,11 +424,11 @@ def main():
     if args.max_curves < 1:
         parser.error("--max-curves must be at least 1")
 
-    results = results_file.load("plot_tradeoff", args.results)
+    results = rematbench.results.load("plot_tradeoff", args.results)
     try:
         return plot_all(results, args)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
-        results_file.bad_input("plot_tradeoff", f"{args.results}: malformed "
+        rematbench.results.bad_input("plot_tradeoff", f"{args.results}: malformed "
                                f"results ({str(e)[:200]!r})")
 
 

@@ -33,10 +33,10 @@ import math
 import os
 import sys
 
+import rematbench.results
 from rematbench import files
 
 import compare_curves
-import results_file
 from plot_tradeoff import (COLORS, DEFAULT_MAX_OVERHEAD, DEFAULT_REMAT,
                            best_so_far, byte_unit, in_budget, registry_order,
                            run_label)
@@ -685,8 +685,8 @@ def main():
                         help="the remat binary whose `remat list` orders the "
                         "methods, hence their colours (default build/remat)")
     args = parser.parse_args()
-    results = results_file.load(PROG, args.results)
-    baseline = (results_file.load(PROG, args.baseline)
+    results = rematbench.results.load(PROG, args.results)
+    baseline = (rematbench.results.load(PROG, args.baseline)
                 if args.baseline else None)
     try:
         import vl_convert
@@ -701,7 +701,7 @@ def main():
                      vl_convert.vegalite_to_vega)
     except (KeyError, TypeError, ValueError, AttributeError,
             ZeroDivisionError, IndexError) as e:
-        results_file.bad_input(PROG, f"{args.results}"
+        rematbench.results.bad_input(PROG, f"{args.results}"
                                + (f" or {args.baseline}" if args.baseline
                                   else "")
                                + f": malformed results ({type(e).__name__}: "

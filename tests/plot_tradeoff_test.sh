@@ -23,7 +23,7 @@ status=0
   --out "$work/plots" 2>/dev/null || status=$?
 test "$status" -eq 2
 
-PYTHONPATH="$source_dir/scripts" "$REMAT_PYTHON" - "$remat" <<'EOF'
+PYTHONPATH="$source_dir/scripts${PYTHONPATH:+:$PYTHONPATH}" "$REMAT_PYTHON" - "$remat" <<'EOF'
 import json
 import subprocess
 import sys
