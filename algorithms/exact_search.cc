@@ -55,7 +55,8 @@ Mask Bit(int i) { return Mask{1} << i; }
 struct Problem {
   const Graph* graph = nullptr;
   std::vector<NodeId> node;  // index -> graph node
-  // The memory model's resident and compute bytes (harness/memory_model.h).
+  // The memory model's resident and compute bytes (harness/memory_model.h):
+  // what freeing a value releases, and what computing it adds.
   std::vector<int64_t> mem, need, cost;
   std::vector<Mask> inputs;
   std::vector<Mask> reaches;     // targets reachable from i (i included)
@@ -63,10 +64,13 @@ struct Problem {
   Mask all_targets = 0;
 
   int size() const { return static_cast<int>(node.size()); }
-  int64_t Memory(Mask live) const {
-    int64_t sum = 0;
-    for (Mask m = live; m; m &= m - 1) sum += mem[std::countr_zero(m)];
-    return sum;
+  // The device memory with the values of `live` resident.
+  memory_model::Ledger Holding(Mask live) const {
+    memory_model::Ledger ledger(*graph);
+    for (Mask m = live; m; m &= m - 1) {
+      ledger.Resident(node[std::countr_zero(m)]);
+    }
+    return ledger;
   }
 };
 
@@ -213,15 +217,13 @@ class Search {
   void Expand(int32_t at, const Entry& e) {
     const Mask live = e.key.live;
     const Mask undone = p_.all_targets & ~e.key.done;
-    const int64_t live_mem = p_.Memory(live);
+    const memory_model::Ledger ledger = p_.Holding(live);
     for (int c = 0; c < p_.size(); ++c) {
       if ((live & Bit(c)) || !(p_.reaches[c] & undone) ||
           (p_.inputs[c] & ~live) || p_.need[c] > budget_) {
         continue;
       }
-      const int64_t excess =
-          memory_model::MemoryAtCompute(*p_.graph, live_mem, p_.node[c]) -
-          budget_;
+      const int64_t excess = ledger.AtCompute(p_.node[c]) - budget_;
       candidates_.clear();
       for (Mask m = live & ~p_.inputs[c]; m; m &= m - 1) {
         const int u = std::countr_zero(m);

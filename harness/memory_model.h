@@ -51,7 +51,8 @@ inline int64_t LeastMemoryToCompute(const Graph& graph, NodeId v) {
 
 // The device memory of a schedule walked in order, event by event: the
 // one ledger of compute, free, offload and prefetch that the simulator,
-// the algorithms that run a schedule as they make it (dtr) and the
+// the algorithms that run a schedule as they make it (dtr, TwRemat's
+// recursion), the searches that hold a live set (exact_search) and the
 // liveness walks that estimate a peak (rotor's stages) keep, so that none
 // of them adds or subtracts bytes of its own. The peak is taken at the
 // computes (MemoryAtCompute); between them memory only falls or grows by

@@ -47,7 +47,7 @@ PYBIND11_MODULE(_core, m) {
         "The graph specs of a corpus manifest.");
   m.attr("DEFAULT_CORPUS") = REMAT_DEFAULT_CORPUS;
   // The build folder the module was compiled in, where its `remat` lies:
-  // scripts/rematbench_client.py answers through the module only for the
+  // rematbench.client answers through the module only for the
   // binary of the same build.
   m.attr("BUILD_DIR") = REMAT_BUILD_DIR;
 }

@@ -21,9 +21,10 @@ import platform
 import subprocess
 import sys
 
-import rematbench_client as rc
+import rematbench
+from rematbench import client
 
-ROOT = rc.ROOT
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GRAPH = "../shared/peer-graphs/checkmate2020/VGG16_256_224x224_train.json"
 
 
@@ -44,11 +45,11 @@ def main():
         given = ["threads=2"] + given
     # --remat is relative to the source tree, where remat runs; no cache, so
     # that every time is a run of its own.
-    remat = rc.Remat(os.path.join(ROOT, args.remat), name="checkmate_milp_vgg16",
+    remat = client.Remat(os.path.join(ROOT, args.remat), ROOT, name="checkmate_milp_vgg16",
                      cache=False)
     info = remat.info(GRAPH)
     lb, peak = info["lower_bound_bytes"], info["noremat_peak_bytes"]
-    budgets = rc.budget_grid(lb, peak, 8)
+    budgets = rematbench.budget_grid(lb, peak, 8)
     params = [x for p in given for x in ("--param", p)]
     algorithms = args.algorithms.split(",")
     runs = {}

@@ -16,83 +16,20 @@ regressions), 2 on bad input (a --check name with no run in either file).
 """
 import argparse
 import json
-import math
 import signal
 import sys
 
-import results_file
+import rematbench.results
+from rematbench.curves import compare_run, run_key, worse
 
 
 def bad_input(message):
     """One line on stderr and exit 2: bad input, never a "regression"."""
-    results_file.bad_input("compare_curves", message)
+    rematbench.results.bad_input("compare_curves", message)
 
 
 def load(path):
-    return results_file.load("compare_curves", path)
-
-
-def run_key(run):
-    params = ",".join(f"{k}={v}" for k, v in sorted(run["params"].items()))
-    return run["graph"], run["algorithm"] + (f":{params}" if params else "")
-
-
-def feasible(points):
-    return {p["budget_bytes"]: p for p in points if p["status"] == "feasible"}
-
-
-def curve_at(points, budget):
-    """Best feasible overhead at or below `budget` (inf if none)."""
-    return min((p["overhead"] for b, p in feasible(points).items()
-                if b <= budget), default=math.inf)
-
-
-def compare_run(points_a, points_b):
-    budgets = sorted({p["budget_bytes"] for p in points_a + points_b})
-    a = [curve_at(points_a, b) for b in budgets]
-    b = [curve_at(points_b, b) for b in budgets]
-    a_better = any(x < y for x, y in zip(a, b))
-    b_better = any(y < x for x, y in zip(a, b))
-    dominance = ("equal" if not (a_better or b_better) else
-                 "A" if not b_better else "B" if not a_better else "crossing")
-    # Mean of (B - A) over the budget range where both curves are finite,
-    # integrating the step functions exactly.
-    area, width = 0.0, 0.0
-    for i in range(len(budgets) - 1):
-        if math.isfinite(a[i]) and math.isfinite(b[i]):
-            span = budgets[i + 1] - budgets[i]
-            area += (b[i] - a[i]) * span
-            width += span
-    mean_difference = area / width if width > 0 else None
-    common = sorted(set(feasible(points_a)) & set(feasible(points_b)))
-    ratios = [feasible(points_b)[x]["cost"] / feasible(points_a)[x]["cost"]
-              for x in common if feasible(points_a)[x]["cost"] > 0]
-    slowdown = (math.exp(sum(map(math.log, ratios)) / len(ratios))
-                if ratios else None)
-    lost = [x for x in sorted(feasible(points_a)) if x not in feasible(points_b)
-            and x in {p["budget_bytes"] for p in points_b}]
-    return {
-        "dominates": dominance,
-        "mean_overhead_difference": mean_difference,
-        "min_feasible_budget_a": min(feasible(points_a), default=None),
-        "min_feasible_budget_b": min(feasible(points_b), default=None),
-        "geomean_slowdown": slowdown,
-        "common_budgets": len(common),
-        "budgets_lost": lost,
-    }
-
-
-def worse(row, tolerance):
-    """Why B is worse than A beyond the tolerance, or None."""
-    if row["budgets_lost"]:
-        return f"no longer feasible at {len(row['budgets_lost'])} budget(s)"
-    if row["geomean_slowdown"] is not None and \
-            row["geomean_slowdown"] > 1 + tolerance:
-        return f"slower by {row['geomean_slowdown'] - 1:.1%}"
-    a, b = row["min_feasible_budget_a"], row["min_feasible_budget_b"]
-    if a is not None and (b is None or b > a * (1 + tolerance)):
-        return "smallest feasible budget grew"
-    return None
+    return rematbench.results.load("compare_curves", path)
 
 
 def main():

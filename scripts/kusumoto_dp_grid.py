@@ -25,11 +25,12 @@ solve-time column varies between runs.
 import argparse
 import os
 import sys
-import re
 
-import rematbench_client as rc
+import rematbench
+from rematbench import client, files
 
-ROOT, GB = rc.ROOT, rc.GB
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GB = client.GB
 GRAPHS = [  # network, file (the order of the reproduction's tables)
     ("PSPNet", "cg_pspnet.txt"),
     ("U-Net", "cg_unet.txt"),
@@ -131,7 +132,7 @@ def main():
         nets = [g for g in GRAPHS if g[1] in ("cg_vgg19.txt", "cg_unet.txt")]
         n = 3
     paths = {f: os.path.relpath(os.path.join(folder, f), ROOT) for _, f in nets}
-    remat = rc.Remat(args.remat, args.jobs, cache=False, name="kusumoto_dp_grid")
+    remat = client.Remat(args.remat, ROOT, args.jobs, cache=False, name="kusumoto_dp_grid")
 
     # Full range: one sweep over all graphs. One thread, so that the solve
     # times are not inflated by a second solve competing for memory bandwidth.
@@ -155,7 +156,7 @@ def main():
         return f, lo
     lows = dict(remat.parallel(dp_range, [f for _, f in nets]))
     tasks = [(f, b, a) for _, f in nets
-             for b in rc.budget_grid(lows[f], info[paths[f]]["noremat_peak_bytes"], n)
+             for b in rematbench.budget_grid(lows[f], info[paths[f]]["noremat_peak_bytes"], n)
              for a in ALGORITHMS]
     for (f, b, a), ans in zip(tasks, remat.parallel(
             lambda t: solve(remat, t[2], paths[t[0]], t[1]), tasks)):
@@ -246,7 +247,7 @@ def main():
                   f"NoRemat peak {gb(i['noremat_peak_bytes'])} GB, smallest budget with "
                   f"an exact-DP strategy {gb(lows[f])} GB; static bytes "
                   f"{gb(i['static_bytes'])} GB (not in the peaks).", "",
-                  rc.table(["grid", "budget (GB)", "exact status", "exact peak",
+                  client.table(["grid", "budget (GB)", "exact status", "exact peak",
                          "exact overhead", "exact strategy", "exact least extra time",
                          "approx status", "approx peak", "approx overhead",
                          "approx strategy", "approx least extra time",
@@ -266,7 +267,7 @@ def main():
             "a time, the DP range " + ("likewise" if args.jobs == 1 else
                                        f"{args.jobs} at once")
             + "; varies with the machine's load).", "",
-            rc.table(["network", "nodes", "lower sets", "lower bound (GB)",
+            client.table(["network", "nodes", "lower sets", "lower bound (GB)",
                    "smallest exact-DP budget (GB)", "NoRemat peak (GB)", "budgets", "ok",
                    "exact better", "violations", "memory-centric", "exact overhead higher",
                    "max exact solve (s)", "max approx solve (s)"], summary), ""]
@@ -298,8 +299,8 @@ def main():
            "points": rows_json,
            "solve_calls": remat.calls(unique=False, drop=()),
            "violations": violations}
-    rc.write_json(args.out + ".json", doc)
-    rc.write_text(args.out + ".md", "\n".join(lines))
+    files.write_json(args.out + ".json", doc, indent=1, sort_keys=True)
+    files.write_text(args.out + ".md", "\n".join(lines).rstrip() + "\n")
     print(f"kusumoto_dp_grid: {args.out}.md ({len(rows_json)} budgets, "
           f"{len(violations)} violations)")
 

@@ -23,7 +23,7 @@ import collections
 import signal
 import sys
 
-import results_file
+import rematbench.results
 from rematbench import files
 
 PAPER_METHODS = ("dp_exact", "dp_approx", "checkmate_milp", "checkmate_lp",
@@ -122,7 +122,7 @@ def main():
     parser.add_argument("--out", help="also write the report here")
     args = parser.parse_args()
     try:
-        text = report(results_file.load("method_strength", args.results))
+        text = report(rematbench.results.load("method_strength", args.results))
     except (KeyError, TypeError, ValueError, AttributeError,
             ZeroDivisionError) as e:
         raise SystemExit(f"method_strength: {args.results}: malformed results "

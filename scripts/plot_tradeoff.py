@@ -28,11 +28,9 @@ Points above --max-overhead are drawn on the top edge as arrows.
     scripts/plot_tradeoff.py results/default/sweep.json --out results/default/plots
 """
 import argparse
-import json
 import math
 import os
 import re
-import subprocess
 import sys
 
 import matplotlib
@@ -42,59 +40,21 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
-import results_file  # noqa: E402
+import rematbench.results  # noqa: E402
 from rematbench import files  # noqa: E402
+from rematbench.curves import (  # noqa: E402
+    COLORS, DEFAULT_MAX_OVERHEAD, best_so_far, byte_unit, in_budget,
+    registry_order, run_label)
 
-UNITS = [("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30),
-         ("TiB", 1 << 40)]
-# Hues that stay apart from each other and from the grey reference lines and
-# the black optimum; beyond them colours repeat with another line style.
-# (The 17th, vdnn's, was an olive next to dtr's: both can share a panel.)
-COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
-          "#e377c2", "#17becf", "#bcbd22", "#000075", "#469990", "#800000",
-          "#f032e6", "#e6ab02", "#7cb518", "#9a6324", "#2f4f4f", "#42d4f4",
-          "#a9a9a9"]
 MARKERS = ["o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "p", "h", "d",
            "H", "8", "x", "+", "1", "|"]
 LINESTYLES = ["-", "--", "-.", ":"]
 DEFAULT_REMAT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                              "build", "remat")
-DEFAULT_MAX_OVERHEAD = 3.0
 # Curves per panel: more and they cannot be told apart (issue 33).
 MAX_CURVES = 8
 # A curve within 1% of the Pareto front at a budget is on it there.
 FRONT_TOLERANCE = 0.01
-
-
-def byte_unit(largest):
-    """The largest unit in which `largest` is at least 1."""
-    name, scale = UNITS[0]
-    for unit_name, unit_scale in UNITS:
-        if largest >= unit_scale:
-            name, scale = unit_name, unit_scale
-    return name, scale
-
-
-def run_label(run):
-    params = ",".join(f"{k}={v}" for k, v in sorted(run["params"].items()))
-    return run["algorithm"] + (f" ({params})" if params else "")
-
-
-def registry_order(remat, names):
-    """The algorithms in the order `remat list` gives them, the ones it does
-    not know (an older results file) after them by name. Without a usable
-    `remat`, the names sorted, which is the registry's own order."""
-    order = []
-    if remat and os.access(remat, os.X_OK):
-        try:
-            listing = subprocess.run([remat, "list", "--json"], check=True,
-                                     capture_output=True, text=True).stdout
-            order = [a["name"] for a in json.loads(listing)["algorithms"]]
-        except (OSError, subprocess.CalledProcessError, ValueError,
-                KeyError) as e:
-            print(f"plot_tradeoff: {remat} list --json: {e}; ordering the "
-                  "algorithms by name", file=sys.stderr)
-    return order + sorted(set(names) - set(order))
 
 
 def styles(order):
@@ -102,28 +62,6 @@ def styles(order):
     return {name: (COLORS[i % len(COLORS)], MARKERS[i % len(MARKERS)],
                    LINESTYLES[(i // len(COLORS)) % len(LINESTYLES)])
             for i, name in enumerate(order)}
-
-
-def in_budget(point):
-    """The point carries a valid schedule within its budget: a feasible
-    point, or a timeout that reported its best schedule so far."""
-    return (point["status"] in ("feasible", "timeout")
-            and point.get("valid") is True
-            and point.get("overhead") is not None
-            and point.get("peak_bytes") is not None
-            and point["peak_bytes"] <= point["budget_bytes"])
-
-
-def best_so_far(points):
-    """(budget, overhead) steps: the best in-budget overhead at or below each
-    budget; budgets before the first such point are left out."""
-    steps, best = [], math.inf
-    for point in sorted(points, key=lambda p: p["budget_bytes"]):
-        if in_budget(point):
-            best = min(best, point["overhead"])
-        if best < math.inf:
-            steps.append((point["budget_bytes"], best))
-    return steps
 
 
 def optimum_points(runs):
@@ -424,11 +362,11 @@ def main():
     if args.max_curves < 1:
         parser.error("--max-curves must be at least 1")
 
-    results = results_file.load("plot_tradeoff", args.results)
+    results = rematbench.results.load("plot_tradeoff", args.results)
     try:
         return plot_all(results, args)
     except (KeyError, TypeError, ValueError, AttributeError) as e:
-        results_file.bad_input("plot_tradeoff", f"{args.results}: malformed "
+        rematbench.results.bad_input("plot_tradeoff", f"{args.results}: malformed "
                                f"results ({str(e)[:200]!r})")
 
 
@@ -443,7 +381,8 @@ def plot_all(results, args):
             return 2
         graphs = [g for g in graphs if g["name"] in args.graph]
     order = registry_order(args.remat,
-                           [r["algorithm"] for r in results["runs"]])
+                           [r["algorithm"] for r in results["runs"]],
+                           "plot_tradeoff")
     os.makedirs(args.out, exist_ok=True)
     for graph in graphs:
         runs = [r for r in results["runs"] if r["graph"] == graph["name"]]

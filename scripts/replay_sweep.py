@@ -41,7 +41,7 @@ import sys
 from rematbench import files
 
 import rematbench.replay as RT
-import results_file
+import rematbench.results
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -181,7 +181,7 @@ def main(argv):
     try:
         if args.sweep:
             run_sweep(args)
-        results = results_file.load("replay_sweep.py", args.results)
+        results = rematbench.results.load("replay_sweep.py", args.results)
         results_dir = os.path.dirname(os.path.abspath(args.results))
         out_dir = args.out_dir or os.path.dirname(args.results) or "."
         doc = replay_all(results, results_dir, out_dir, args)

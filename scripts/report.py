@@ -33,15 +33,14 @@ import math
 import os
 import sys
 
-from rematbench import files
-
-import compare_curves
-import results_file
-from plot_tradeoff import (COLORS, DEFAULT_MAX_OVERHEAD, DEFAULT_REMAT,
-                           best_so_far, byte_unit, in_budget, registry_order,
-                           run_label)
+import rematbench.results
+from rematbench import curves, files
+from rematbench.curves import (COLORS, DEFAULT_MAX_OVERHEAD, best_so_far,
+                               byte_unit, in_budget, registry_order, run_label)
 
 PROG = "report"
+DEFAULT_REMAT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                             "build", "remat")
 # Vega symbol shapes, one per registry position as plot_tradeoff's MARKERS
 # (Vega's own where it has the same one, else an SVG path in the unit
 # square), all filled outlines so that a timeout's open marker shows.
@@ -105,7 +104,7 @@ def metric_value(graph, point, metric):
 
 def with_metric(graph, run, metric):
     """The run's points with `overhead` replaced by the metric's value, so
-    that plot_tradeoff's best_so_far and in_budget apply as they are."""
+    that rematbench.curves' best_so_far and in_budget apply as they are."""
     return [dict(p, overhead=metric_value(graph, p, metric))
             for p in run["points"]]
 
@@ -467,16 +466,16 @@ def table_html(graph, runs, metric="time"):
 
 
 def baseline_html(results, baseline, baseline_path):
-    """What got better or worse: compare_curves' rows, worst first."""
-    runs_a = {compare_curves.run_key(r): r for r in baseline["runs"]}
-    runs_b = {compare_curves.run_key(r): r for r in results["runs"]}
+    """What got better or worse: rematbench.curves.compare_run's rows, worst first."""
+    runs_a = {curves.run_key(r): r for r in baseline["runs"]}
+    runs_b = {curves.run_key(r): r for r in results["runs"]}
     hashes_a = {g["name"]: g.get("content_hash") for g in baseline["graphs"]}
     hashes_b = {g["name"]: g.get("content_hash") for g in results["graphs"]}
     rows = []
     for key in sorted(set(runs_a) & set(runs_b)):
-        row = compare_curves.compare_run(runs_a[key]["points"],
+        row = curves.compare_run(runs_a[key]["points"],
                                          runs_b[key]["points"])
-        why = compare_curves.worse(row, 0.01)
+        why = curves.worse(row, 0.01)
         better = row["dominates"] == "B" or (
             row["geomean_slowdown"] is not None
             and row["geomean_slowdown"] < 0.99 and not why)
@@ -588,7 +587,7 @@ def build(results, path, baseline=None, baseline_path=None, remat=None,
         to_vega = to_vega or vl_convert.vegalite_to_vega
     order = registry_order(remat, [r["algorithm"] for r in results["runs"]]
                            + [r["algorithm"]
-                              for r in (baseline or {}).get("runs", [])])
+                              for r in (baseline or {}).get("runs", [])], PROG)
     context = results.get("context") or {}
     statuses = {}
     for run in results["runs"]:
@@ -685,8 +684,8 @@ def main():
                         help="the remat binary whose `remat list` orders the "
                         "methods, hence their colours (default build/remat)")
     args = parser.parse_args()
-    results = results_file.load(PROG, args.results)
-    baseline = (results_file.load(PROG, args.baseline)
+    results = rematbench.results.load(PROG, args.results)
+    baseline = (rematbench.results.load(PROG, args.baseline)
                 if args.baseline else None)
     try:
         import vl_convert
@@ -701,7 +700,7 @@ def main():
                      vl_convert.vegalite_to_vega)
     except (KeyError, TypeError, ValueError, AttributeError,
             ZeroDivisionError, IndexError) as e:
-        results_file.bad_input(PROG, f"{args.results}"
+        rematbench.results.bad_input(PROG, f"{args.results}"
                                + (f" or {args.baseline}" if args.baseline
                                   else "")
                                + f": malformed results ({type(e).__name__}: "

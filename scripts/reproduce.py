@@ -7,7 +7,7 @@
 
 Every "ours" figure comes from running the `remat` binary (`remat solve
 --json`, `remat graph info --json`, `remat graph convert`) through
-scripts/rematbench_client.py; the published figures are typed in, with their
+rematbench.client; the published figures are typed in, with their
 source (docs/papers.md, "Published figures"), in
 scripts/reproduce/<paper>.py. For each paper
 the script writes results/reproductions/<paper>/solves.json (every command it
@@ -24,8 +24,9 @@ import os
 import sys
 import time
 
-import rematbench_client as rc
+from rematbench import client, files
 from reproduce import PAPERS  # the package scripts/reproduce/, not this file
+from reproduce.common import ROOT
 
 
 def bad_usage(message):
@@ -37,9 +38,9 @@ def bad_usage(message):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("paper", choices=list(PAPERS) + ["all"])
-    ap.add_argument("--remat", default=os.path.join(rc.ROOT, "build", "remat"))
-    ap.add_argument("--out", default=os.path.join(rc.ROOT, "results", "reproductions"))
-    ap.add_argument("--shared", default=os.path.join(os.path.dirname(rc.ROOT), "shared"))
+    ap.add_argument("--remat", default=os.path.join(ROOT, "build", "remat"))
+    ap.add_argument("--out", default=os.path.join(ROOT, "results", "reproductions"))
+    ap.add_argument("--shared", default=os.path.join(os.path.dirname(ROOT), "shared"))
     ap.add_argument("--quick", action="store_true", help="small graphs only (tests)")
     ap.add_argument("--jobs", type=int, default=2, help="solves run at once")
     ap.add_argument("--milp-seconds", type=float, default=None,
@@ -59,14 +60,15 @@ def main():
     papers = list(PAPERS) if args.paper == "all" else [args.paper]
     for p in papers:
         start = time.time()
-        remat = rc.Remat(args.remat, args.jobs, name="reproduce")
+        remat = client.Remat(args.remat, ROOT, args.jobs, name="reproduce")
         lines = PAPERS[p](remat, args)
-        rc.write_json(os.path.join(args.out, p, "solves.json"),
-                      {"format": "rematbench-reproduction", "version": 1, "paper": p,
-                       "git_commit": rc.git_commit(),
-                       "remat": os.path.relpath(remat.path, rc.ROOT),
-                       "calls": remat.calls()})
-        rc.write_text(os.path.join(args.out, p + ".md"), "\n".join(lines))
+        files.write_json(os.path.join(args.out, p, "solves.json"),
+                         {"format": "rematbench-reproduction", "version": 1,
+                          "paper": p, "git_commit": client.git_commit(ROOT),
+                          "remat": os.path.relpath(remat.path, ROOT),
+                          "calls": remat.calls()}, indent=1, sort_keys=True)
+        files.write_text(os.path.join(args.out, p + ".md"),
+                         "\n".join(lines).rstrip() + "\n")
         print(f"{p}: {os.path.join(args.out, p + '.md')} "
               f"({len(remat.log)} remat calls, {time.time() - start:.0f} s)")
 

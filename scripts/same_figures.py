@@ -16,13 +16,13 @@ Exit status: 0 same figures, 1 a difference, 2 unreadable input.
 import json
 import sys
 
-import results_file
+import rematbench.results
 
 RUN_FIELDS = ("solve_seconds", "schedule_file")
 
 
 def load(path):
-    return results_file.load("same_figures", path)
+    return rematbench.results.load("same_figures", path)
 
 
 def points(doc):

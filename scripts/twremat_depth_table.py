@@ -19,13 +19,12 @@ writes results/twremat_depth.md and results/twremat_depth.json.
 """
 import argparse
 import datetime
-import json
 import os
 import sys
 
-import rematbench_client as rc
+from rematbench import client, files
 
-ROOT = rc.ROOT
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 FAMILIES = [
     ("resnet (CIFAR, 32x32, batch 32)", "resnet",
@@ -107,7 +106,7 @@ def main():
     parser.add_argument("--out", default=os.path.join(ROOT, "results",
                                                       "twremat_depth"))
     args = parser.parse_args()
-    remat = rc.Remat(args.remat, name="twremat_depth_table")
+    remat = client.Remat(args.remat, ROOT, name="twremat_depth_table")
     generators = {g["name"] for g in remat.call(["list", "--json"])["generators"]}
     chosen = [f for f in FAMILIES if f[1] in generators] or [FALLBACK]
     families = []
@@ -117,13 +116,14 @@ def main():
             print(f"  {spec}", file=sys.stderr)
             rows.append((depth, measure(remat, spec)))
         families.append((title, rows))
-    commit = rc.git_commit() or "unknown"
+    commit = client.git_commit(ROOT) or "unknown"
     command = " ".join(["scripts/twremat_depth_table.py"] + sys.argv[1:])
-    rc.write_text(args.out + ".md", markdown(families, command, commit))
-    rc.write_text(args.out + ".json", json.dumps(
-        {"command": command, "commit": commit,
-         "families": [{"title": t, "rows": [r for _, r in rows]}
-                      for t, rows in families]}, indent=1))
+    files.write_text(args.out + ".md",
+                     markdown(families, command, commit).rstrip() + "\n")
+    files.write_json(args.out + ".json",
+                     {"command": command, "commit": commit,
+                      "families": [{"title": t, "rows": [r for _, r in rows]}
+                                   for t, rows in families]}, indent=1)
     print(f"wrote {args.out}.md and {args.out}.json", file=sys.stderr)
 
 

@@ -73,7 +73,7 @@ test ! -e "$work/x.json"
 
 # The models module rebuilds an export's step from its provenance alone.
 "$py" "$export" --model mlp --width 4 --depth 1 -o "$work/mlp.json" 2>/dev/null
-PYTHONPATH="$source_dir/scripts" "$py" -c "
+PYTHONPATH="$source_dir/scripts${PYTHONPATH:+:$PYTHONPATH}" "$py" -c "
 import json, sys, rematbench.models as M
 g = json.load(open(sys.argv[1]))
 p = g['provenance']

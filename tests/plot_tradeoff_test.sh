@@ -23,7 +23,7 @@ status=0
   --out "$work/plots" 2>/dev/null || status=$?
 test "$status" -eq 2
 
-PYTHONPATH="$source_dir/scripts" "$REMAT_PYTHON" - "$remat" <<'EOF'
+PYTHONPATH="$source_dir/scripts${PYTHONPATH:+:$PYTHONPATH}" "$REMAT_PYTHON" - "$remat" <<'EOF'
 import json
 import subprocess
 import sys
@@ -62,14 +62,14 @@ runs = [
 registry = [a["name"] for a in json.loads(subprocess.run(
     [remat, "list", "--json"], check=True, capture_output=True,
     text=True).stdout)["algorithms"]]
-order = pt.registry_order(remat, [r["algorithm"] for r in runs])
+order = pt.registry_order(remat, [r["algorithm"] for r in runs], "test")
 assert order == registry + ["not_registered"], order
 # Colours and markers are distinct over the whole registry and do not
 # depend on which algorithms a file holds.
 styles = pt.styles(registry)
 assert len({s[0] for s in styles.values()}) == len(registry), styles
 assert len({s[1] for s in styles.values()}) == len(registry), styles
-assert pt.styles(pt.registry_order(remat, ["revolve"]))["revolve"] == \
+assert pt.styles(pt.registry_order(remat, ["revolve"], "test"))["revolve"] == \
     styles["revolve"]
 
 plan = pt.layout(graph, runs, order, max_overhead=3.0)

@@ -52,7 +52,7 @@ test -z "$(find "$work" -name '.report-*')"  # no temporary left behind
 "${report[@]}" "$work/sweep.json" -o "$work/sweep.html" >/dev/null
 
 # Known answers on an inline file, written for the browser check below too.
-PYTHONPATH="$source_dir/scripts" "$py" - "$work" <<'EOF'
+PYTHONPATH="$source_dir/scripts${PYTHONPATH:+:$PYTHONPATH}" "$py" - "$work" <<'EOF'
 import json
 import os
 import sys

@@ -53,6 +53,7 @@ class Recursion {
         mark_(graph.num_nodes(), 0),
         pos_(graph.num_nodes(), 0),
         live_(graph.num_nodes(), 0),
+        ledger_(graph),
         levels_(hierarchy.height() + 1) {}
 
   // Returns kFeasible, kTooLarge or kTimeout.
@@ -190,7 +191,7 @@ class Recursion {
       released_after_[last_read_[i]] +=
           memory_model::ResidentBytes(graph_, need_[i]);
     }
-    int64_t now = live_bytes_, peak = live_bytes_;
+    int64_t now = ledger_.live(), peak = now;
     for (int32_t i = 0; i < m; ++i) {
       const NodeId v = need_[i];
       peak = std::max(peak, memory_model::MemoryAtCompute(graph_, now, v));
@@ -213,7 +214,7 @@ class Recursion {
     computes_->push_back(v);
     if (!live_[v]) {
       live_[v] = 1;
-      live_bytes_ += memory_model::ResidentBytes(graph_, v);
+      ledger_.Compute(v);
     }
     const auto count = static_cast<int64_t>(computes_->size());
     // Every compute gets exactly one free in the final schedule.
@@ -226,7 +227,7 @@ class Recursion {
   void Release(NodeId v) {
     if (live_[v]) {
       live_[v] = 0;
-      live_bytes_ -= memory_model::ResidentBytes(graph_, v);
+      ledger_.Free(v);
     }
   }
 
@@ -241,7 +242,7 @@ class Recursion {
   std::vector<int32_t> pos_, last_read_;
   std::vector<int64_t> released_after_;
   std::vector<uint8_t> live_;
-  int64_t live_bytes_ = 0;
+  memory_model::Ledger ledger_;  // the memory of the recursion's live set
   std::vector<Level> levels_;
   std::vector<NodeId>* computes_ = nullptr;
   Status status_ = Status::kFeasible;

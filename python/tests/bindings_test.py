@@ -265,13 +265,13 @@ class Sweep(unittest.TestCase):
 
 
 class Client(unittest.TestCase):
-    """scripts/rematbench_client.py answers through the module with the
-    binary's JSON."""
+    """rematbench.client answers through the module with the binary's
+    JSON."""
 
     def test_module_answers_like_the_binary(self):
-        import rematbench_client as rc  # scripts/ is on PYTHONPATH
-        via_module = rc.Remat(REMAT)
-        via_binary = rc.Remat(REMAT, module=False)
+        from rematbench import client
+        via_module = client.Remat(REMAT, SOURCE)
+        via_binary = client.Remat(REMAT, SOURCE, module=False)
         self.assertIsNotNone(via_module.module)
         self.assertIsNone(via_binary.module)
         fixture = os.path.relpath(DIAMOND, SOURCE)  # relative to the root

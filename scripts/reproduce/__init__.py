@@ -1,7 +1,7 @@
 """The reproductions of scripts/reproduce.py, one module per paper.
 
 Each module has `reproduce(remat, args)`: it asks `remat` (a
-rematbench_client.Remat) every question it needs and returns the Markdown
+rematbench.client.Remat) every question it needs and returns the Markdown
 report as a list of lines; scripts/reproduce.py writes it and the solves
 log. `args` carries the command line (quick, shared, milp_seconds). What
 they share (bisection, formatting, the report's header) is in common.py.

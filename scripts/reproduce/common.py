@@ -1,10 +1,14 @@
 """What the reproductions share: the bisection of a budget, number
 formatting, the Markdown report's header and where the peer graphs live.
-Running `remat` is scripts/rematbench_client.py; this file knows nothing of
+Running `remat` is rematbench.client; this file knows nothing of
 any one paper."""
 import os
 
-from rematbench_client import GB, ROOT, table
+from rematbench.client import GB, table
+
+# The source tree: the reproductions name graphs relative to it.
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 
 __all__ = ["GB", "ROOT", "table", "fits", "min_budget", "gb", "pct", "secs",
            "header", "kusumoto_folder"]

@@ -1,8 +1,7 @@
-"""The one wrapper around the `remat` binary that every script in scripts/ uses.
+"""The one wrapper around the `remat` binary that the scripts use.
 
-    import rematbench_client as rc            # scripts/ is on sys.path when a
-                                              # script in it runs
-    remat = rc.Remat("build/remat", jobs=2, name="my_script")
+    from rematbench import client
+    remat = client.Remat("build/remat", root=ROOT, jobs=2, name="my_script")
     info = remat.info("chain:n=16")           # remat graph info --json G
     ans = remat.solve("noremat", "chain:n=16", budget=None, params=(), timeout=600)
     ans = remat.validate("chain:n=16", "s.txt", budget=3)
@@ -10,20 +9,21 @@
                        "--budgets", "8"])     # the results file of `remat sweep -o`
     ans = remat.call(["list", "--json"])      # any other subcommand, JSON answer
     infos = remat.parallel(remat.info, graphs)  # `jobs` calls at once, in order
-    rc.write_json("out/solves.json", {..., "calls": remat.calls()})
+    files.write_json("out/solves.json", {..., "calls": remat.calls()},
+                     indent=1, sort_keys=True)
 
 Rules every call follows:
-- solve, validate and forward_cost use the installed Python module
-  `rematbench` when it was built with the binary (scripts/install.sh)
-  instead of running the binary: same JSON answers, no process per call,
-  and `parallel` solves run at once (the module releases the GIL).
-  Algorithms marked `isolate` (CBC's checkmate_milp) still run through the
-  binary, which gives each solve its own process. module=False always runs
-  the binary.
-- The binary runs in the source tree (ROOT), so graph paths relative to it
-  work from any working directory and the logs do not depend on where the
-  tree is checked out. A relative `path` is taken relative to the caller's
-  working directory and made absolute.
+- solve, validate and forward_cost use this package's compiled core when
+  it was built with the binary (scripts/install.sh) instead of running the
+  binary: same JSON answers, no process per call, and `parallel` solves run
+  at once (the core releases the GIL). Algorithms marked `isolate` (CBC's
+  checkmate_milp) still run through the binary, which gives each solve its
+  own process. module=False always runs the binary.
+- The binary runs in `root` (the source tree, which the package, installed
+  elsewhere, cannot know: the script gives it), so graph paths relative to
+  it work from any working directory and the logs do not depend on where
+  the tree is checked out. A relative `path` is taken relative to the
+  caller's working directory and made absolute.
 - Exit 0 and 1 are answers (1 is a negative answer: infeasible, invalid);
   any other exit, or no JSON on stdout, ends the script (SystemExit) with
   "<name>: `remat ...` failed (exit N): <stderr>".
@@ -35,7 +35,7 @@ Rules every call follows:
 
 Nothing here knows about any paper or table; a script builds its commands
 (solve, info, validate, sweep) through the methods above, or `call` for the
-rest, and writes its own files.
+rest, and writes its own files (rematbench.files).
 """
 import concurrent.futures
 import json
@@ -44,17 +44,18 @@ import subprocess
 import tempfile
 import threading
 
-from rematbench import files
+import rematbench
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GB = 1e9
 
 
 class Remat:
     """Runs the remat binary, caches and logs its JSON answers."""
 
-    def __init__(self, path, jobs=2, cache=True, name="remat", module=True):
+    def __init__(self, path, root, jobs=2, cache=True, name="remat",
+                 module=True):
         self.path = os.path.abspath(path)
+        self.root = os.path.abspath(root)
         self.jobs = jobs
         self.name = name
         self.log = []       # [{"command": ["remat", ...], "output": answer}]
@@ -65,10 +66,10 @@ class Remat:
     # -- running --------------------------------------------------------------
 
     def run(self, args, ok=(0, 1)):
-        """`remat <args>` in ROOT; returns the CompletedProcess (text). Exits
+        """`remat <args>` in the root; returns the CompletedProcess (text). Exits
         the script when the status is not in `ok`."""
         proc = subprocess.run([self.path] + list(args), capture_output=True,
-                              text=True, cwd=ROOT)
+                              text=True, cwd=self.root)
         if proc.returncode not in ok:
             raise SystemExit(f"{self.name}: `{' '.join([self.path] + list(args))}` "
                              f"failed (exit {proc.returncode}): {proc.stderr.strip()}")
@@ -137,7 +138,7 @@ class Remat:
         answer = None
         if self.module and not self._isolated(algorithm):
             answer = lambda: self.module.solve(
-                in_root(graph), algorithm, None if budget is None else
+                self.in_root(graph), algorithm, None if budget is None else
                 int(budget), list(params), timeout).json
         return self.call(args, answer)
 
@@ -158,7 +159,7 @@ class Remat:
         answer = None
         if self.module:
             answer = lambda: dict(self.module.validate(
-                in_root(graph), in_root(schedule),
+                self.in_root(graph), self.in_root(schedule),
                 None if budget is None else int(budget)), schedule=schedule)
         return self.call(args, answer)
 
@@ -182,7 +183,7 @@ class Remat:
         if self.module:
             try:
                 nodes = [{"cost": n.cost, "kind": n.kind} for n in
-                         self.module.load_graph(in_root(graph)).nodes]
+                         self.module.load_graph(self.in_root(graph)).nodes]
             except self.module.Error as e:
                 raise SystemExit(f"{self.name}: graph {graph}: {e}")
         else:
@@ -197,6 +198,12 @@ class Remat:
         self.remember(key, ["remat", "graph", "convert", graph, "--to", "json"],
                       {"forward_cost": cost, "nodes": len(nodes)})
         return cost
+
+    def in_root(self, path):
+        """A graph spec or file as the binary, which runs in the root,
+        reads it."""
+        candidate = os.path.join(self.root, path)
+        return candidate if os.path.exists(candidate) else path
 
     # -- the log --------------------------------------------------------------
 
@@ -216,11 +223,9 @@ class Remat:
 
 
 def load_module(binary):
-    """The installed `rematbench` module when it was built in the build
-    folder of `binary` (scripts/install.sh installs it from build/), else
-    None."""
+    """This package when its compiled core was built in the build folder of
+    `binary` (scripts/install.sh installs it from build/), else None."""
     try:
-        import rematbench
         build_dir = rematbench._core.BUILD_DIR
     except (ImportError, AttributeError):
         return None
@@ -229,27 +234,11 @@ def load_module(binary):
     return rematbench if build_dir and same else None
 
 
-def in_root(path):
-    """A graph spec or file as the binary, which runs in ROOT, reads it."""
-    candidate = os.path.join(ROOT, path)
-    return candidate if os.path.exists(candidate) else path
-
-
-def git_commit(short=12):
-    """HEAD of the source tree, abbreviated ("" outside a checkout)."""
-    return subprocess.run(["git", "-C", ROOT, "rev-parse", f"--short={short}", "HEAD"],
-                          capture_output=True, text=True).stdout.strip()
-
-
-def write_text(path, text):
-    """Writes `text` ending in one newline, whole or not at all (creating the
-    folder)."""
-    files.write_text(path, text.rstrip() + "\n")
-
-
-def write_json(path, doc):
-    """write_text of `doc` as indented JSON with sorted keys."""
-    write_text(path, json.dumps(doc, indent=1, sort_keys=True))
+def git_commit(root, short=12):
+    """HEAD of the source tree at `root`, abbreviated ("" outside a
+    checkout)."""
+    return subprocess.run(["git", "-C", root, "rev-parse", f"--short={short}",
+                           "HEAD"], capture_output=True, text=True).stdout.strip()
 
 
 def table(header, rows):
@@ -257,11 +246,3 @@ def table(header, rows):
     out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
     return "\n".join(out)
-
-
-def budget_grid(lo, hi, n):
-    """n budgets evenly spaced from lo to hi, both included, rounded up,
-    without repeats: the grid of `remat sweep --budgets n`."""
-    if n == 1 or lo >= hi:
-        return [hi]
-    return sorted({lo + -(-(hi - lo) * i // (n - 1)) for i in range(n)})

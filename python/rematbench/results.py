@@ -1,5 +1,8 @@
 """Reading a rematbench results file for the scripts that take one.
 
+    from rematbench import results
+    doc = results.load("my_script", path)   # or exit 2 with one line
+
 Bad input is one line on stderr naming the script and the file, and exit 2:
 never a traceback, never a hang on a FIFO, never exit 1 (which some scripts
 keep for a real regression). Every results script reads through it.
