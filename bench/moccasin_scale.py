@@ -21,6 +21,7 @@ import datetime
 import json
 import os
 import platform
+import re
 import subprocess
 import sys
 import time
@@ -62,7 +63,7 @@ def solve(remat, graph, spec, budget, seconds):
             "peak_bytes": doc.get("peak_bytes"),
             "lower_bound_cost": details.get("staged_lower_bound_cost"),
             "optimal": doc.get("optimal"),
-            "message": (doc.get("message") or "")[:300],
+            "message": (doc.get("message") or "")[:1000],
             "wall_seconds": round(wall, 1)}
 
 
@@ -81,6 +82,12 @@ def best_heuristic(g, budget, seconds):
     return best
 
 
+def outside_class(message):
+    """The fitting heuristics a message names as outside moccasin's class."""
+    i = message.find("outside the class: ")
+    return ", ".join(re.findall(r"(\w+) \(", message[i:])) if i >= 0 else ""
+
+
 def report(doc, path):
     lines = ["# Exact methods at the size of real graphs", "",
              f"Measured {doc['date']} on {doc['host']} ({doc['cpus']} CPUs,"
@@ -94,10 +101,16 @@ def report(doc, path):
              "that are neither exact nor offloading). `bound`: the class's lower bound on the "
              "cost (`staged_lower_bound_cost`: optimal among staged "
              "schedules, in moccasin's case computing each value at most "
-             "twice) over the same; `gap`: (cost - bound) / cost.", "",
-             "| graph | budget | best heuristic | solver | status | cost / "
-             "best | bound / best | gap | s |",
-             "|---|---|---|---|---|---:|---:|---:|---:|"]
+             "twice) over the same; `gap`: (cost - bound) / cost. `mem LB`: "
+             "the memory lower bound (`remat graph info`'s "
+             "lower_bound_bytes, no schedule peaks lower) over the budget. "
+             "`outside`: the heuristics of moccasin's warm start whose "
+             "schedules fit but are not in its class (staged, a value "
+             "computed more than twice, or a staged peak over the budget).",
+             "",
+             "| graph | budget | mem LB | best heuristic | solver | status | "
+             "cost / best | bound / best | gap | s | outside |",
+             "|---|---|---:|---|---|---|---:|---:|---:|---:|---|"]
     for p in doc["points"]:
         best = p["best_heuristic"]
         ref = best["cost"] if best else None
@@ -105,6 +118,8 @@ def report(doc, path):
             cost, lb = r["cost"], r["lower_bound_cost"]
             lines.append(
                 f"| {p['graph']} | {p['fraction']:.0%} | "
+                + (f"{p['memory_lower_bound_bytes'] / p['budget_bytes']:.2f}"
+                   if "memory_lower_bound_bytes" in p else "-") + " | "
                 + (f"{best['algorithm']}" if best else "none fits")
                 + f" | {r['solver']} | {r['status']}"
                 + (" (optimal)" if r.get("optimal") else "") + " | "
@@ -113,7 +128,7 @@ def report(doc, path):
                 + (f"{lb / ref:.4f}" if lb is not None and ref else "-")
                 + " | " + (f"{(cost - lb) / cost:.2%}"
                            if cost and lb is not None else "-")
-                + f" | {r['wall_seconds']} |")
+                + f" | {r['wall_seconds']} | {outside_class(r['message'])} |")
     files.write_text(path, "\n".join(lines) + "\n")
 
 
@@ -152,6 +167,7 @@ def main():
                 point = {"graph": os.path.basename(path).split("_w")[0]
                          .replace(".json", ""), "nodes": g.num_nodes,
                          "fraction": f, "budget_bytes": budget,
+                         "memory_lower_bound_bytes": g.lower_bound_bytes,
                          "best_heuristic": best_heuristic(
                              g, budget, args.heuristic_seconds)}
                 point["runs"] = list(pool.map(

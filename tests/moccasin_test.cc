@@ -324,5 +324,30 @@ TEST(MoccasinSolvers, AutoIsCpSatWhereOrtoolsIsFound) {
   EXPECT_EQ(with.cost, without.cost);
 }
 
+// A heuristic whose schedule fits the budget but computes a value more
+// than C times is no warm start of moccasin; the answer names it and says
+// why (issue 32: on Checkmate's random layered graphs twremat's schedule
+// is the only one that fits, and is outside the class).
+TEST(MoccasinWarmStart, NamesAFittingHeuristicOutsideItsClass) {
+  const Graph g = LoadGraph("chain:n=16");
+  const int64_t budget = 6;  // twremat fits, computing node 0 7 times
+  const SolveResult twremat = Solve("twremat", g, budget);
+  ASSERT_EQ(twremat.status, Status::kFeasible) << twremat.message;
+  const SolveResult r =
+      Solve("moccasin", g, budget, {"solver=gecode", "warm_start=twremat"}, 2);
+  EXPECT_NE(r.message.find("fitting heuristics outside the class: twremat "
+                           "(staged, it computes node"),
+            std::string::npos)
+      << r.message;
+  // Allowed seven computes, the same schedule is the start.
+  const SolveResult seven =
+      Solve("moccasin", g, budget,
+            {"solver=gecode", "warm_start=twremat", "computations=7"}, 2);
+  EXPECT_EQ(seven.message.find("outside the class"), std::string::npos)
+      << seven.message;
+  ASSERT_TRUE(seven.has_schedule) << seven.message;
+  EXPECT_LE(seven.cost, twremat.cost);
+}
+
 }  // namespace
 }  // namespace remat

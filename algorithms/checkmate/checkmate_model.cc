@@ -542,23 +542,43 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
   }
   // A staged schedule that computes a value more than max_computes times
   // is no point of the model, so it cannot be the MIP start: a dearer one
-  // within the cap can.
+  // within the cap can. `why`: why the last schedule was dropped.
+  std::string why;
   auto within_cap = [&](std::optional<Schedule> s) -> std::optional<Schedule> {
-    if (!s || max_computes <= 0) return s;
+    if (!s) {
+      why = "its first computes give no staged schedule";
+      return s;
+    }
+    if (max_computes <= 0) return s;
     std::vector<int> computes(graph.num_nodes(), 0);
+    NodeId most = 0;
     for (const Event& e : *s) {
-      if (e.op == Event::Op::kCompute && ++computes[e.node] > max_computes) {
-        return std::nullopt;
+      if (e.op == Event::Op::kCompute && ++computes[e.node] > computes[most]) {
+        most = e.node;
       }
+    }
+    if (computes[most] > max_computes) {
+      why = fmt::format("staged, it computes node {} {} times", most,
+                        computes[most]);
+      return std::nullopt;
     }
     return s;
   };
   auto staged = [&](const Schedule& s) -> std::optional<Schedule> {
     if (graph_order) return within_cap(graph_order->Staged(s));
     std::optional<std::vector<NodeId>> first = FirstComputeOrder(graph, s);
-    if (!first) return std::nullopt;
+    if (!first) {
+      why = "it computes a node that is not needed or misses a needed one";
+      return std::nullopt;
+    }
     return within_cap(
         CheckmateModel(graph, budget_bytes, std::move(*first)).Staged(s));
+  };
+  std::vector<std::string> outside;
+  auto dropped = [&](const std::string& name, bool over_budget) {
+    outside.push_back(
+        fmt::format("{} ({})", name,
+                    over_budget ? "staged, its peak is over the budget" : why));
   };
   // The heuristics together get at most a quarter of the time left: the
   // rest is the solver's.
@@ -567,20 +587,23 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
       graph, request, options.warm_start,
       std::min(options.warm_start_seconds,
                request.deadline.SecondsLeft() / 4 / std::max(1.0, heuristics)),
-      staged);
+      staged, dropped);
   if (graph_order) {
-    return {order, std::move(incumbent), std::move(*graph_order)};
+    return {order, std::move(incumbent), std::move(*graph_order), "graph",
+            std::move(outside)};
   }
   if (!incumbent) {
     return {
         order, std::nullopt,
-        CheckmateModel(graph, budget_bytes, NoRematOrder(graph), max_computes)};
+        CheckmateModel(graph, budget_bytes, NoRematOrder(graph), max_computes),
+        "graph", std::move(outside)};
   }
   CheckmateModel model(graph, budget_bytes,
                        *FirstComputeOrder(graph, incumbent->schedule),
                        max_computes);
   std::string source = incumbent->algorithm;
-  return {order, std::move(incumbent), std::move(model), std::move(source)};
+  return {order, std::move(incumbent), std::move(model), std::move(source),
+          std::move(outside)};
 }
 
 }  // namespace remat

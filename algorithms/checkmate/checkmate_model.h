@@ -259,6 +259,10 @@ struct StagedStart {
   CheckmateModel model;
   // The heuristic whose first computes are the stage order, or "graph".
   std::string order_source = "graph";
+  // The warm-start heuristics whose schedules fit the budget but are not
+  // points of the model, each with why ("twremat (staged, it computes node
+  // 7 5 times)"): what the answer says when it is dearer than they are.
+  std::vector<std::string> outside_class;
 };
 // Each heuristic runs for at most warm_start_seconds and a tenth of the
 // time left.

@@ -39,7 +39,8 @@ std::string WarmStartText(const std::vector<std::string>& names) {
 std::optional<Incumbent> BestWarmStart(
     const Graph& graph, const SolveRequest& request,
     const std::vector<std::string>& names, double seconds_each,
-    const std::function<std::optional<Schedule>(const Schedule&)>& transform) {
+    const std::function<std::optional<Schedule>(const Schedule&)>& transform,
+    const DroppedWarmStart& dropped) {
   CandidatePool pool(graph, request.budget_bytes);
   for (const std::string& name : names) {
     const double seconds =
@@ -51,9 +52,16 @@ std::optional<Incumbent> BestWarmStart(
     if (!solved.simulation || !solved.simulation->valid) continue;
     if (!transform) {
       pool.Offer(*solved.output.schedule, *solved.simulation, name);
-    } else if (std::optional<Schedule> transformed =
-                   transform(*solved.output.schedule)) {
-      pool.Offer(std::move(*transformed), name);
+      continue;
+    }
+    const bool fits = pool.Fits(*solved.simulation);
+    if (std::optional<Schedule> transformed =
+            transform(*solved.output.schedule)) {
+      if (!pool.Offer(std::move(*transformed), name) && fits && dropped) {
+        dropped(name, true);
+      }
+    } else if (fits && dropped) {
+      dropped(name, false);
     }
   }
   if (!pool.fits()) return std::nullopt;

@@ -41,11 +41,17 @@ std::string WarmStartText(const std::vector<std::string>& names);
 // given; nullopt drops it) and returns the one the candidate pool keeps
 // (candidate_pool.h) if it fits the request's budget: the cheapest, ties to
 // the lower peak and then to the earlier name, so the answer is
-// deterministic.
+// deterministic. `dropped` (if given) hears of each algorithm whose
+// schedule fits the budget but is no candidate after `transform`: dropped
+// by it (over_budget false) or transformed into one over the budget (true),
+// so that the caller can say why a fitting heuristic is not its start.
+using DroppedWarmStart =
+    std::function<void(const std::string& name, bool over_budget)>;
 std::optional<Incumbent> BestWarmStart(
     const Graph& graph, const SolveRequest& request,
     const std::vector<std::string>& names, double seconds_each,
     const std::function<std::optional<Schedule>(const Schedule&)>& transform =
-        {});
+        {},
+    const DroppedWarmStart& dropped = {});
 
 }  // namespace remat
