@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <boost/version.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -150,8 +149,6 @@ nlohmann::json RunContext(int threads, const std::string& command_line) {
                            : nlohmann::json(nullptr)},
       {"libraries",
        {{"cbc", REMAT_CBC_VERSION},
-        {"boost", fmt::format("{}.{}.{}", BOOST_VERSION / 100000,
-                              BOOST_VERSION / 100 % 1000, BOOST_VERSION % 100)},
         {"nlohmann_json",
          fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR,
                      NLOHMANN_JSON_VERSION_MINOR, NLOHMANN_JSON_VERSION_PATCH)},

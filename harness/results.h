@@ -43,7 +43,7 @@ std::optional<int64_t> StagedLowerBoundOf(const nlohmann::json& point);
 nlohmann::json TimelineOrNull(const SolveResult& result);
 
 // Date, host, commit, build type, compiler, CPU model and count, load
-// average, library versions (CBC, Boost, ...), threads, command line.
+// average, library versions (CBC, nlohmann/json, fmt), threads, command line.
 nlohmann::json RunContext(int threads, const std::string& command_line);
 
 // The commit this binary was configured from ("-dirty" when the tree had

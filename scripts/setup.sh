@@ -11,7 +11,7 @@ source scripts/env.sh
 
 packages=(
   cmake g++ make pkg-config git
-  libboost-graph-dev nlohmann-json3-dev libfmt-dev libcli11-dev
+  nlohmann-json3-dev libfmt-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev coinor-libcbc-dev
   libgecode-dev  # moccasin's interval model (solver=gecode|auto)
   libopenmpi-dev openmpi-bin
