@@ -42,7 +42,8 @@ void RequireRegularFile(const std::string& path) {
   }
 }
 
-std::string ReadFile(const std::string& path) {
+std::ifstream OpenSizedFile(const std::string& path, int64_t bytes_per_byte,
+                            std::string_view what) {
   RequireRegularFile(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) {
@@ -52,14 +53,16 @@ std::string ReadFile(const std::string& path) {
   in.seekg(0, std::ios::end);
   const int64_t size = in.tellg();
   in.seekg(0);
-  if (size > 0) {
-    int64_t bytes;
-    if (__builtin_mul_overflow(size, kBytesPerFileByte, &bytes)) {
-      bytes = std::numeric_limits<int64_t>::max();
-    }
-    CheckMemory(bytes,
-                fmt::format("{} ({} to parse)", path, FormatBytes(size)));
+  int64_t bytes;
+  if (__builtin_mul_overflow(size, bytes_per_byte, &bytes)) {
+    bytes = std::numeric_limits<int64_t>::max();
   }
+  CheckMemory(bytes, fmt::format("{} ({} {})", path, FormatBytes(size), what));
+  return in;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in = OpenSizedFile(path, kBytesPerFileByte, "to parse");
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) {

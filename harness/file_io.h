@@ -1,9 +1,12 @@
 // Whole-file reads and crash-safe writes.
 #pragma once
 
+#include <cstdint>
+#include <fstream>
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <string_view>
 
 namespace remat {
 
@@ -11,6 +14,14 @@ namespace remat {
 // regular file: a directory, FIFO or device such as /dev/zero is refused
 // before it is opened, since reading one may block or never end.
 void RequireRegularFile(const std::string& path);
+
+// Opens a regular file for reading (RequireRegularFile), or throws
+// InputError naming the path if it cannot, or if holding `bytes_per_byte`
+// bytes of memory per byte of it would pass the memory limit
+// (harness/limits.h): "<path> (<size> <what>): needs about ...". The readers
+// of whole files share it so that each checks its memory before it reads.
+std::ifstream OpenSizedFile(const std::string& path, int64_t bytes_per_byte,
+                            std::string_view what);
 
 // Reads a whole regular file; throws InputError naming the path if it
 // cannot, or if parsing it would need more memory than the limit

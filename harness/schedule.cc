@@ -2,19 +2,14 @@
 
 #include <fmt/format.h>
 
-#include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <fstream>
 #include <istream>
-#include <limits>
 #include <optional>
 #include <ostream>
 
 #include "harness/errors.h"
 #include "harness/file_io.h"
-#include "harness/limits.h"
-#include "harness/params.h"
 
 namespace remat {
 
@@ -70,22 +65,9 @@ Schedule ParseScheduleText(std::istream& in, const std::string& source,
 
 Schedule ReadScheduleFile(const std::string& path, int32_t num_nodes,
                           std::vector<int64_t>* event_lines) {
-  RequireRegularFile(path);
-  std::ifstream in(path);
-  if (!in) {
-    throw InputError(
-        fmt::format("{}: cannot open file ({})", path, std::strerror(errno)));
-  }
   // Each event takes at least 4 bytes of text ("c 1\n") and 8 in memory,
   // 16 with its line number.
-  in.seekg(0, std::ios::end);
-  const int64_t size = in.tellg();
-  in.seekg(0);
-  if (size > std::numeric_limits<int64_t>::max() / 4) {
-    CheckMemory(std::numeric_limits<int64_t>::max(), path);
-  }
-  CheckMemory(size * 4,
-              fmt::format("{} ({} of schedule text)", path, FormatBytes(size)));
+  std::ifstream in = OpenSizedFile(path, 4, "of schedule text");
   return ParseScheduleText(in, path, num_nodes, event_lines);
 }
 

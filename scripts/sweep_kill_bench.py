@@ -20,12 +20,10 @@ trial failed. Use sweep arguments whose figures do not depend on timing
 
 import argparse
 import collections
-import datetime
 import json
 import os
 import random
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -138,15 +136,7 @@ def main():
     report = {
         "format": "rematbench-kill-resume",
         "version": 1,
-        "context": {
-            "date": datetime.datetime.now(datetime.timezone.utc)
-                    .strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "host": socket.gethostname(),
-            "cpu_count": os.cpu_count(),
-            "load_average": [round(x, 2) for x in os.getloadavg()],
-            "command_line": " ".join(sys.argv),
-            "seed": seed,
-        },
+        "context": {**files.run_context(), "seed": seed},
         "reference_seconds": round(seconds, 3),
         "trials": trials,
         "summary": {

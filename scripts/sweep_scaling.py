@@ -23,10 +23,8 @@ be shared, and timings taken under load are slower. Writes one JSON file.
 """
 
 import argparse
-import datetime
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -39,12 +37,8 @@ ROOT = os.path.dirname(HERE)
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe"]
 
 
-def load():
-    return [round(x, 2) for x in os.getloadavg()]
-
-
 def timed(command, out):
-    before = load()
+    before = files.load_average()
     start = time.monotonic()
     done = subprocess.run(command, stdout=subprocess.DEVNULL,
                           stderr=subprocess.PIPE, text=True)
@@ -63,7 +57,7 @@ def timed(command, out):
                                   max(context["tasks_seconds"], 1e-9), 1),
         "tasks_by_rank": context["tasks_by_rank"],
         "load_average_before": before,
-        "load_average_after": load(),
+        "load_average_after": files.load_average(),
     }
 
 
@@ -150,22 +144,14 @@ def main():
     report = {
         "format": "rematbench-scaling",
         "version": 1,
-        "context": {
-            "date": datetime.datetime.now(datetime.timezone.utc)
-                    .strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "host": socket.gethostname(),
-            "cpu_count": os.cpu_count(),
-            "git_commit": commit,
-            "load_average": load(),
-            "command_line": " ".join(sys.argv),
-        },
+        "context": files.run_context(git_commit=commit),
     }
     with tempfile.TemporaryDirectory(prefix="remat_scaling_") as work:
         if not o.skip_dispatch:
             report["dispatch"] = dispatch_runs(o, work)
         if not o.skip_corpus:
             report["corpus"] = corpus_runs(o, work)
-    report["context"]["load_average_after"] = load()
+    report["context"]["load_average_after"] = files.load_average()
     files.write_json(o.out, report, indent=2)
     print(f"wrote {o.out}", file=sys.stderr)
     return 0

@@ -510,14 +510,7 @@ BuildResult Replay(const SegmentChain& chain, const Stages& st,
       tasks.push_back({how, t, task.m - table.x(k), 0});
     }
   }
-  if (!builder.stopped()) return {.schedule = builder.Finish()};
-  if (*builder.stopped() == Status::kTooLarge) {
-    return {.status = Status::kTooLarge,
-            .message = fmt::format("schedule would exceed max_computes={}",
-                                   limits.max_computes)};
-  }
-  return {.status = Status::kTimeout,
-          .message = "deadline reached while building the schedule"};
+  return builder.Finish();
 }
 
 // The articulation points, less those where a stage would read a forward
@@ -630,10 +623,13 @@ class Rotor : public Algorithm {
     const BuildLimits limits = LimitsOf(request, options.max_computes);
     CandidatePool best(graph, request.budget_bytes, {.invalid_is_bug = true});
     std::optional<Status> stop;
+    // The builder's own account of why it stopped, kept for the answer.
+    std::string stop_message = "deadline reached while building the schedule";
     auto fits_at = [&](int64_t m) {
       BuildResult built = Replay(chain, st, table, m, limits);
       if (!built.schedule) {
         stop = built.status;
+        stop_message = std::move(built.message);
         return false;
       }
       nlohmann::json n = note;
@@ -679,13 +675,8 @@ class Rotor : public Algorithm {
       if (low_fits || high_fits) break;
     }
     if (best.empty()) {
-      return AlgorithmOutput::NoSchedule(
-          stop.value_or(Status::kError),
-          stop == Status::kTooLarge ? fmt::format("schedule would exceed "
-                                                  "max_computes={}",
-                                                  limits.max_computes)
-                                    : "deadline reached while "
-                                      "building the schedule");
+      return AlgorithmOutput::NoSchedule(stop.value_or(Status::kError),
+                                         stop_message);
     }
     std::string message;
     if (!best.fits()) {

@@ -228,24 +228,16 @@ void ScheduleBuilder::DropUnheld(int32_t keep_segment) {
   working_.resize(kept);
 }
 
-Schedule ScheduleBuilder::Finish() const {
-  return InsertFrees(graph_, computes_);
-}
-
-namespace {
-
-BuildResult Conclude(const ScheduleBuilder& builder, BuildLimits limits) {
-  if (!builder.stopped()) return {.schedule = builder.Finish()};
-  if (*builder.stopped() == Status::kTooLarge) {
+BuildResult ScheduleBuilder::Finish() const {
+  if (!stopped_) return {.schedule = InsertFrees(graph_, computes_)};
+  if (*stopped_ == Status::kTooLarge) {
     return {.status = Status::kTooLarge,
             .message = fmt::format("schedule would exceed max_computes={}",
-                                   limits.max_computes)};
+                                   limits_.max_computes)};
   }
   return {.status = Status::kTimeout,
           .message = "deadline reached while building the schedule"};
 }
-
-}  // namespace
 
 BuildResult ChenSchedule(const SegmentChain& chain, BuildLimits limits,
                          bool recompute_once) {
@@ -256,7 +248,7 @@ BuildResult ChenSchedule(const SegmentChain& chain, BuildLimits limits,
   // The last segment's backward follows at once: nothing to recompute.
   builder.DropUnheld(chain.num_steps());
   for (int32_t j = chain.num_steps(); j >= 1; --j) builder.RunStage(j);
-  return Conclude(builder, limits);
+  return builder.Finish();
 }
 
 BuildResult NestedSchedule(const SegmentChain& chain, int64_t slots,
@@ -297,7 +289,7 @@ BuildResult NestedSchedule(const SegmentChain& chain, int64_t slots,
     tasks.push_back({0, 0, 0, x});
     tasks.push_back({mid, task.last, task.slots - 1});
   }
-  return Conclude(builder, limits);
+  return builder.Finish();
 }
 
 }  // namespace remat

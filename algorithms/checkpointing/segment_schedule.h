@@ -83,6 +83,13 @@ OptionField<T> MaxComputesOption(int64_t T::*member) {
 }
 BuildLimits LimitsOf(const SolveRequest& request, int64_t max_computes);
 
+// A built schedule, or why there is none (kTooLarge / kTimeout, message).
+struct BuildResult {
+  std::optional<Schedule> schedule;
+  Status status = Status::kFeasible;
+  std::string message;
+};
+
 class ScheduleBuilder {
  public:
   ScheduleBuilder(const SegmentChain& chain, BuildLimits limits);
@@ -111,8 +118,9 @@ class ScheduleBuilder {
   int64_t num_computes() const {
     return static_cast<int64_t>(computes_.size());
   }
-  // The compute sequence with frees inserted by the liveness pass.
-  Schedule Finish() const;
+  // The compute sequence with frees inserted by the liveness pass, or why
+  // the limits stopped the build.
+  BuildResult Finish() const;
 
  private:
   void Compute(NodeId v);
@@ -134,13 +142,6 @@ class ScheduleBuilder {
   // value computed from it through values not held (kNoStage: none).
   bool recompute_once_ = false;
   std::vector<int32_t> last_read_, last_need_;
-};
-
-// A built schedule, or why there is none (kTooLarge / kTimeout, message).
-struct BuildResult {
-  std::optional<Schedule> schedule;
-  Status status = Status::kFeasible;
-  std::string message;
 };
 
 // Chen et al.'s schedule: one forward pass keeping the checkpoints and the

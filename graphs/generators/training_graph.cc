@@ -45,6 +45,12 @@ constexpr std::array<OpInfo, 20> kOps = {{
 static_assert(kOps.size() == static_cast<size_t>(Op::kMseLoss) + 1,
               "one table row per Op");
 
+// Mul's and Add's refusal, one message for both.
+[[noreturn]] void ThrowOverflow(const std::string& spec) {
+  throw InputError(fmt::format(
+      "{}: sizes or FLOPs overflow int64 (parameters too large)", spec));
+}
+
 }  // namespace
 
 const OpInfo& GetOpInfo(Op op) { return kOps[static_cast<size_t>(op)]; }
@@ -69,19 +75,13 @@ Network::Network(std::string spec, int64_t dtype_bytes)
 
 int64_t Network::Mul(int64_t a, int64_t b) const {
   int64_t result;
-  if (__builtin_mul_overflow(a, b, &result)) {
-    throw InputError(fmt::format(
-        "{}: sizes or FLOPs overflow int64 (parameters too large)", spec_));
-  }
+  if (__builtin_mul_overflow(a, b, &result)) ThrowOverflow(spec_);
   return result;
 }
 
 int64_t Network::Add(int64_t a, int64_t b) const {
   int64_t result;
-  if (__builtin_add_overflow(a, b, &result)) {
-    throw InputError(fmt::format(
-        "{}: sizes or FLOPs overflow int64 (parameters too large)", spec_));
-  }
+  if (__builtin_add_overflow(a, b, &result)) ThrowOverflow(spec_);
   return result;
 }
 
