@@ -217,9 +217,9 @@ class _BoxedRunner:
             for x in n.all_input_nodes:
                 last[x] = i
         # A part with several outputs hands them on through getitem nodes;
-        # its step unpacks them itself (one Python step per output would
-        # cost more than the rest of the runner: ~1.5 us each, and a
-        # program returns every gradient).
+        # its step unpacks them itself rather than taking one Python step
+        # per output (a program returns every gradient, and each step
+        # costs an argument mapping and dictionary work).
         unpacked = {n: [(u, u.args[1]) for u in n.users if u.users]
                     for n in nodes if n.op == "call_module" and n.users
                     and all(u.target is operator.getitem for u in n.users)}
