@@ -11,10 +11,11 @@
 // on a chain (sum over stages of the cone size). `checkpoint_all` is not
 // registered: keeping every forward value until its gradient is exactly
 // `noremat` in this memory model.
-#include <algorithm>
-
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "algorithms/common/forward_cone.h"
 #include "harness/liveness.h"
 #include "harness/registry.h"
 #include "harness/simulator.h"
@@ -51,18 +52,10 @@ class CheckpointLast : public Algorithm {
       // The forward cone behind s: forward values reachable backwards from
       // s through forward values only.
       cone.clear();
-      stack.assign(1, s);
-      while (!stack.empty()) {
-        NodeId v = stack.back();
-        stack.pop_back();
-        for (NodeId u : graph.inputs(v)) {
-          if (is_forward(u) && visited_in_stage[u] != stage) {
-            visited_in_stage[u] = stage;
-            cone.push_back(u);
-            stack.push_back(u);
-          }
-        }
-      }
+      WalkForwardCone(graph, s, stage, visited_in_stage, stack, [&](NodeId u) {
+        cone.push_back(u);
+        return true;
+      });
       std::sort(cone.begin(), cone.end(), [&](NodeId a, NodeId b) {
         return graph.topo_rank(a) < graph.topo_rank(b);
       });

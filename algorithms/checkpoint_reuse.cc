@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "algorithms/common/candidate_pool.h"
+#include "algorithms/common/forward_cone.h"
 #include "harness/liveness.h"
 #include "harness/memory_model.h"
 #include "harness/registry.h"
@@ -138,18 +139,10 @@ class CheckpointReuse : public Algorithm {
                                            "deadline reached while sizing");
       }
       ++most_steps;
-      stack.assign(1, s);
-      while (!stack.empty()) {
-        NodeId v = stack.back();
-        stack.pop_back();
-        for (NodeId u : graph.inputs(v)) {
-          if (is_forward(u) && seen[u] != s) {
-            seen[u] = s;
-            ++most_steps;
-            stack.push_back(u);
-          }
-        }
-      }
+      WalkForwardCone(graph, s, s, seen, stack, [&](NodeId) {
+        ++most_steps;
+        return true;
+      });
       if (most_steps > max_events) {
         return AlgorithmOutput::NoSchedule(
             Status::kTooLarge,
@@ -192,8 +185,8 @@ class CheckpointReuse : public Algorithm {
     CandidatePool best(graph, budget, {.invalid_is_bug = true});
     for (size_t o = 0; o < orders.size(); ++o) {
       for (int64_t keep_bound : keep_bounds) {
-        std::optional<Schedule> schedule = Build(
-            graph, request, orders[o], is_forward, most_steps, keep_bound);
+        std::optional<Schedule> schedule =
+            Build(graph, request, orders[o], most_steps, keep_bound);
         if (!schedule) {
           return best.empty()
                      ? AlgorithmOutput::NoSchedule(
@@ -217,11 +210,9 @@ class CheckpointReuse : public Algorithm {
 
   // The schedule that keeps a value whenever the timeline stays within
   // `keep_bound`; nullopt when the deadline passes.
-  template <typename IsForward>
   static std::optional<Schedule> Build(const Graph& graph,
                                        const SolveRequest& request,
                                        std::span<const NodeId> stages,
-                                       const IsForward& is_forward,
                                        int64_t most_steps, int64_t keep_bound) {
     const int32_t n = graph.num_nodes();
     Timeline timeline(most_steps);
@@ -266,18 +257,11 @@ class CheckpointReuse : public Algorithm {
       // The forward values s reads, nearest first: each kept if it fits,
       // else recomputed after its own inputs.
       recompute.clear();
-      stack.assign(1, s);
-      while (!stack.empty()) {
-        NodeId v = stack.back();
-        stack.pop_back();
-        for (NodeId u : graph.inputs(v)) {
-          if (!is_forward(u) || visited[u] == s) continue;
-          visited[u] = s;
-          if (keep(u)) continue;
-          recompute.push_back(u);
-          stack.push_back(u);
-        }
-      }
+      WalkForwardCone(graph, s, s, visited, stack, [&](NodeId u) {
+        if (keep(u)) return false;
+        recompute.push_back(u);
+        return true;
+      });
       std::sort(recompute.begin(), recompute.end(), [&](NodeId a, NodeId b) {
         return graph.topo_rank(a) < graph.topo_rank(b);
       });

@@ -408,6 +408,24 @@ class DtrRuntime {
            (heuristic_ == Heuristic::kDtr && !classes_);
   }
 
+  // Walks from `start` along inputs (or, `down`, consumers), reaching each
+  // node once per stamp (the caller starts a new one and stamps `start`):
+  // visit(w) says whether the walk goes on from w. Stops, with the rest
+  // unwalked, once the deadline has expired (WalkExpired).
+  template <typename Visit>
+  void Walk(NodeId start, bool down, Visit visit) {
+    walk_stack_.assign(1, start);
+    while (!walk_stack_.empty() && !WalkExpired()) {
+      const NodeId v = walk_stack_.back();
+      walk_stack_.pop_back();
+      for (NodeId w : down ? graph_.consumers(v) : graph_.inputs(v)) {
+        if (stamp_[w] == current_stamp_) continue;
+        stamp_[w] = current_stamp_;
+        if (visit(w)) walk_stack_.push_back(w);
+      }
+    }
+  }
+
   // c0(t) plus c0 of the evicted values reached from t through evicted
   // values: upwards (ancestors), and for h_dtr also downwards
   // (descendants). Cached until a residency change next to the evicted
@@ -417,21 +435,13 @@ class DtrRuntime {
     ++current_stamp_;
     stamp_[t] = current_stamp_;
     int64_t sum = graph_.cost(t);
-    auto walk = [&](bool up) {
-      walk_stack_.assign(1, t);
-      while (!walk_stack_.empty() && !WalkExpired()) {
-        const NodeId v = walk_stack_.back();
-        walk_stack_.pop_back();
-        for (NodeId w : up ? graph_.inputs(v) : graph_.consumers(v)) {
-          if (stamp_[w] == current_stamp_ || !Evicted(w)) continue;
-          stamp_[w] = current_stamp_;
-          sum += graph_.cost(w);
-          walk_stack_.push_back(w);
-        }
-      }
+    auto add_evicted = [&](NodeId w) {
+      if (!Evicted(w)) return false;
+      sum += graph_.cost(w);
+      return true;
     };
-    walk(/*up=*/true);
-    if (WalksDescendants()) walk(/*up=*/false);
+    Walk(t, /*down=*/false, add_evicted);
+    if (WalksDescendants()) Walk(t, /*down=*/true, add_evicted);
     cached_cost_[t] = sum;
     cache_dirty_[t] = 0;
     return sum;
@@ -444,25 +454,16 @@ class DtrRuntime {
     ++current_stamp_;
     stamp_[v] = current_stamp_;
     cache_dirty_[v] = 1;
-    auto walk = [&](bool down) {
-      walk_stack_.assign(1, v);
-      while (!walk_stack_.empty() && !WalkExpired()) {
-        const NodeId x = walk_stack_.back();
-        walk_stack_.pop_back();
-        for (NodeId w : down ? graph_.consumers(x) : graph_.inputs(x)) {
-          if (stamp_[w] == current_stamp_) continue;
-          stamp_[w] = current_stamp_;
-          if (resident_[w]) {
-            cache_dirty_[w] = 1;
-          } else if (computed_[w]) {
-            walk_stack_.push_back(w);
-          }
-        }
+    auto mark_resident = [&](NodeId w) {
+      if (resident_[w]) {
+        cache_dirty_[w] = 1;
+        return false;
       }
+      return computed_[w] != 0;  // walks on through evicted values
     };
     // Ancestor sets change below v, descendant sets above it.
-    walk(/*down=*/true);
-    if (WalksDescendants()) walk(/*down=*/false);
+    Walk(v, /*down=*/true, mark_resident);
+    if (WalksDescendants()) Walk(v, /*down=*/false, mark_resident);
   }
 
   // --- Equivalence classes (h_DTR^eq) -----------------------------------

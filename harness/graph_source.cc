@@ -5,12 +5,12 @@
 
 #include <filesystem>
 #include <fstream>
-#include <map>
 
 #include "harness/errors.h"
 #include "harness/file_io.h"
 #include "harness/graph_dot.h"
 #include "harness/graph_json.h"
+#include "harness/named_table.h"
 #include "harness/params.h"
 #include "harness/registry.h"
 
@@ -18,8 +18,8 @@ namespace remat {
 
 namespace {
 
-std::map<std::string, GraphFormat>& Formats() {
-  static std::map<std::string, GraphFormat> formats;
+NamedTable<GraphFormat>& Formats() {
+  static NamedTable<GraphFormat> formats;
   return formats;
 }
 
@@ -48,17 +48,11 @@ Graph Generate(const std::string& spec) {
 }  // namespace
 
 bool RegisterGraphFormat(GraphFormat format) {
-  std::string name = format.name;
-  if (!Formats().emplace(name, std::move(format)).second) {
-    throw std::logic_error("graph format registered twice: " + name);
-  }
-  return true;
+  return AddNamed(Formats(), std::move(format), "graph format");
 }
 
 std::vector<const GraphFormat*> AllGraphFormats() {
-  std::vector<const GraphFormat*> all;
-  for (const auto& [name, format] : Formats()) all.push_back(&format);
-  return all;
+  return AllNamed(Formats());
 }
 
 namespace {

@@ -3,9 +3,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <map>
-
 #include "harness/errors.h"
+#include "harness/named_table.h"
 
 namespace remat {
 
@@ -13,63 +12,45 @@ namespace {
 
 // Function-local statics: registration runs from other files' static
 // initializers, whose order relative to this file is unspecified.
-std::map<std::string, AlgorithmInfo>& Algorithms() {
-  static std::map<std::string, AlgorithmInfo> algorithms;
+NamedTable<AlgorithmInfo>& Algorithms() {
+  static NamedTable<AlgorithmInfo> algorithms;
   return algorithms;
 }
 
-std::map<std::string, GeneratorInfo>& Generators() {
-  static std::map<std::string, GeneratorInfo> generators;
+NamedTable<GeneratorInfo>& Generators() {
+  static NamedTable<GeneratorInfo> generators;
   return generators;
 }
 
-std::map<std::string, GraphPropertyInfo>& GraphProperties() {
-  static std::map<std::string, GraphPropertyInfo> properties;
+NamedTable<GraphPropertyInfo>& GraphProperties() {
+  static NamedTable<GraphPropertyInfo> properties;
   return properties;
 }
 
 }  // namespace
 
 bool RegisterGraphProperty(GraphPropertyInfo info) {
-  std::string name = info.name;
-  if (!GraphProperties().emplace(name, std::move(info)).second) {
-    throw std::logic_error("graph property registered twice: " + name);
-  }
-  return true;
+  return AddNamed(GraphProperties(), std::move(info), "graph property");
 }
 
 std::vector<const GraphPropertyInfo*> AllGraphProperties() {
-  std::vector<const GraphPropertyInfo*> all;
-  for (const auto& [name, info] : GraphProperties()) all.push_back(&info);
-  return all;
+  return AllNamed(GraphProperties());
 }
 
 bool RegisterAlgorithm(AlgorithmInfo info) {
-  std::string name = info.name;
-  if (!Algorithms().emplace(name, std::move(info)).second) {
-    throw std::logic_error("algorithm registered twice: " + name);
-  }
-  return true;
+  return AddNamed(Algorithms(), std::move(info), "algorithm");
 }
 
 bool RegisterGenerator(GeneratorInfo info) {
-  std::string name = info.name;
-  if (!Generators().emplace(name, std::move(info)).second) {
-    throw std::logic_error("generator registered twice: " + name);
-  }
-  return true;
+  return AddNamed(Generators(), std::move(info), "generator");
 }
 
 std::vector<const AlgorithmInfo*> AllAlgorithms() {
-  std::vector<const AlgorithmInfo*> all;
-  for (const auto& [name, info] : Algorithms()) all.push_back(&info);
-  return all;
+  return AllNamed(Algorithms());
 }
 
 std::vector<const GeneratorInfo*> AllGenerators() {
-  std::vector<const GeneratorInfo*> all;
-  for (const auto& [name, info] : Generators()) all.push_back(&info);
-  return all;
+  return AllNamed(Generators());
 }
 
 const AlgorithmInfo& FindAlgorithm(const std::string& name) {

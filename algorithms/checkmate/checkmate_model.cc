@@ -364,35 +364,40 @@ std::optional<std::vector<double>> CheckmateModel::PointOf(
   return x;
 }
 
+namespace {
+
+// The n x n 0/1 matrix of a stage-by-value variable: entry [t][i] is
+// decide(t, i), asked row by row, for the values a stage can hold (i < t
+// for S; also i == t, with `diagonal`, for R); the rest are 0.
+template <typename Decide>
+std::vector<std::vector<uint8_t>> StageMatrix(int n, bool diagonal,
+                                              Decide decide) {
+  std::vector<std::vector<uint8_t>> m(n, std::vector<uint8_t>(n, 0));
+  for (int t = 0; t < n; ++t) {
+    for (int i = 0; i < t + (diagonal ? 1 : 0); ++i) m[t][i] = decide(t, i);
+  }
+  return m;
+}
+
+}  // namespace
+
 std::vector<std::vector<uint8_t>> CheckmateModel::RoundR(
     std::span<const double> x, double threshold) const {
-  const int n = static_cast<int>(node_.size());
-  std::vector<std::vector<uint8_t>> r(n, std::vector<uint8_t>(n, 0));
-  for (int t = 0; t < n; ++t) {
-    for (int i = 0; i <= t; ++i) r[t][i] = x[R(t, i)] > threshold;
-  }
-  return r;
+  return StageMatrix(static_cast<int>(node_.size()), /*diagonal=*/true,
+                     [&](int t, int i) { return x[R(t, i)] > threshold; });
 }
 
 std::vector<std::vector<uint8_t>> CheckmateModel::RoundS(
     std::span<const double> x, double threshold) const {
-  const int n = static_cast<int>(node_.size());
-  std::vector<std::vector<uint8_t>> s(n, std::vector<uint8_t>(n, 0));
-  for (int t = 0; t < n; ++t) {
-    for (int i = 0; i < t; ++i) s[t][i] = x[S(t, i)] > threshold;
-  }
-  return s;
+  return StageMatrix(static_cast<int>(node_.size()), /*diagonal=*/false,
+                     [&](int t, int i) { return x[S(t, i)] > threshold; });
 }
 
 std::vector<std::vector<uint8_t>> CheckmateModel::SampleS(
     std::span<const double> x, std::mt19937_64& rng) const {
-  const int n = static_cast<int>(node_.size());
   std::uniform_real_distribution<double> uniform(0, 1);
-  std::vector<std::vector<uint8_t>> s(n, std::vector<uint8_t>(n, 0));
-  for (int t = 0; t < n; ++t) {
-    for (int i = 0; i < t; ++i) s[t][i] = uniform(rng) < x[S(t, i)];
-  }
-  return s;
+  return StageMatrix(static_cast<int>(node_.size()), /*diagonal=*/false,
+                     [&](int t, int i) { return uniform(rng) < x[S(t, i)]; });
 }
 
 std::vector<std::vector<uint8_t>> CheckmateModel::RebuildR(

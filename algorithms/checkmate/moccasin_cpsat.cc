@@ -14,6 +14,15 @@
 #include "algorithms/checkmate/child_process.h"
 #include "harness/simulator.h"
 
+// The build's defaults, which the environment overrides; the Python only
+// where the build found one with ortools (CMakeLists.txt).
+#ifndef REMAT_CPSAT_PYTHON_DEFAULT
+#define REMAT_CPSAT_PYTHON_DEFAULT ""
+#endif
+#ifndef REMAT_CPSAT_SCRIPT_DEFAULT
+#define REMAT_CPSAT_SCRIPT_DEFAULT ""
+#endif
+
 namespace remat {
 namespace {
 
@@ -77,24 +86,19 @@ Json OnceHint(const CheckmateModel& model) {
   return hint;
 }
 
+// The environment variable `name`'s value where it is set, else `fallback`.
+std::string EnvironmentOr(const char* name, const char* fallback) {
+  const char* given = std::getenv(name);
+  return given != nullptr ? given : fallback;
+}
+
 }  // namespace
 
 std::optional<CpSatProgram> FindCpSat() {
-  CpSatProgram program;
-  if (const char* given = std::getenv("REMAT_CPSAT_PYTHON")) {
-    program.python = given;
-  } else {
-#ifdef REMAT_CPSAT_PYTHON_DEFAULT
-    program.python = REMAT_CPSAT_PYTHON_DEFAULT;
-#endif
-  }
-  if (const char* given = std::getenv("REMAT_CPSAT_SCRIPT")) {
-    program.script = given;
-  } else {
-#ifdef REMAT_CPSAT_SCRIPT_DEFAULT
-    program.script = REMAT_CPSAT_SCRIPT_DEFAULT;
-#endif
-  }
+  const CpSatProgram program{
+      .python = EnvironmentOr("REMAT_CPSAT_PYTHON", REMAT_CPSAT_PYTHON_DEFAULT),
+      .script =
+          EnvironmentOr("REMAT_CPSAT_SCRIPT", REMAT_CPSAT_SCRIPT_DEFAULT)};
   if (program.python.empty() || access(program.python.c_str(), X_OK) != 0 ||
       !IsFile(program.script)) {
     return std::nullopt;

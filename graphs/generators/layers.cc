@@ -21,6 +21,26 @@ int64_t WindowOutput(const Network& net, int64_t in, int64_t kernel,
   return (padded - span) / stride + 1;
 }
 
+namespace {
+
+// Adds a kernel x kernel convolution, plain or transposed, from x to `out`:
+// its parameters (weights and the optional bias) and two flops per weight
+// at each position of `positions` (the output for a plain convolution, the
+// input for a transposed one, whose every input pixel meets every weight).
+Tensor AddConvolution(Network& net, Op op, std::string name, const Tensor& x,
+                      const Shape& out, int64_t kernel, const Shape& positions,
+                      bool bias) {
+  const int64_t weights =
+      net.Mul(net.Mul(kernel, kernel), net.Mul(x.shape.c, out.c));
+  const int64_t flops = net.Mul(
+      2, net.Mul(weights,
+                 net.Mul(positions.n, net.Mul(positions.h, positions.w))));
+  return net.AddOp(op, std::move(name), {x}, out, flops,
+                   net.Add(weights, bias ? out.c : 0));
+}
+
+}  // namespace
+
 Tensor Conv2d(Network& net, std::string name, const Tensor& x,
               int64_t out_channels, int64_t kernel, int64_t stride, int64_t pad,
               int64_t dilation, bool bias) {
@@ -28,12 +48,8 @@ Tensor Conv2d(Network& net, std::string name, const Tensor& x,
   const Shape out{in.n, out_channels,
                   WindowOutput(net, in.h, kernel, stride, pad, dilation),
                   WindowOutput(net, in.w, kernel, stride, pad, dilation)};
-  const int64_t weights =
-      net.Mul(net.Mul(kernel, kernel), net.Mul(in.c, out_channels));
-  const int64_t flops =
-      net.Mul(2, net.Mul(weights, net.Mul(out.n, net.Mul(out.h, out.w))));
-  return net.AddOp(Op::kConv2d, std::move(name), {x}, out, flops,
-                   net.Add(weights, bias ? out_channels : 0));
+  return AddConvolution(net, Op::kConv2d, std::move(name), x, out, kernel,
+                        /*positions=*/out, bias);
 }
 
 Tensor ConvTranspose2d(Network& net, std::string name, const Tensor& x,
@@ -41,12 +57,8 @@ Tensor ConvTranspose2d(Network& net, std::string name, const Tensor& x,
   const Shape& in = x.shape;
   const Shape out{in.n, out_channels, net.Mul(in.h, kernel),
                   net.Mul(in.w, kernel)};
-  const int64_t weights =
-      net.Mul(net.Mul(kernel, kernel), net.Mul(in.c, out_channels));
-  const int64_t flops =
-      net.Mul(2, net.Mul(weights, net.Mul(in.n, net.Mul(in.h, in.w))));
-  return net.AddOp(Op::kConvTranspose2d, std::move(name), {x}, out, flops,
-                   net.Add(weights, bias ? out_channels : 0));
+  return AddConvolution(net, Op::kConvTranspose2d, std::move(name), x, out,
+                        kernel, /*positions=*/in, bias);
 }
 
 Tensor Linear(Network& net, std::string name, const Tensor& x,

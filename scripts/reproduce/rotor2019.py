@@ -46,13 +46,11 @@ def reproduce(remat, args):
     if args.quick:
         nets, nbudgets = [n for n in nets if n[1] == "cg_vgg19.txt"], 4
     paths = [os.path.relpath(os.path.join(folder, f), ROOT) for _, f in nets]
-    doc = remat.sweep(["--graphs"] + paths + ["--algorithms", ",".join(ALGORITHMS),
-                       "--budgets", str(nbudgets), "--threads", str(args.jobs),
-                       "--timeout", "60"])
-    remat.remember(("sweep",), ["remat", "sweep", "--graphs"] + paths +
-                   ["--algorithms", ",".join(ALGORITHMS), "--budgets", str(nbudgets),
-                    "--threads", str(args.jobs), "--timeout", "60"],
-                   {"runs": doc["runs"]})
+    sweep_args = (["--graphs"] + paths +
+                  ["--algorithms", ",".join(ALGORITHMS), "--budgets", str(nbudgets),
+                   "--threads", str(args.jobs), "--timeout", "60"])
+    doc = remat.sweep(sweep_args)
+    remat.remember(("sweep",), ["remat", "sweep"] + sweep_args, {"runs": doc["runs"]})
     # Runs name a file graph by its base name (cg_vgg19).
     by = {(r["graph"], r["algorithm"]): r["points"] for r in doc["runs"]}
 
