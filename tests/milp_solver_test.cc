@@ -3,7 +3,8 @@
 // proves the same optima as CBC (chains at every budget, where binomial
 // checkpointing gives the optimum, and branching fixtures), and without
 // its executable solver=highs answers status error naming what is
-// missing.
+// missing; a child runs without a kill time where the solve has no time
+// limit.
 #include <Cbc_C_Interface.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -18,6 +19,7 @@
 #include <string>
 
 #include "algorithms/checkmate/checkmate_model.h"
+#include "algorithms/checkmate/child_process.h"
 #include "algorithms/checkmate/highs_process.h"
 #include "algorithms/checkmate/milp_files.h"
 #include "harness/graph_source.h"
@@ -229,6 +231,18 @@ TEST(MilpSolvers, ABrokenHighsIsAnError) {
   EXPECT_NE(highs.message.find("/bin/false exited with status 1"),
             std::string::npos)
       << highs.message;
+}
+
+// A solve without a time limit runs its solver's child without one: the
+// unbounded deadline's 1e18 s once overflowed the kill time, and every
+// child was killed at once ("ran past its 1000000000000000000.0 s limit").
+TEST(ChildProcess, NoLimitKillsNothing) {
+  const TempDir dir("remat-child-test-");
+  ASSERT_FALSE(dir.path().empty());
+  const ChildRun run =
+      RunChild("sleep", {"/bin/sh", "-c", "sleep 0.2"}, {}, dir.path(), 1e18);
+  EXPECT_EQ(run.error, "");
+  EXPECT_EQ(run.exit_status, 0);
 }
 
 // A HiGHS whose time limit runs out while it still reads the model exits

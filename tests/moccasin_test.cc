@@ -302,6 +302,17 @@ TEST(MoccasinSolvers, CpSatPastItsLimitLeavesTheWarmStart) {
       << r.message;
 }
 
+// Without a time limit CP-SAT runs to its end (its child was once killed at
+// once: the unbounded deadline's seconds overflowed the kill time).
+TEST(MoccasinSolvers, CpSatWithoutATimeLimitAnswers) {
+  if (!FindCpSat()) GTEST_SKIP() << "this build has no ortools";
+  const Graph g = LoadGraph("chain:n=5");
+  const SolveResult r =
+      Solve("moccasin", g, 5, {"solver=cpsat"}, /*timeout_seconds=*/0);
+  EXPECT_EQ(r.status, Status::kFeasible) << r.message;
+  EXPECT_TRUE(r.optimal) << r.message;
+}
+
 // solver=auto is CP-SAT where the build has ortools (chosen by measurement
 // on the default corpus: docs/algorithms.md) and Gecode, then HiGHS, where
 // it has not: both prove the same optimum, each naming its solver.

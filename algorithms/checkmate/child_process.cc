@@ -84,11 +84,15 @@ ChildRun RunChild(const std::string& what, std::vector<std::string> args,
     run.error = fmt::format("cannot start {}: {}", what, strerror(errno));
     return run;
   }
+  // A solve without a time limit asks for 1e18 s, whose nanoseconds would
+  // overflow the clock and kill the child at once.
   const auto kill_at =
-      std::chrono::steady_clock::now() +
-      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-          std::chrono::duration<double>(seconds +
-                                        std::max(5.0, 0.1 * seconds)));
+      seconds < kNoLimitSeconds
+          ? std::chrono::steady_clock::now() +
+                std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                    std::chrono::duration<double>(seconds +
+                                                  std::max(5.0, 0.1 * seconds)))
+          : std::chrono::steady_clock::time_point::max();
   int status = 0;
   bool killed = false;
   for (;;) {

@@ -26,6 +26,9 @@ class TempDir {
   std::string path_;
 };
 
+// Limits of this many seconds (about 30 years) or more are none.
+inline constexpr double kNoLimitSeconds = 1e9;
+
 // How a child ended.
 struct ChildRun {
   // Empty when it ran to its end; else why not (it could not start, it
@@ -39,9 +42,10 @@ struct ChildRun {
 // Runs `args` (args[0] the executable's path) in `dir` with `env_extra`
 // ("NAME=value" entries replacing those of this process's environment),
 // its output into dir/log.txt, and waits for it. A child that runs more
-// than max(5 s, 10%) past `seconds` is killed; it dies with the thread
-// that started it (the isolated solve's watchdog ends that thread's
-// process). `what` names it in errors.
+// than max(5 s, 10%) past `seconds` is killed, unless `seconds` is
+// kNoLimitSeconds or more (no limit: an unbounded Deadline has 1e18 s
+// left); it dies with the thread that started it (the isolated solve's
+// watchdog ends that thread's process). `what` names it in errors.
 ChildRun RunChild(const std::string& what, std::vector<std::string> args,
                   const std::vector<std::string>& env_extra,
                   const std::string& dir, double seconds);
