@@ -49,6 +49,7 @@
 #include "algorithms/checkmate/checkmate_model.h"
 #include "algorithms/checkmate/moccasin_cp.h"
 #include "algorithms/checkmate/moccasin_cpsat.h"
+#include "algorithms/checkmate/moccasin_greedy.h"
 #include "algorithms/checkmate/staged_milp.h"
 #include "harness/registry.h"
 
@@ -120,6 +121,13 @@ class Moccasin : public Algorithm {
       return std::move(*refused);
     }
     StagedStart start = BestStagedStart(graph, request, options.checkmate, c);
+    // The greedy walk inside the class, where no heuristic fits in it or
+    // where it is cheaper than the one that does (issue 32).
+    if (std::optional<Incumbent> walked =
+            GreedyIntervalStart(graph, start.model, request.budget_bytes, c);
+        walked && (!start.incumbent || walked->cost < start.incumbent->cost)) {
+      start.incumbent = std::move(walked);
+    }
     // A heuristic that fits but is outside the class is no start: the
     // answer names it, since it may be cheaper than the answer, or be the
     // only schedule that fits.
