@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <stdexcept>
+
 #include "algorithms/checkmate/moccasin_cp.h"
 #include "harness/graph_source.h"
 #include "harness/simulator.h"
@@ -93,6 +95,39 @@ TEST(MoccasinGreedy, NeverBelowTheClassOptimum) {
     }
   }
   EXPECT_GE(found, 4);
+}
+
+// The stages without the MILP (moccasin on CP-SAT builds them so, issue 32)
+// are the stages with it: the same structure, sizes, scales and staged
+// schedules (here dtr's, in the order of its first computes), and the
+// MILP's readers refuse.
+TEST(MoccasinGreedy, StagesWithoutTheMilpAreTheSame) {
+  const Graph g = LoadGraph("random_layered:n=30,seed=2");
+  const int64_t budget = NoRematPeak(g);
+  const AlgorithmInfo& info = FindAlgorithm("dtr");
+  const Attempt dtr = RunAlgorithm(
+      g, info, Params::Parse({}, info.params, "dtr"), budget * 3 / 4, 60);
+  ASSERT_TRUE(dtr.output.schedule.has_value()) << dtr.output.message;
+  const Schedule& schedule = *dtr.output.schedule;
+  const std::optional<std::vector<NodeId>> order =
+      FirstComputeOrder(g, schedule);
+  ASSERT_TRUE(order.has_value());
+  const CheckmateModel full(g, budget, *order, 2);
+  const CheckmateModel bare(g, budget, *order, 2, false);
+  EXPECT_TRUE(full.has_milp());
+  EXPECT_FALSE(bare.has_milp());
+  EXPECT_GT(full.num_cols(), 0);
+  EXPECT_EQ(bare.num_cols(), 0);
+  EXPECT_EQ(bare.order(), full.order());
+  EXPECT_EQ(bare.inputs(), full.inputs());
+  EXPECT_EQ(bare.consumers(), full.consumers());
+  EXPECT_EQ(bare.mem_bytes(), full.mem_bytes());
+  EXPECT_EQ(bare.workspace_bytes(), full.workspace_bytes());
+  EXPECT_EQ(bare.cost_scale(), full.cost_scale());
+  const std::optional<Schedule> staged = full.Staged(schedule);
+  ASSERT_TRUE(staged.has_value());
+  EXPECT_EQ(bare.Staged(schedule), staged);
+  EXPECT_THROW(bare.PointOf(schedule), std::logic_error);
 }
 
 }  // namespace

@@ -120,7 +120,11 @@ class Moccasin : public Algorithm {
     if (auto refused = Refuse(graph, request, options)) {
       return std::move(*refused);
     }
-    StagedStart start = BestStagedStart(graph, request, options.checkmate, c);
+    const bool cpsat = solver == MoccasinSolver::kCpSat ||
+                       (solver == MoccasinSolver::kAuto && FindCpSat());
+    // CP-SAT's interval model needs the stages, not the MILP's columns.
+    StagedStart start =
+        BestStagedStart(graph, request, options.checkmate, c, !cpsat);
     // The greedy walk inside the class, where no heuristic fits in it or
     // where it is cheaper than the one that does (issue 32).
     if (std::optional<Incumbent> walked =
@@ -136,8 +140,7 @@ class Moccasin : public Algorithm {
             ? std::string()
             : fmt::format("; fitting heuristics outside the class: {}",
                           fmt::join(start.outside_class, ", "));
-    if (solver == MoccasinSolver::kCpSat ||
-        (solver == MoccasinSolver::kAuto && FindCpSat())) {
+    if (cpsat) {
       // CP-SAT's process can overrun the deadline (Python's start and the
       // model's construction under load): the watchdog then answers with
       // the warm start, as the MILP's path offers it, not with nothing.
