@@ -105,8 +105,9 @@ TEST(MoccasinGreedy, StagesWithoutTheMilpAreTheSame) {
   const Graph g = LoadGraph("random_layered:n=30,seed=2");
   const int64_t budget = NoRematPeak(g);
   const AlgorithmInfo& info = FindAlgorithm("dtr");
+  const int64_t below = (MemoryLowerBound(g) + budget) / 2;
   const Attempt dtr = RunAlgorithm(
-      g, info, Params::Parse({}, info.params, "dtr"), budget * 3 / 4, 60);
+      g, info, Params::Parse({}, info.params, "dtr"), below, 60);
   ASSERT_TRUE(dtr.output.schedule.has_value()) << dtr.output.message;
   const Schedule& schedule = *dtr.output.schedule;
   const std::optional<std::vector<NodeId>> order =
