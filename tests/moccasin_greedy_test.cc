@@ -106,8 +106,8 @@ TEST(MoccasinGreedy, StagesWithoutTheMilpAreTheSame) {
   const int64_t budget = NoRematPeak(g);
   const AlgorithmInfo& info = FindAlgorithm("dtr");
   const int64_t below = (MemoryLowerBound(g) + budget) / 2;
-  const Attempt dtr = RunAlgorithm(
-      g, info, Params::Parse({}, info.params, "dtr"), below, 60);
+  const Attempt dtr =
+      RunAlgorithm(g, info, Params::Parse({}, info.params, "dtr"), below, 60);
   ASSERT_TRUE(dtr.output.schedule.has_value()) << dtr.output.message;
   const Schedule& schedule = *dtr.output.schedule;
   const std::optional<std::vector<NodeId>> order =
