@@ -8,7 +8,8 @@
 // class lives on Checkmate's stage grid (checkmate_model.h), in the stage
 // order and from the warm start of checkmate_milp (the cheapest heuristic
 // schedule that, staged in its own first-compute order, computes no value
-// more than C times), and two solvers answer it:
+// more than C times) or, where none fits in the class or it is cheaper, a
+// greedy walk inside the class (moccasin_greedy.h), and solvers answer it:
 // - gecode (moccasin_cp.h): the paper's model, C interval variables per
 //   value, dependencies as coverage constraints and memory as one
 //   cumulative constraint, as a constraint program on Gecode (the paper
