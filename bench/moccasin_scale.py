@@ -147,7 +147,8 @@ def main():
     args = ap.parse_args()
     remat = os.environ.get("REMAT_BINARY", os.path.join(ROOT, "build",
                                                         "remat"))
-    solvers = args.solvers.split(";" if ";" in args.solvers else ",")
+    solvers = [s for s in args.solvers.split(";" if ";" in args.solvers else ",")
+               if s]
     git = subprocess.run(["git", "-C", ROOT, "describe", "--always",
                           "--dirty"], capture_output=True,
                          text=True).stdout.strip()

@@ -41,8 +41,9 @@ CheckmateModel::CheckmateModel(const Graph& graph, int64_t budget_bytes)
     : CheckmateModel(graph, budget_bytes, NoRematOrder(graph)) {}
 
 CheckmateModel::CheckmateModel(const Graph& graph, int64_t budget_bytes,
-                               std::vector<NodeId> order, int max_computes)
-    : graph_(graph), node_(std::move(order)) {
+                               std::vector<NodeId> order, int max_computes,
+                               bool with_milp)
+    : graph_(graph), node_(std::move(order)), has_milp_(with_milp) {
   const int n = static_cast<int>(node_.size());
   const std::vector<uint8_t> needed = NeededNodes(graph);
   index_.assign(graph.num_nodes(), -1);
@@ -78,6 +79,7 @@ CheckmateModel::CheckmateModel(const Graph& graph, int64_t budget_bytes,
   }
   mem_scale_ = std::max<int64_t>(mem_gcd, 1);
   cost_scale_ = std::max<int64_t>(cost_gcd, 1);
+  if (!with_milp) return;
   auto scaled_mem = [&](int k) { return double(mem_[k] / mem_scale_); };
   const double inf = std::numeric_limits<double>::infinity();
 
@@ -220,6 +222,12 @@ CheckmateModelSize CountCheckmateModel(const Graph& graph,
   return size;
 }
 
+void CheckmateModel::NeedMilp() const {
+  if (!has_milp_) {
+    throw std::logic_error("the Checkmate model was built without its MILP");
+  }
+}
+
 double CheckmateModel::ScaledBudget(int64_t budget_bytes) const {
   return std::floor(double(budget_bytes / mem_scale_));
 }
@@ -323,6 +331,7 @@ std::optional<Schedule> CheckmateModel::Staged(
 
 std::optional<std::vector<double>> CheckmateModel::PointOf(
     std::span<const Event> schedule) const {
+  NeedMilp();
   const std::optional<Stages> stages = ReadStages(schedule, false);
   if (!stages) return std::nullopt;
   const auto& [r, s] = *stages;
@@ -383,18 +392,21 @@ std::vector<std::vector<uint8_t>> StageMatrix(int n, bool diagonal,
 
 std::vector<std::vector<uint8_t>> CheckmateModel::RoundR(
     std::span<const double> x, double threshold) const {
+  NeedMilp();
   return StageMatrix(static_cast<int>(node_.size()), /*diagonal=*/true,
                      [&](int t, int i) { return x[R(t, i)] > threshold; });
 }
 
 std::vector<std::vector<uint8_t>> CheckmateModel::RoundS(
     std::span<const double> x, double threshold) const {
+  NeedMilp();
   return StageMatrix(static_cast<int>(node_.size()), /*diagonal=*/false,
                      [&](int t, int i) { return x[S(t, i)] > threshold; });
 }
 
 std::vector<std::vector<uint8_t>> CheckmateModel::SampleS(
     std::span<const double> x, std::mt19937_64& rng) const {
+  NeedMilp();
   std::uniform_real_distribution<double> uniform(0, 1);
   return StageMatrix(static_cast<int>(node_.size()), /*diagonal=*/false,
                      [&](int t, int i) { return uniform(rng) < x[S(t, i)]; });
@@ -538,12 +550,14 @@ std::vector<OptionField<CheckmateOptions>> CheckmateOptionFields(
 }
 
 StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
-                            const CheckmateOptions& options, int max_computes) {
+                            const CheckmateOptions& options, int max_computes,
+                            bool with_milp) {
   const int64_t budget_bytes = request.budget_bytes;
   const StageOrder order = options.stage_order;
   std::optional<CheckmateModel> graph_order;
   if (order == StageOrder::kGraph) {
-    graph_order.emplace(graph, budget_bytes, NoRematOrder(graph), max_computes);
+    graph_order.emplace(graph, budget_bytes, NoRematOrder(graph), max_computes,
+                        with_milp);
   }
   // A staged schedule that computes a value more than max_computes times
   // is no point of the model, so it cannot be the MIP start: a dearer one
@@ -577,7 +591,8 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
       return std::nullopt;
     }
     return within_cap(
-        CheckmateModel(graph, budget_bytes, std::move(*first)).Staged(s));
+        CheckmateModel(graph, budget_bytes, std::move(*first), 0, with_milp)
+            .Staged(s));
   };
   std::vector<std::string> outside;
   auto dropped = [&](const std::string& name, bool over_budget) {
@@ -598,14 +613,14 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
             std::move(outside)};
   }
   if (!incumbent) {
-    return {
-        order, std::nullopt,
-        CheckmateModel(graph, budget_bytes, NoRematOrder(graph), max_computes),
-        "graph", std::move(outside)};
+    return {order, std::nullopt,
+            CheckmateModel(graph, budget_bytes, NoRematOrder(graph),
+                           max_computes, with_milp),
+            "graph", std::move(outside)};
   }
   CheckmateModel model(graph, budget_bytes,
                        *FirstComputeOrder(graph, incumbent->schedule),
-                       max_computes);
+                       max_computes, with_milp);
   std::string source = incumbent->algorithm;
   return {order, std::move(incumbent), std::move(model), std::move(source),
           std::move(outside)};

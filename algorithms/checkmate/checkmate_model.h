@@ -48,8 +48,16 @@ class CheckmateModel {
   // rows sum_t R[t,i] <= max_computes (each value computed at most that
   // many times; S already makes each retention interval contiguous and
   // start at a compute).
+  // `with_milp` false builds the stage structure alone (order, inputs,
+  // consumers, sizes, scales, Staged, RebuildR, Extract): what the interval
+  // model and the warm start's staging need, without the O(n^2) columns
+  // that take most of the time and memory on 1,000 nodes (issue 32). The
+  // MILP's vectors are then empty, and PointOf, RoundR, RoundS and SampleS
+  // throw std::logic_error.
   CheckmateModel(const Graph& graph, int64_t budget_bytes,
-                 std::vector<NodeId> order, int max_computes = 0);
+                 std::vector<NodeId> order, int max_computes = 0,
+                 bool with_milp = true);
+  bool has_milp() const { return has_milp_; }
 
   // The problem in column-major form, ready for Cbc_loadProblem or
   // OsiSolverInterface::loadProblem.
@@ -135,6 +143,7 @@ class CheckmateModel {
   };
   std::optional<Stages> ReadStages(std::span<const Event> schedule,
                                    bool allow_repeats) const;
+  void NeedMilp() const;
   int R(int t, int i) const { return r_col_[t][i]; }
   int S(int t, int i) const { return s_col_[t][i]; }  // -1: fixed 0
   void Finish();
@@ -145,6 +154,7 @@ class CheckmateModel {
   std::vector<std::vector<int>> inputs_, consumers_;  // in stage indices
   std::vector<int64_t> mem_, workspace_;
   int64_t mem_scale_ = 1, cost_scale_ = 1;
+  bool has_milp_ = true;
 
   std::vector<std::vector<int>> r_col_, s_col_, u_col_;
   // free_col_[t][k]: the F columns of the values freed after computing k
@@ -266,9 +276,10 @@ struct StagedStart {
 };
 // Each heuristic runs for at most warm_start_seconds and a tenth of the
 // time left.
-// `max_computes` as in CheckmateModel's constructor.
+// `max_computes` and `with_milp` (of the model returned) as in
+// CheckmateModel's constructor.
 StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
                             const CheckmateOptions& options,
-                            int max_computes = 0);
+                            int max_computes = 0, bool with_milp = true);
 
 }  // namespace remat

@@ -8,7 +8,8 @@
 // class lives on Checkmate's stage grid (checkmate_model.h), in the stage
 // order and from the warm start of checkmate_milp (the cheapest heuristic
 // schedule that, staged in its own first-compute order, computes no value
-// more than C times), and two solvers answer it:
+// more than C times) or, where none fits in the class or it is cheaper, a
+// greedy walk inside the class (moccasin_greedy.h), and solvers answer it:
 // - gecode (moccasin_cp.h): the paper's model, C interval variables per
 //   value, dependencies as coverage constraints and memory as one
 //   cumulative constraint, as a constraint program on Gecode (the paper
@@ -49,6 +50,7 @@
 #include "algorithms/checkmate/checkmate_model.h"
 #include "algorithms/checkmate/moccasin_cp.h"
 #include "algorithms/checkmate/moccasin_cpsat.h"
+#include "algorithms/checkmate/moccasin_greedy.h"
 #include "algorithms/checkmate/staged_milp.h"
 #include "harness/registry.h"
 
@@ -119,7 +121,18 @@ class Moccasin : public Algorithm {
     if (auto refused = Refuse(graph, request, options)) {
       return std::move(*refused);
     }
-    StagedStart start = BestStagedStart(graph, request, options.checkmate, c);
+    const bool cpsat = solver == MoccasinSolver::kCpSat ||
+                       (solver == MoccasinSolver::kAuto && FindCpSat());
+    // CP-SAT's interval model needs the stages, not the MILP's columns.
+    StagedStart start =
+        BestStagedStart(graph, request, options.checkmate, c, !cpsat);
+    // The greedy walk inside the class, where no heuristic fits in it or
+    // where it is cheaper than the one that does (issue 32).
+    if (std::optional<Incumbent> walked =
+            GreedyIntervalStart(graph, start.model, request.budget_bytes, c);
+        walked && (!start.incumbent || walked->cost < start.incumbent->cost)) {
+      start.incumbent = std::move(walked);
+    }
     // A heuristic that fits but is outside the class is no start: the
     // answer names it, since it may be cheaper than the answer, or be the
     // only schedule that fits.
@@ -128,8 +141,7 @@ class Moccasin : public Algorithm {
             ? std::string()
             : fmt::format("; fitting heuristics outside the class: {}",
                           fmt::join(start.outside_class, ", "));
-    if (solver == MoccasinSolver::kCpSat ||
-        (solver == MoccasinSolver::kAuto && FindCpSat())) {
+    if (cpsat) {
       // CP-SAT's process can overrun the deadline (Python's start and the
       // model's construction under load): the watchdog then answers with
       // the warm start, as the MILP's path offers it, not with nothing.

@@ -1,0 +1,34 @@
+// A schedule of Moccasin's class built without a solver: moccasin's start
+// when no heuristic of its warm start fits inside the class (issue 32: on
+// Checkmate's random layered graphs of 250 to 1,000 nodes none does, and
+// CP-SAT then searched from an infeasible hint).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "algorithms/checkmate/checkmate_model.h"
+#include "algorithms/common/warm_start.h"
+#include "harness/graph.h"
+
+namespace remat {
+
+// The cheapest of a few greedy walks over `model`'s positions (stage by
+// stage, node by node) that each compute every value at most `computes`
+// times and hold it for one interval per compute, as the interval model
+// does (moccasin_cp.h): each stage computes its node after recomputing the
+// inputs it no longer holds (and theirs); where a compute would go over
+// `budget_bytes`, the walk ends the interval of a held value that it can
+// compute again at its next read (each walk ranks them by its own rule: the
+// furthest next read among those whose recompute holds no input longer,
+// the most bytes x stages saved net of the inputs' longer holds, or that
+// per unit of recompute cost; where none of those is left, any value that
+// can be computed again, with its inputs), and a value is freed after its
+// last read once nothing can need it again. Each schedule
+// is checked by the simulator; nullopt when no walk fits.
+std::optional<Incumbent> GreedyIntervalStart(const Graph& graph,
+                                             const CheckmateModel& model,
+                                             int64_t budget_bytes,
+                                             int computes);
+
+}  // namespace remat
