@@ -688,6 +688,12 @@ def run_model(name, build, args, rows, summary):
                 f"{rc['compile_seconds']} s")
     summary["head_to_head"] = compare(options, candidates, meas, args,
                                       deadline)
+    # Plain training is no memory option but is the step a NoRemat plan
+    # must match (the goal: within 3%), timed the same way.
+    summary["against_eager"] = compare(
+        {("eager", "-"): (base["peak_bytes"],
+                          lambda: contextlib.nullcontext(eager))},
+        candidates, meas, args, deadline)
     summary["seconds"] = round(time.perf_counter() - t0, 1)
 
 

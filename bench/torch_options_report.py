@@ -282,6 +282,19 @@ def report(doc, md_path, png_path=None):
                   f"{min(e['time_ratio'] for e in h2h):.2f} to "
                   f"{max(e['time_ratio'] for e in h2h):.2f}"
                   + _significance(h2h) + ".", ""]
+    noremat = [(m["model"], t) for m in doc["models"]
+               for e in m.get("against_eager") or []
+               for t in e.get("timed", [])
+               if t.get("rematbench_method") == "rematbench_eager"
+               and t.get("time_ratio") is not None]
+    if noremat:
+        lines += ["- Against plain eager training at its peak, the eager "
+                  "program of least predicted time there, timed side by "
+                  "side: " + ", ".join(
+                      f"{model} {t['time_ratio']:.3f} ({t['algorithm']}"
+                      + (f", 95% interval {_interval(t)}"
+                         if t.get("time_ratio_ci95") else "") + ")"
+                      for model, t in noremat) + ".", ""]
     for m in doc["models"]:
         low = min((r["measured_peak_bytes"] for r in plans
                    if r["model"] == m["model"]), default=None)
