@@ -1,0 +1,172 @@
+"""Build and test time of two commits, measured under the same load.
+
+    .venv/bin/python bench/build_time.py --old REV [--new REV] [--out FILE]
+
+On a shared machine a build's time says more about the other work than
+about the code, and timing one commit after the other compares two
+loads. So both commits are cloned and built once, then every translation
+unit of both is compiled again one at a time, alternating old and new in
+a shuffled order, and the compiler's CPU seconds summed per commit; then
+the quick suites (ctest -LE slow) run test by test, alternating again.
+Tests of one name that pass in both are compared on their own, since a
+suite that grew is slower for that reason alone. The results file has
+the totals, the unit and test counts, the lines of C++ in each tree and
+the tests that grew most.
+"""
+import argparse
+import json
+import os
+import random
+import re
+import resource
+import subprocess
+import sys
+import time
+
+from rematbench.files import run_context, write_json
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def prepare(work, name, rev, python):
+    """A clone of this repository at `rev` in work/name, configured and
+    built as scripts/build.sh builds (Release, tests on, no ccache)."""
+    tree = os.path.join(work, name)
+    if not os.path.isdir(tree):
+        subprocess.run(["git", "clone", "-q", ROOT, tree], check=True)
+    subprocess.run(["git", "-C", tree, "checkout", "-q", rev], check=True)
+    build = os.path.join(tree, "build")
+    subprocess.run(["cmake", "-S", tree, "-B", build, "-G", "Unix Makefiles",
+                    "-DCMAKE_BUILD_TYPE=Release", "-DREMAT_BUILD_TESTS=ON",
+                    "-DCMAKE_EXPORT_COMPILE_COMMANDS=ON",
+                    f"-DPython_EXECUTABLE={python}"],
+                   check=True, stdout=subprocess.DEVNULL)
+    log(f"{name} ({rev}): building")
+    subprocess.run(["cmake", "--build", build, f"-j{os.cpu_count()}"],
+                   check=True, stdout=subprocess.DEVNULL,
+                   env=dict(os.environ, CCACHE_DISABLE="1"))
+    return tree
+
+
+def cpu_seconds_of(run):
+    """CPU seconds (user + sys) of the children `run()` waits for."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    run()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime -
+                                                  before.ru_stime)
+
+
+def alternate(queues, step, what):
+    """Runs step(name, item) for the items of both queues, old then new,
+    one at a time; returns {name: {item: result}}."""
+    results = {name: {} for name in queues}
+    total = sum(len(q) for q in queues.values())
+    done = 0
+    while any(queues.values()):
+        for name, queue in queues.items():
+            if queue:
+                item = queue.pop(0)
+                results[name][item] = step(name, item)
+                done += 1
+        log(f"{what}: {done}/{total}, load {os.getloadavg()[0]:.2f}")
+    return results
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--old", required=True, help="the commit compared with")
+    ap.add_argument("--new", default="HEAD")
+    ap.add_argument("--work", default="/tmp/remat-build-time",
+                    help="where the two clones and their builds go")
+    ap.add_argument("--out", default=os.path.join(
+        ROOT, "results", "build_time", "cpu.json"))
+    ap.add_argument("--units", type=int, default=0,
+                    help="compile only this many units of each (0: all; "
+                         "fewer for a trial run)")
+    ap.add_argument("--tests", type=int, default=-1,
+                    help="run only this many tests of each (-1: all, "
+                         "0: none)")
+    ap.add_argument("--python", default=sys.executable,
+                    help="the Python the trees' module is built for")
+    args = ap.parse_args()
+    revs = {"old": args.old, "new": args.new}
+    revs = {name: subprocess.run(["git", "-C", ROOT, "rev-parse", "--short",
+                                  rev], check=True, capture_output=True,
+                                 text=True).stdout.strip()
+            for name, rev in revs.items()}
+    os.makedirs(args.work, exist_ok=True)
+    trees = {name: prepare(args.work, name, rev, args.python)
+             for name, rev in revs.items()}
+
+    commands = {}
+    for name, tree in trees.items():
+        with open(os.path.join(tree, "build", "compile_commands.json")) as f:
+            entries = [(e["directory"], e["command"]) for e in json.load(f)]
+        random.Random(1).shuffle(entries)
+        commands[name] = entries[:args.units or None]
+    no_ccache = dict(os.environ, CCACHE_DISABLE="1")
+    compiled = alternate(
+        {name: list(range(len(c))) for name, c in commands.items()},
+        lambda name, i: cpu_seconds_of(lambda: subprocess.run(
+            commands[name][i][1], shell=True, cwd=commands[name][i][0],
+            check=True, stdout=subprocess.DEVNULL, env=no_ccache)),
+        "compile")
+
+    def names(tree):
+        listing = subprocess.run(["ctest", "-N", "-LE", "slow"],
+                                 cwd=os.path.join(tree, "build"),
+                                 capture_output=True, text=True).stdout
+        found = re.findall(r"Test\s+#\d+: (\S+)", listing)
+        return found if args.tests < 0 else found[:args.tests]
+
+    def run_test(name, test):
+        t = time.perf_counter()
+        r = subprocess.run(["ctest", "-R", "^" + re.escape(test) + "$"],
+                           cwd=os.path.join(trees[name], "build"),
+                           capture_output=True)
+        return time.perf_counter() - t, r.returncode == 0
+
+    tests = alternate({name: names(tree) for name, tree in trees.items()},
+                      run_test, "tests")
+    common = [t for t in tests["old"] if t in tests["new"]
+              and tests["old"][t][1] and tests["new"][t][1]]
+    growth = sorted(common, key=lambda t: tests["old"][t][0] -
+                    tests["new"][t][0])
+
+    def cxx_lines(tree):
+        files = subprocess.run(["git", "-C", tree, "ls-files", "*.cc", "*.h"],
+                               check=True, capture_output=True,
+                               text=True).stdout.split()
+        return sum(sum(1 for _ in open(os.path.join(tree, f), "rb"))
+                   for f in files)
+
+    doc = {
+        "context": run_context(commits=revs),
+        "cxx_lines": {name: cxx_lines(tree) for name, tree in trees.items()},
+        "compile": {name: {"units": len(c),
+                           "cpu_seconds": round(sum(c.values()), 1)}
+                    for name, c in compiled.items()},
+        "tests": {name: {"tests": len(r),
+                         "passed": sum(ok for _, ok in r.values()),
+                         "seconds": round(sum(s for s, _ in r.values()), 1),
+                         "failed": [t for t, (_, ok) in r.items() if not ok]}
+                  for name, r in tests.items()},
+        "common_tests": {
+            "tests": len(common),
+            "seconds": {name: round(sum(tests[name][t][0] for t in common), 1)
+                        for name in tests},
+            "grew_most": [{"test": t, "old": round(tests["old"][t][0], 1),
+                           "new": round(tests["new"][t][0], 1)}
+                          for t in growth[:8]]},
+    }
+    write_json(args.out, doc, indent=1)
+    log(json.dumps({k: doc[k] for k in ("compile", "common_tests")}))
+
+
+if __name__ == "__main__":
+    main()
