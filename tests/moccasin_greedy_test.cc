@@ -28,10 +28,10 @@ int64_t BaseCostOf(const Graph& g) {
 // the budget, at most `computes` intervals per value, admitted by the
 // interval model.
 std::optional<Incumbent> CheckedWalk(const Graph& g, int64_t budget,
-                                     int computes) {
+                                     int computes, int max_walks = 300) {
   const CheckmateModel model(g, budget, NoRematOrder(g), computes);
-  std::optional<Incumbent> walked =
-      GreedyIntervalStart(g, model, budget, computes);
+  std::optional<Incumbent> walked = GreedyIntervalStart(
+      g, model, budget, computes, Deadline::Never(), max_walks);
   if (!walked) return walked;
   const SimulationResult sim = Simulate(g, walked->schedule);
   EXPECT_TRUE(sim.valid) << sim.error;
@@ -95,6 +95,22 @@ TEST(MoccasinGreedy, NeverBelowTheClassOptimum) {
     }
   }
   EXPECT_GE(found, 4);
+}
+
+// Where each rule's first walk meets a compute it cannot fit, walking
+// again with what the failure taught finds a schedule of the class (issue
+// 32: Checkmate's 250-node random graph at 90% of its NoRemat peak is such
+// a case); found by running both on random_layered graphs of 20 to 60
+// nodes.
+TEST(MoccasinGreedy, WalksAgainWhereTheFirstWalksFail) {
+  for (const auto& [spec, budget] :
+       {std::pair<std::string, int64_t>{"random_layered:n=20,seed=7", 21618},
+        {"random_layered:n=30,seed=4", 26834},
+        {"random_layered:n=60,seed=1", 39452}}) {
+    const Graph g = LoadGraph(spec);
+    EXPECT_FALSE(CheckedWalk(g, budget, 2, 1).has_value()) << spec;
+    EXPECT_TRUE(CheckedWalk(g, budget, 2).has_value()) << spec;
+  }
 }
 
 // The stages without the MILP (moccasin on CP-SAT builds them so, issue 32)

@@ -128,8 +128,9 @@ class Moccasin : public Algorithm {
         BestStagedStart(graph, request, options.checkmate, c, !cpsat);
     // The greedy walk inside the class, where no heuristic fits in it or
     // where it is cheaper than the one that does (issue 32).
-    if (std::optional<Incumbent> walked =
-            GreedyIntervalStart(graph, start.model, request.budget_bytes, c);
+    if (std::optional<Incumbent> walked = GreedyIntervalStart(
+            graph, start.model, request.budget_bytes, c,
+            Deadline::In(std::max(request.deadline.SecondsLeft() / 4, 1e-3)));
         walked && (!start.incumbent || walked->cost < start.incumbent->cost)) {
       start.incumbent = std::move(walked);
     }

@@ -28,12 +28,13 @@ enum class Rank {
 class Walk {
  public:
   Walk(const Graph& graph, const CheckmateModel& model, int64_t budget,
-       int computes, Rank rank)
+       int computes, Rank rank, const std::vector<int>& keep_until)
       : model_(model),
         n_(static_cast<int>(model.order().size())),
         budget_(budget),
         computes_(computes),
         rank_(rank),
+        keep_until_(keep_until),
         cost_(n_),
         intervals_(n_),
         count_(n_, 0),
@@ -54,7 +55,8 @@ class Walk {
       // The stage: node t_ and every input it needs that is not held, and
       // theirs, in index order (inputs have lower indices).
       std::vector<char> marked(n_, 0);
-      std::vector<int> todo;
+      std::vector<int>& todo = todo_;
+      todo.clear();
       std::vector<int> stack = {t_};
       marked[t_] = 1;
       while (!stack.empty()) {
@@ -63,7 +65,10 @@ class Walk {
         todo.push_back(x);
         for (int u : model_.inputs()[x]) {
           if (held_[u] || marked[u]) continue;
-          if (count_[u] >= computes_) return std::nullopt;
+          if (count_[u] >= computes_) {
+            todo.push_back(u);
+            return Fail();
+          }
           marked[u] = 1;
           stack.push_back(u);
         }
@@ -80,7 +85,7 @@ class Walk {
         while (need > budget_) {
           int victim = PickVictim(true);
           if (victim < 0) victim = PickVictim(false);
-          if (victim < 0) return std::nullopt;
+          if (victim < 0) return Fail();
           need -= model_.mem_bytes()[victim];
           Close(victim);
         }
@@ -100,7 +105,39 @@ class Walk {
     return std::move(intervals_);
   }
 
+  // Where Run failed: the stage, and the values that, kept held until
+  // it, might have let it fit (Fail).
+  int failed_stage() const { return t_; }
+  const std::vector<int>& spent() const { return spent_; }
+
  private:
+  std::nullopt_t Fail() {
+    // What to keep until this stage: the values held and spent (computed
+    // `computes` times, held to a later read because an earlier eviction
+    // used up their recompute: kept, their interval could end here), those
+    // this stage recomputes (kept, they are held without their inputs), and
+    // the inputs, not held, that keep a held value from being computed
+    // again (kept, it could be evicted here).
+    spent_.clear();
+    std::vector<int8_t> memo(n_, -1);
+    for (int i = 0; i < n_; ++i) {
+      if (!held_[i] || reads_left_[i] > 0 || model_.mem_bytes()[i] == 0) {
+        continue;
+      }
+      if (count_[i] >= computes_) {
+        spent_.push_back(i);
+      } else if (!Recomputable(i, memo)) {
+        for (int u : model_.inputs()[i]) {
+          if (!held_[u]) spent_.push_back(u);
+        }
+      }
+    }
+    for (int x : todo_) {
+      if (x != t_) spent_.push_back(x);
+    }
+    return std::nullopt;
+  }
+
   // Whether k's first compute is still ahead.
   bool Ahead(int k) const { return k > t_ || (k == t_ && !t_done_); }
 
@@ -140,7 +177,7 @@ class Walk {
   void FreeUnwanted() {
     Update();
     for (int i = 0; i < n_; ++i) {
-      if (held_[i] && !wanted_[i]) Close(i);
+      if (held_[i] && !wanted_[i] && t_ >= keep_until_[i]) Close(i);
     }
   }
 
@@ -168,7 +205,7 @@ class Walk {
     double best_score = 0;
     for (int i = 0; i < n_; ++i) {
       if (!held_[i] || reads_left_[i] > 0 || count_[i] >= computes_ ||
-          model_.mem_bytes()[i] == 0) {
+          model_.mem_bytes()[i] == 0 || t_ < keep_until_[i]) {
         continue;
       }
       if (!simple) {
@@ -224,7 +261,9 @@ class Walk {
   const int64_t budget_;
   const int computes_;
   const Rank rank_;
+  const std::vector<int>& keep_until_;  // no eviction or free before it
   std::vector<int64_t> cost_;
+  std::vector<int> spent_, todo_;
   RetentionIntervals intervals_;
   std::vector<int> count_;
   std::vector<char> held_, wanted_;
@@ -240,12 +279,50 @@ class Walk {
 
 std::optional<Incumbent> GreedyIntervalStart(const Graph& graph,
                                              const CheckmateModel& model,
-                                             int64_t budget_bytes,
-                                             int computes) {
+                                             int64_t budget_bytes, int computes,
+                                             const Deadline& deadline,
+                                             int max_walks) {
+  const int n = static_cast<int>(model.order().size());
   std::optional<Incumbent> best;
   for (Rank rank : {Rank::kFurthestUse, Rank::kGain, Rank::kGainPerCost}) {
-    std::optional<RetentionIntervals> intervals =
-        Walk(graph, model, budget_bytes, computes, rank).Run();
+    // A walk that fails names the values that, held until its failing
+    // stage, might have let it fit there (Fail); the next walk keeps one of
+    // them (the largest not tried) from eviction and free until that
+    // stage. A lesson stays while the walks fail no sooner, and is undone
+    // when they fail sooner; until a walk fits, the lessons run out, or
+    // the walks or the time do.
+    std::vector<int> keep_until(n, 0);
+    std::optional<RetentionIntervals> intervals;
+    int reached = -1;             // the latest stage a walk failed at
+    std::vector<int> candidates;  // that walk's lessons not yet tried
+    int tried = -1, tried_was = 0, walks = 0;
+    while (walks < max_walks && (walks == 0 || !deadline.Expired())) {
+      ++walks;
+      Walk walk(graph, model, budget_bytes, computes, rank, keep_until);
+      intervals = walk.Run();
+      if (intervals) break;
+      if (walk.failed_stage() >= reached) {
+        // Got as far or further: keep the lesson, learn this failure's.
+        reached = walk.failed_stage();
+        candidates.clear();
+        for (int i : walk.spent()) {
+          if (keep_until[i] < reached) candidates.push_back(i);
+        }
+        std::sort(candidates.begin(), candidates.end(), [&](int a, int b) {
+          return std::pair(model.mem_bytes()[a], a) <
+                 std::pair(model.mem_bytes()[b], b);
+        });
+        candidates.erase(std::unique(candidates.begin(), candidates.end()),
+                         candidates.end());
+      } else if (tried >= 0) {
+        keep_until[tried] = tried_was;  // failed sooner: not this one
+      }
+      if (candidates.empty()) break;
+      tried = candidates.back();
+      candidates.pop_back();
+      tried_was = keep_until[tried];
+      keep_until[tried] = reached;
+    }
     if (!intervals) continue;
     Schedule schedule = ScheduleOfIntervals(model, *intervals);
     const SimulationResult simulated = Simulate(graph, schedule);

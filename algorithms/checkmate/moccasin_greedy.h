@@ -9,6 +9,7 @@
 
 #include "algorithms/checkmate/checkmate_model.h"
 #include "algorithms/common/warm_start.h"
+#include "harness/algorithm.h"
 #include "harness/graph.h"
 
 namespace remat {
@@ -24,11 +25,19 @@ namespace remat {
 // the most bytes x stages saved net of the inputs' longer holds, or that
 // per unit of recompute cost; where none of those is left, any value that
 // can be computed again, with its inputs), and a value is freed after its
-// last read once nothing can need it again. Each schedule
-// is checked by the simulator; nullopt when no walk fits.
-std::optional<Incumbent> GreedyIntervalStart(const Graph& graph,
-                                             const CheckmateModel& model,
-                                             int64_t budget_bytes,
-                                             int computes);
+// last read once nothing can need it again. A rule's walk that meets a
+// compute it cannot fit is walked again, up to `max_walks` walks by each
+// rule (after each rule's first, only until `deadline`), with one more
+// value kept from eviction and free until the stage it failed at: one that
+// might have let it fit there (held there but computed `computes` times
+// already, recomputed there, or the missing input of a held value that
+// cannot be computed again), the largest not tried; kept while the walks
+// fail no sooner, undone when they fail sooner (a bounded local search on
+// the failing stage, in the manner of iterated repair). Each schedule is
+// checked by the simulator; nullopt when no walk fits.
+std::optional<Incumbent> GreedyIntervalStart(
+    const Graph& graph, const CheckmateModel& model, int64_t budget_bytes,
+    int computes, const Deadline& deadline = Deadline::Never(),
+    int max_walks = 300);
 
 }  // namespace remat
