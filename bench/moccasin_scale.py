@@ -98,7 +98,8 @@ def report(doc, path):
              "",
              "`cost / best`: the schedule's cost over the cheapest schedule "
              "within the budget of the heuristics (the registry's algorithms "
-             "that are neither exact nor offloading). `bound`: the class's lower bound on the "
+             "that are neither exact nor offloading), or the cost itself "
+             "where none fits. `bound`: the class's lower bound on the "
              "cost (`staged_lower_bound_cost`: optimal among staged "
              "schedules, in moccasin's case computing each value at most "
              "twice) over the same; `gap`: (cost - bound) / cost. `mem LB`: "
