@@ -28,7 +28,8 @@ int64_t BaseCostOf(const Graph& g) {
 // the budget, at most `computes` intervals per value, admitted by the
 // interval model.
 std::optional<Incumbent> CheckedWalk(const Graph& g, int64_t budget,
-                                     int computes, int max_walks = 300) {
+                                     int computes,
+                                     int max_walks = kMaxRepairWalks) {
   const CheckmateModel model(g, budget, NoRematOrder(g), computes);
   std::optional<Incumbent> walked = GreedyIntervalStart(
       g, model, budget, computes, Deadline::Never(), max_walks);

@@ -127,10 +127,13 @@ class Moccasin : public Algorithm {
     StagedStart start =
         BestStagedStart(graph, request, options.checkmate, c, !cpsat);
     // The greedy walk inside the class, where no heuristic fits in it or
-    // where it is cheaper than the one that does (issue 32).
+    // where it is cheaper than the one that does (issue 32). Its repair
+    // walks only where there is no start at all: beside a start they would
+    // take up to a quarter of the solver's time for a cheaper hint at best.
     if (std::optional<Incumbent> walked = GreedyIntervalStart(
             graph, start.model, request.budget_bytes, c,
-            Deadline::In(std::max(request.deadline.SecondsLeft() / 4, 1e-3)));
+            Deadline::In(std::max(request.deadline.SecondsLeft() / 4, 1e-3)),
+            start.incumbent ? 1 : kMaxRepairWalks);
         walked && (!start.incumbent || walked->cost < start.incumbent->cost)) {
       start.incumbent = std::move(walked);
     }

@@ -14,6 +14,9 @@
 
 namespace remat {
 
+// The default bound on each rule's walks (GreedyIntervalStart).
+inline constexpr int kMaxRepairWalks = 300;
+
 // The cheapest of a few greedy walks over `model`'s positions (stage by
 // stage, node by node) that each compute every value at most `computes`
 // times and hold it for one interval per compute, as the interval model
@@ -38,6 +41,6 @@ namespace remat {
 std::optional<Incumbent> GreedyIntervalStart(
     const Graph& graph, const CheckmateModel& model, int64_t budget_bytes,
     int computes, const Deadline& deadline = Deadline::Never(),
-    int max_walks = 300);
+    int max_walks = kMaxRepairWalks);
 
 }  // namespace remat
