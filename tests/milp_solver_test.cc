@@ -181,21 +181,25 @@ int64_t Binomial(int64_t a, int64_t b) {
 // on chains (Griewank and Walther; tests/moccasin_test.cc).
 // HiGHS writes Highs.log into its working folder by default; none may
 // appear in the caller's.
+int64_t BinomialCheckpointingCost(int64_t n, int64_t budget) {
+  const int64_t l = n + 1, s = budget - 2;
+  int64_t r = 0;
+  while (Binomial(s + r, s) < l) ++r;
+  return n + 1 + r * l - Binomial(s + r, r - 1);
+}
+
 TEST(MilpSolvers, HighsMatchesBinomialCheckpointingOnChains) {
   ASSERT_TRUE(FindHighs().has_value());
   std::filesystem::remove("Highs.log");
   for (int64_t n : {5, 7}) {
     const Graph g = LoadGraph(fmt::format("chain:n={}", n));
     for (int64_t budget = 3; budget <= n + 2; ++budget) {
-      const int64_t l = n + 1, s = budget - 2;
-      int64_t r = 0;
-      while (Binomial(s + r, s) < l) ++r;
-      const int64_t cost = n + 1 + r * l - Binomial(s + r, r - 1);
       const SolveResult highs =
           Solve("checkmate_milp", g, budget, {"solver=highs"});
       ASSERT_EQ(highs.status, Status::kFeasible) << highs.message;
       EXPECT_TRUE(highs.optimal);
-      EXPECT_EQ(highs.cost, cost) << "n=" << n << " budget " << budget;
+      EXPECT_EQ(highs.cost, BinomialCheckpointingCost(n, budget))
+          << "n=" << n << " budget " << budget;
     }
   }
   EXPECT_FALSE(std::filesystem::exists("Highs.log"));
@@ -231,6 +235,30 @@ TEST(MilpSolvers, ABrokenHighsIsAnError) {
   EXPECT_NE(highs.message.find("/bin/false exited with status 1"),
             std::string::npos)
       << highs.message;
+}
+
+// solver=auto (the default) is CBC first: where CBC proves the optimum
+// within its share of the time, that is the answer, binomial
+// checkpointing's cost on chains, and HiGHS never runs (a broken one
+// changes nothing); where CBC's share ends unsettled (chain:n=12 at 3
+// units takes CBC 10 s, its share of a 2 s limit is 0.5 s), HiGHS goes on,
+// and a broken one is an error naming it.
+TEST(MilpSolvers, AutoIsCbcFirstThenHighs) {
+  const ScopedEnv broken("REMAT_HIGHS", "/bin/false");
+  const Graph chain = LoadGraph("chain:n=5");
+  for (int64_t budget = 3; budget <= 7; ++budget) {
+    const SolveResult settled = Solve("checkmate_milp", chain, budget);
+    ASSERT_EQ(settled.status, Status::kFeasible) << settled.message;
+    EXPECT_TRUE(settled.optimal);
+    EXPECT_EQ(settled.extra["milp_solver"], "cbc");
+    EXPECT_EQ(settled.cost, BinomialCheckpointingCost(5, budget)) << budget;
+  }
+  const SolveResult handed_on =
+      Solve("checkmate_milp", LoadGraph("chain:n=12"), 3, {"solver=auto"}, 2);
+  EXPECT_EQ(handed_on.status, Status::kError) << handed_on.message;
+  EXPECT_NE(handed_on.message.find("/bin/false exited with status 1"),
+            std::string::npos)
+      << handed_on.message;
 }
 
 // A solve without a time limit runs its solver's child without one: the

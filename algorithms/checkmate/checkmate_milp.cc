@@ -1,10 +1,11 @@
 // checkmate_milp — Jain et al., "Checkmate: Breaking the Memory Wall with
 // Optimal Tensor Rematerialization", MLSys 2020.
 //
-// The staged MILP of algorithms/checkmate_model.h solved by HiGHS's
-// executable in a child process (highs_process.h; the default, chosen by
-// measurement: results/solver_choice/cpu.md, docs/algorithms.md) or with
-// solver=cbc by COIN-OR CBC in this process (the paper used Gurobi). Each stage
+// The staged MILP of algorithms/checkmate_model.h solved by COIN-OR CBC in
+// this process for a share of the time, then by HiGHS's executable in a
+// child process (highs_process.h) unless CBC settled it (solver=auto, the
+// default, chosen by measurement: results/solver_choice/cpu.md,
+// docs/algorithms.md), or by either alone (the paper used Gurobi). Each stage
 // computes one new node and may recompute earlier ones; the MILP picks what to
 // recompute and what to keep between stages at least cost under the budget. It
 // starts from the cheapest schedule the registered heuristics find, staged
@@ -52,10 +53,9 @@ class CheckmateMilp : public Algorithm {
 
 const bool kRegistered = RegisterAlgorithm({
     .name = "checkmate_milp",
-    .description = "Checkmate's staged MILP solved by HiGHS (or COIN-OR "
-                   "CBC), warm-"
-                   "started from the best heuristic (optimal among staged "
-                   "schedules)",
+    .description = "Checkmate's staged MILP solved by COIN-OR CBC then "
+                   "HiGHS (or either alone), warm-started from the best "
+                   "heuristic (optimal among staged schedules)",
     .citation = "Jain et al., Checkmate: Breaking the Memory Wall with "
                 "Optimal Tensor Rematerialization, MLSys 2020",
     .exact = true,

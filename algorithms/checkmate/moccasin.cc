@@ -33,7 +33,7 @@
 // on the default corpus at the main job's budgets it never answered worse
 // than Gecode then the MILP and ended sooner in all (docs/algorithms.md);
 // else Gecode for gecode_seconds, then the MILP from Gecode's best
-// schedule unless Gecode settled the question, on HiGHS
+// schedule unless Gecode settled the question, on CBC then HiGHS
 // (kDefaultMilpSolver, chosen by measurement: docs/algorithms.md).
 //
 // Exact within its class: optimal among staged schedules (in the model's
@@ -90,8 +90,9 @@ const Options<MoccasinOptions> kOptions(
                   {"cpsat", MoccasinSolver::kCpSat}},
                  "auto (default): the interval model on OR-Tools' CP-SAT "
                  "where the build has ortools, else on Gecode for "
-                 "gecode_seconds, then the MILP on HiGHS unless Gecode "
-                 "settled it; highs, cbc, gecode or cpsat: that one alone"),
+                 "gecode_seconds, then the MILP on CBC then HiGHS (as "
+                 "checkmate_milp's solver=auto) unless Gecode settled it; "
+                 "highs, cbc, gecode or cpsat: that one alone"),
     DoubleOption(&MoccasinOptions::gecode_seconds, "gecode_seconds", 2,
                  "solver=auto without CP-SAT: Gecode's share (at most a "
                  "tenth of the time left)"),
@@ -198,8 +199,8 @@ const bool kRegistered = RegisterAlgorithm({
     .name = "moccasin",
     .description = "Moccasin's retention intervals (each value computed at "
                    "most C times) over Checkmate's stages: the interval "
-                   "model on CP-SAT, or on Gecode then the MILP on HiGHS or "
-                   "CBC (optimal in that class)",
+                   "model on CP-SAT, or on Gecode then the MILP on CBC and "
+                   "HiGHS (optimal in that class)",
     .citation = "Bartan et al., Moccasin: Efficient Tensor "
                 "Rematerialization for Neural Networks, ICML 2023",
     .exact = true,

@@ -33,16 +33,134 @@ bool IsFile(const std::string& path) {
   return stat(path.c_str(), &info) == 0 && S_ISREG(info.st_mode);
 }
 
-// The retention intervals of `schedule` on the positions of `model`'s
-// stages, node by node in stage order: CP-SAT's hint. A compute out of the
-// stage order lands where the order puts it, so a hint need not be a
-// solution.
-Json HintOf(const CheckmateModel& model, const Schedule& schedule) {
+// CP-SAT's model as the text of its protocol buffer
+// (operations_research.sat.CpModelProto), which the child parses and
+// solves: written here, the child imports only CP-SAT's extension (0.1 s
+// where the Python modelling layer, with pandas, took 0.4 s a solve) and
+// builds nothing in Python. Variables and constraints are numbered in the
+// order they are added; a literal is a Boolean variable's index, its
+// negation -index - 1, as in the format.
+class CpModelText {
+ public:
+  // A variable whose domain is `values` (sorted, distinct), written as
+  // the format's intervals.
+  int NewVar(const std::vector<int64_t>& values) {
+    variables_ += "variables { domain: [";
+    for (size_t a = 0; a < values.size();) {
+      size_t b = a;
+      while (b + 1 < values.size() && values[b + 1] == values[b] + 1) ++b;
+      fmt::format_to(std::back_inserter(variables_), "{}{}, {}", a ? ", " : "",
+                     values[a], values[b]);
+      a = b + 1;
+    }
+    variables_ += "] }\n";
+    return num_variables_++;
+  }
+  int NewRange(int64_t lo, int64_t hi) {
+    fmt::format_to(std::back_inserter(variables_),
+                   "variables {{ domain: [{}, {}] }}\n", lo, hi);
+    return num_variables_++;
+  }
+  int NewBool() { return NewRange(0, 1); }
+  static int Not(int literal) { return -literal - 1; }
+
+  // lo <= sum coeff * var <= hi where every `enforce` literal holds.
+  void Linear(std::initializer_list<int> enforce,
+              std::initializer_list<std::pair<int, int64_t>> terms, int64_t lo,
+              int64_t hi) {
+    std::vector<int> vars;
+    std::vector<int64_t> coeffs;
+    for (const auto& [var, coeff] : terms) {
+      vars.push_back(var);
+      coeffs.push_back(coeff);
+    }
+    Open(enforce);
+    fmt::format_to(std::back_inserter(constraints_),
+                   "linear {{ vars: [{}] coeffs: [{}] domain: [{}, {}] }} }}\n",
+                   fmt::join(vars, ", "), fmt::join(coeffs, ", "), lo, hi);
+    ++num_constraints_;
+  }
+  // Every literal of `literals` (all: "and", one at least: "or") where
+  // every `enforce` literal holds.
+  void Bool(const char* kind, std::initializer_list<int> enforce,
+            const std::vector<int>& literals) {
+    Open(enforce);
+    fmt::format_to(std::back_inserter(constraints_),
+                   "bool_{} {{ literals: [{}] }} }}\n", kind,
+                   fmt::join(literals, ", "));
+    ++num_constraints_;
+  }
+  // The interval [start, start + size) that ends at end + end_offset, where
+  // `enforce` holds (it is absent otherwise); size < 0: a fixed size of
+  // -size. Returns its constraint's index.
+  int Interval(int enforce, int start, int size, int end, int end_offset) {
+    Open({enforce});
+    const std::string length =
+        size < 0 ? fmt::format("offset: {}", -size)
+                 : fmt::format("vars: [{}] coeffs: [1]", size);
+    fmt::format_to(std::back_inserter(constraints_),
+                   "interval {{ start {{ vars: [{}] coeffs: [1] }} end {{ "
+                   "vars: [{}] coeffs: [1] offset: {} }} size {{ {} }} }} }}\n",
+                   start, end, end_offset, length);
+    return num_constraints_++;
+  }
+  void Cumulative(const std::vector<int>& intervals,
+                  const std::vector<int64_t>& demands, int64_t capacity) {
+    Open({});
+    fmt::format_to(std::back_inserter(constraints_),
+                   "cumulative {{ capacity {{ offset: {} }} intervals: [{}]",
+                   capacity, fmt::join(intervals, ", "));
+    for (int64_t d : demands) {
+      fmt::format_to(std::back_inserter(constraints_),
+                     " demands {{ offset: {} }}", d);
+    }
+    constraints_ += " } }\n";
+    ++num_constraints_;
+  }
+  void Minimize(const std::vector<int>& vars,
+                const std::vector<int64_t>& coeffs) {
+    objective_ = fmt::format("objective {{ vars: [{}] coeffs: [{}] }}\n",
+                             fmt::join(vars, ", "), fmt::join(coeffs, ", "));
+  }
+  void Hint(int var, int64_t value) {
+    hint_vars_.push_back(var);
+    hint_values_.push_back(value);
+  }
+  int num_variables() const { return num_variables_; }
+
+  std::string Text() const {
+    return fmt::format("{}{}{}solution_hint {{ vars: [{}] values: [{}] }}\n",
+                       variables_, constraints_, objective_,
+                       fmt::join(hint_vars_, ", "),
+                       fmt::join(hint_values_, ", "));
+  }
+
+ private:
+  void Open(std::initializer_list<int> enforce) {
+    constraints_ += "constraints { ";
+    if (enforce.size() > 0) {
+      fmt::format_to(std::back_inserter(constraints_),
+                     "enforcement_literal: [{}] ", fmt::join(enforce, ", "));
+    }
+  }
+
+  std::string variables_, constraints_, objective_;
+  std::vector<int> hint_vars_;
+  std::vector<int64_t> hint_values_;
+  int num_variables_ = 0, num_constraints_ = 0;
+};
+
+// Each value's retention intervals of `schedule` on the positions of
+// `model`'s stages, node by node in stage order: CP-SAT's hint. A compute
+// out of the stage order lands where the order puts it, so a hint need not
+// be a solution.
+RetentionIntervals HintOf(const CheckmateModel& model,
+                          const Schedule& schedule) {
   const int n = static_cast<int>(model.order().size());
   std::vector<int> stage_of(
       1 + *std::max_element(model.order().begin(), model.order().end()), -1);
   for (int k = 0; k < n; ++k) stage_of[model.order()[k]] = k;
-  std::vector<std::vector<std::pair<int64_t, int64_t>>> spans(n);
+  RetentionIntervals spans(n);
   std::vector<int> open(n, -1);  // index in spans[k] of k's live interval
   int stage = -1;
   for (const Event& e : schedule) {
@@ -63,27 +181,126 @@ Json HintOf(const CheckmateModel& model, const Schedule& schedule) {
       open[k] = -1;
     }
   }
-  Json hint = Json::array();
-  for (const auto& s : spans) {
-    Json node = Json::array();
-    for (auto [a, b] : s) node.push_back({a, b});
-    hint.push_back(std::move(node));
-  }
-  return hint;
+  return spans;
 }
 
 // Every value computed at its own stage and held to its last reader's
 // first compute: the hint when no warm start fits.
-Json OnceHint(const CheckmateModel& model) {
-  Json hint = Json::array();
+RetentionIntervals OnceHint(const CheckmateModel& model) {
   const int n = static_cast<int>(model.order().size());
+  RetentionIntervals hint(n);
   for (int i = 0; i < n; ++i) {
     int last = i;
     for (int k : model.consumers()[i]) last = std::max(last, k);
-    hint.push_back(Json::array(
-        {Json::array({IntervalPosition(i, i), IntervalPosition(last, last)})}));
+    hint[i].emplace_back(IntervalPosition(i, i), IntervalPosition(last, last));
   }
   return hint;
+}
+
+// Moccasin's interval model of `model` (the one moccasin_cp.cc gives
+// Gecode), on the positions (t, k), k <= t, stage by stage: each value i
+// has `computes` intervals of positions [s, e], the first starting at
+// (i, i), the others optional, each starting at a recompute (t, i) after
+// the previous one ended; a compute needs each input held by an interval
+// that started before it and has not ended; one cumulative constraint holds
+// the intervals (and each compute's workspace) within `capacity`; the
+// objective is the cost of the present intervals. CP-SAT's integers are
+// 64 bits: bytes and costs are exact.
+struct IntervalModel {
+  CpModelText text;
+  // present, start and end variables of value i's interval j, at
+  // [i * computes + j].
+  std::vector<int> present, start, end;
+};
+
+IntervalModel BuildIntervalModel(const Graph& graph,
+                                 const CheckmateModel& model, int computes,
+                                 int64_t capacity,
+                                 const RetentionIntervals& hint) {
+  const int n = static_cast<int>(model.order().size());
+  const int c = computes;
+  IntervalModel m;
+  CpModelText& t = m.text;
+  m.present.resize(n * c);
+  m.start.resize(n * c);
+  m.end.resize(n * c);
+  const int64_t last = IntervalPosition(n - 1, n - 1);
+  const int one = t.NewRange(1, 1);
+  std::vector<int> intervals;
+  std::vector<int64_t> demands;
+  for (int i = 0; i < n; ++i) {
+    std::vector<int64_t> starts;
+    for (int s = i; s < n; ++s) starts.push_back(IntervalPosition(s, i));
+    std::vector<int64_t> ends = starts;
+    for (int k : model.consumers()[i]) {
+      for (int s = k; s < n; ++s) ends.push_back(IntervalPosition(s, k));
+    }
+    std::sort(ends.begin(), ends.end());
+    ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+    for (int j = 0; j < c; ++j) {
+      const int at = i * c + j;
+      const int p = j == 0 ? one : t.NewBool();
+      const int s = t.NewVar(starts);
+      const int e = t.NewVar(ends);
+      const int size = t.NewRange(1, last + 1);
+      t.Linear({}, {{size, 1}, {e, -1}, {s, 1}}, 1, 1);  // size = e + 1 - s
+      if (j == 0) {
+        t.Linear({}, {{s, 1}}, starts[0], starts[0]);
+      } else {
+        t.Bool("and", {p}, {m.present[at - 1]});
+        t.Linear({p}, {{s, 1}, {m.end[at - 1], -1}}, 1, last + 1);
+        // An absent interval is pinned, so that nothing branches on it.
+        t.Linear({CpModelText::Not(p)}, {{s, 1}}, starts.back(), starts.back());
+        t.Linear({CpModelText::Not(p)}, {{e, 1}}, starts.back(), starts.back());
+      }
+      intervals.push_back(t.Interval(p, s, size, e, 1));
+      demands.push_back(model.mem_bytes()[i]);
+      if (model.workspace_bytes()[i] > 0) {
+        intervals.push_back(t.Interval(p, s, -1, s, 1));
+        demands.push_back(model.workspace_bytes()[i]);
+      }
+      m.present[at] = p;
+      m.start[at] = s;
+      m.end[at] = e;
+    }
+  }
+  for (int v = 0; v < n; ++v) {
+    for (int j = 0; j < c; ++j) {
+      const int sv = m.start[v * c + j];
+      for (int u : model.inputs()[v]) {
+        std::vector<int> covers;
+        for (int k = 0; k < c; ++k) {
+          const int b = t.NewBool();
+          t.Bool("and", {b}, {m.present[u * c + k]});
+          t.Linear({b}, {{sv, 1}, {m.start[u * c + k], -1}}, 1, last + 1);
+          t.Linear({b}, {{m.end[u * c + k], 1}, {sv, -1}}, 0, last + 1);
+          covers.push_back(b);
+        }
+        t.Bool("or", {m.present[v * c + j]}, covers);
+      }
+    }
+  }
+  t.Cumulative(intervals, demands, capacity);
+  std::vector<int64_t> costs;
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < c; ++j) {
+      costs.push_back(graph.cost(model.order()[i]) / model.cost_scale());
+    }
+  }
+  t.Minimize(m.present, costs);
+  for (int i = 0; i < n && i < static_cast<int>(hint.size()); ++i) {
+    for (int j = 0; j < c; ++j) {
+      const int at = i * c + j;
+      if (j < static_cast<int>(hint[i].size())) {
+        if (j) t.Hint(m.present[at], 1);
+        t.Hint(m.start[at], hint[i][j].first);
+        t.Hint(m.end[at], hint[i][j].second);
+      } else if (j) {
+        t.Hint(m.present[at], 0);
+      }
+    }
+  }
+  return m;
 }
 
 // The environment variable `name`'s value where it is set, else `fallback`.
@@ -122,51 +339,41 @@ CpAnswer SolveMoccasinCpSat(const Graph& graph, int64_t budget_bytes,
   std::optional<Incumbent>& incumbent = start.incumbent;
   const int n = static_cast<int>(model.order().size());
   const int64_t cost_scale = model.cost_scale();
-  Json nodes = Json::array();
   int64_t total_mem = 0, max_workspace = 0;
   for (int k = 0; k < n; ++k) {
     total_mem += model.mem_bytes()[k];
     max_workspace = std::max(max_workspace, model.workspace_bytes()[k]);
-    nodes.push_back({{"id", model.order()[k]},
-                     {"mem", model.mem_bytes()[k]},
-                     {"workspace", model.workspace_bytes()[k]},
-                     {"cost", graph.cost(model.order()[k]) / cost_scale},
-                     {"inputs", model.inputs()[k]},
-                     {"consumers", model.consumers()[k]}});
   }
   // No moment holds more than every value once and one workspace.
   const int64_t capacity = std::min(budget_bytes, total_mem + max_workspace);
-  // Python's start and the model's construction come out of the limit: the
-  // script gives CP-SAT what is left of `seconds` when it starts solving.
-  const double seconds = std::max(0.0, deadline.SecondsLeft() - 0.2);
-  const Json problem = {{"computes", computes},
-                        {"capacity", capacity},
-                        {"seconds", seconds},
-                        {"workers", threads},
-                        {"nodes", std::move(nodes)},
-                        {"hint", incumbent ? HintOf(model, incumbent->schedule)
-                                           : OnceHint(model)}};
+  const IntervalModel cp = BuildIntervalModel(
+      graph, model, computes, capacity,
+      incumbent ? HintOf(model, incumbent->schedule) : OnceHint(model));
   TempDir dir("remat-cpsat-");
   if (dir.path().empty()) {
     return {AlgorithmOutput::NoSchedule(
                 Status::kError, "cannot create a temporary folder for CP-SAT"),
             false};
   }
-  const std::string problem_file = dir.path() + "/problem.json";
+  const std::string model_file = dir.path() + "/model.txt";
   const std::string answer_file = dir.path() + "/answer.json";
   {
-    std::ofstream out(problem_file);
-    out << problem;
+    std::ofstream out(model_file);
+    out << cp.text.Text();
     if (!out) {
-      return {
-          AlgorithmOutput::NoSchedule(
-              Status::kError,
-              fmt::format("cannot write CP-SAT's problem in {}", dir.path())),
-          false};
+      return {AlgorithmOutput::NoSchedule(
+                  Status::kError,
+                  fmt::format("cannot write CP-SAT's model in {}", dir.path())),
+              false};
     }
   }
+  // The model's construction and Python's start come out of the limit: the
+  // script gives CP-SAT what is left of `seconds` when it starts solving.
+  const double seconds = std::max(0.0, deadline.SecondsLeft() - 0.2);
   const ChildRun child = RunChild(
-      "CP-SAT", {program->python, program->script, problem_file, answer_file},
+      "CP-SAT",
+      {program->python, program->script, model_file, answer_file,
+       fmt::format("{}", seconds), fmt::format("{}", threads)},
       {"PYTHONDONTWRITEBYTECODE=1", "PYTHONNOUSERSITE=1"}, dir.path(), seconds);
   auto failed = [&](std::string why) {
     return CpAnswer{AlgorithmOutput::NoSchedule(Status::kError, std::move(why)),
@@ -201,14 +408,23 @@ CpAnswer SolveMoccasinCpSat(const Graph& graph, int64_t budget_bytes,
     return failed(fmt::format("CP-SAT refused the model ({})", how));
   }
   bool improved = false;
-  if (!answer["intervals"].is_null()) {
+  if (!answer["solution"].is_null()) {
     Schedule schedule;
     try {
+      const Json& values = answer["solution"];
+      if (static_cast<int>(values.size()) != cp.text.num_variables()) {
+        throw std::runtime_error(fmt::format("{} values for {} variables",
+                                             values.size(),
+                                             cp.text.num_variables()));
+      }
       RetentionIntervals intervals(n);
       for (int i = 0; i < n; ++i) {
-        for (const Json& span : answer["intervals"].at(i)) {
-          intervals[i].emplace_back(span.at(0).get<int64_t>(),
-                                    span.at(1).get<int64_t>());
+        for (int j = 0; j < computes; ++j) {
+          const int at = i * computes + j;
+          if (values.at(cp.present[at]).get<int64_t>() == 1) {
+            intervals[i].emplace_back(values.at(cp.start[at]).get<int64_t>(),
+                                      values.at(cp.end[at]).get<int64_t>());
+          }
         }
       }
       schedule = ScheduleOfIntervals(model, intervals);

@@ -3,9 +3,10 @@
 // is moccasin_cp.cc's (the same class, positions and constraints), with
 // exact 64-bit bytes and costs. CP-SAT is reachable only through Python
 // (the package index's `ortools` has no headers and no executable; Debian
-// has none), so python/rematbench/moccasin_cpsat.py solves the problem in
-// a child process (child_process.h) with the build's Python, which has
-// `ortools` from python/requirements.txt.
+// has none), so this side writes the model as CP-SAT's protocol buffer in
+// text format and python/rematbench/moccasin_cpsat.py solves it in a child
+// process (child_process.h) with the build's Python, which has `ortools`
+// from python/requirements.txt.
 #pragma once
 
 #include <optional>
