@@ -226,8 +226,9 @@ def _held_beside(program, traced, events, timeline, anchoring=None):
         seen.add(v)
         replay = state if v in random and (again or not in_order or
                                           v in dropped) else 0
-        draw = max((d for d, u in replays.get(v, ()) if again and i <= u),
-                   default=0)
+        ours = replays.get(v) if again else None
+        draw = max((d for d, u in ours if i <= u), default=0) if ours \
+            else 0
         # A state saved here is taken after the draws, before the op.
         new = saving.get(i, 0)
         if draw:
@@ -290,11 +291,13 @@ def _replay_cost(program, traced, events, anchoring):
     nodes = traced.graph["nodes"]
     order = sorted(program.random)
     pos = {m: p for p, m in enumerate(order)}
+    computed = collections.defaultdict(list)
+    for i, (k, v, _) in enumerate(events):
+        if k == "c":
+            computed[v].append(i)
     total = 0
     for m, a in anchors.items():
-        v = program.owner[m]
-        recomputed = [i for i, (k, u, _) in enumerate(events)
-                      if k == "c" and u == v][1:]
+        recomputed = computed[program.owner[m]][1:]
         runs = sum(1 for i in recomputed if i <= saves.get(m, i))
         total += runs * sum(nodes[program.owner[j]]["cost"]
                             for j in order[pos[a]:pos[m]])
