@@ -20,7 +20,8 @@ Exactly as rematbench.executor does (and so as plain training):
   build(..., anchors=...) a recomputation may instead start from the state
   saved at an earlier random op (its anchor) and replay the draws in
   between (_Replay, run in Python between compiled graphs), so that the
-  program holds fewer states for the draws' time. That gives
+  program holds fewer states for the draws' time, or from the state a
+  recomputation of the random op before it left. That gives
   plain training's masks when the schedule first runs the random ops in
   their eager order (executor.Program.random_in_eager_order);
   otherwise build(..., rng_from_inputs=True) takes the states as extra
@@ -164,13 +165,15 @@ class _Replay:
     op's state, runs the op and puts the generator back. The program then
     holds one state per anchor instead of one per recomputed random op,
     for the draws' time; `draws` are _draw's triples, in eager order. With
-    `save` it returns (the op's own state, its result), so that later
-    recomputations start from that state and replay nothing."""
+    `save` or `after` it returns (the op's own state or None, the state
+    after the op or None, its result): later recomputations of the op
+    start from its own state, and the next random op's from the state
+    after it, and replay nothing."""
 
     __name__ = "replay_rng"
 
-    def __init__(self, draws, save=False):
-        self.draws, self.save = draws, save
+    def __init__(self, draws, save=False, after=False):
+        self.draws, self.save, self.after = draws, save, after
 
     def __call__(self, state, op, *args, **kwargs):
         device = next(a.device for a in args if isinstance(a, torch.Tensor))
@@ -183,8 +186,9 @@ class _Replay:
             run_draw(d, device)
         own = get() if self.save else None
         out = op(*args, **kwargs)
+        after = get() if self.after else None
         put(saved)
-        return (own, out) if self.save else out
+        return (own, after, out) if self.save or self.after else out
 
 
 class BuiltProgram:
@@ -398,15 +402,23 @@ class _BoxedRunner:
 def build(program, events, rng_from_inputs=False, anchoring=None):
     """The BuiltProgram of `events` ((kind, node, number) tuples, as
     executor.Program.run takes them) on `program` (an executor.Program).
-    `anchoring`, (anchors, saves), lets recomputations share saved states
-    (_Replay): anchors maps the FX index of a random op to the FX index of
-    the random op before it whose saved state its recomputations start
-    from (one not in it starts from its own), and saves maps such an op to
-    the index in `events` of the recomputation that also saves its own
-    state, from which the later ones start. It applies when the states
-    are saved at first executions, not with rng_from_inputs."""
-    anchors, saves = ({}, {}) if anchoring is None or rng_from_inputs \
-        else anchoring
+    `anchoring`, (anchors, saves, chains), lets recomputations share saved
+    states (_Replay): anchors maps the FX index of a random op to the FX
+    index of the random op before it whose saved state its recomputations
+    start from (one not in it starts from its own); saves maps such an op
+    to the index in `events` of the recomputation that also saves its own
+    state, from which the later ones start; chains maps (such an op, the
+    index of one of its recomputations) to the index of the event that
+    recomputed the random op just before it, whose state after that op it
+    starts from. It applies when the states are saved at first
+    executions, not with rng_from_inputs."""
+    anchors, saves, chains = ({}, {}, {}) \
+        if anchoring is None or rng_from_inputs else anchoring
+    order = sorted(program.random)
+    previous = dict(zip(order[1:], order))
+    # (random op, event) of the runs that keep the state after them
+    wanted = {(previous[m], j) for (m, _), j in chains.items()}
+    after = {}  # (random op, event) -> the state after its run there
     fx, members, writes = program.fx, program.members, program.writes
     index, random = program.index, program.random
     cuda = program.step.device != "cpu"
@@ -514,18 +526,33 @@ def build(program, events, rng_from_inputs=False, anchoring=None):
                     ran.add(m)
                     continue
                 a = anchors.get(m, m)
-                if a != m and m not in own:
+                keep = (m, event) in wanted
+                source = chains.get((m, event))
+                if source is not None:
+                    # The generator after the random op before this one
+                    # stands where it does before this one.
+                    start, draws = after[(previous[m], source)], ()
+                elif a != m and m not in own:
                     # From the anchor's state, drawing the random ops
                     # between (their first executions ran before: the
                     # schedule runs them in eager order).
+                    start = states[a]
                     draws = tuple(_draw(fx[j]) for j in rng_order
                                   if a <= j < m)
-                    save = saves.get(m) == event
-                    new = g.call_function(_Replay(draws, save),
-                                          (states[a], op) + args, kwargs)
-                    if save:
-                        own[m] = g.call_function(operator.getitem, (new, 0))
-                        new = g.call_function(operator.getitem, (new, 1))
+                else:
+                    start, draws = own.get(m, states.get(m)), None
+                if draws is not None or keep:
+                    save = draws is not None and saves.get(m) == event
+                    new = g.call_function(_Replay(draws or (), save, keep),
+                                          (start, op) + args, kwargs)
+                    if save or keep:
+                        parts = [g.call_function(operator.getitem, (new, k))
+                                 for k in range(3)]
+                        if save:
+                            own[m] = parts[0]
+                        if keep:
+                            after[(m, event)] = parts[1]
+                        new = parts[2]
                     cur[m] = new
                     ran.add(m)
                     continue

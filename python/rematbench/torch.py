@@ -163,8 +163,9 @@ def _held_beside(program, traced, events, timeline, anchoring=None):
     the model's device; on CUDA the states are in host memory). A random
     op that the schedule computes more than once has its recomputations
     start from a saved state: its own, saved at its first execution, or,
-    with `anchoring` (program.build's (anchors, saves)), its anchor's
-    until the recomputation that saves its own (from then on its own).
+    with `anchoring` (program.build's (anchors, saves, chains)), its
+    anchor's until the recomputation that saves its own (from then on its
+    own), or the state a recomputation of the random op before it left.
     Each saved state is held from where it is saved to the last
     recomputation that starts from it. A first execution saves the state
     it starts from while it runs (run_and_save_rng_state), kept only if
@@ -178,18 +179,19 @@ def _held_beside(program, traced, events, timeline, anchoring=None):
     state = _state_bytes(program, traced)
     in_order = program.random_in_eager_order(events)
     computed = collections.Counter(v for k, v, _ in events if k == "c")
-    first, last = {}, {}
+    runs = collections.defaultdict(list)  # node -> its computation events
     for i, (k, v, _) in enumerate(events):
         if k == "c":
-            first.setdefault(v, i)
-            last[v] = i
+            runs[v].append(i)
     base = 0 if in_order else state * len(program.random)
     delta = collections.Counter()  # states saved (+) and dropped (-)
-    replays = collections.defaultdict(list)  # node -> [(draw, until)]
-    saving = collections.Counter()  # event -> states it saves after draws
+    draws = collections.Counter()  # event -> largest draw it replays
+    # event -> states it takes after its draws (its op's own state, the
+    # state after its op)
+    saving = collections.Counter()
     kept = set()  # random ops whose first execution's state is held
     if in_order:
-        anchors, saves = anchoring or ({}, {})
+        anchors, saves, chains = anchoring or ({}, {}, {})
         order = sorted(program.random)
         sizes = _draw_sizes(program)
         until = {}  # saved state -> last event that starts from it
@@ -198,20 +200,31 @@ def _held_beside(program, traced, events, timeline, anchoring=None):
             if computed[v] < 2:
                 continue
             a = anchors.get(m, m)
+            if a == m:
+                until[a] = max(until.get(a, -1), runs[v][-1])
+                continue
             save = saves.get(m)
-            if a == m or save is None:
-                until[a] = max(until.get(a, -1), last[v])
-            else:
-                until[a] = max(until.get(a, -1), save)
+            if save is not None:
                 saving[save] += state
                 delta[save] += state
-                delta[last[v] + 1] -= state
-            if a != m:
-                replays[v].append((max(sizes[j] for j in
-                                       order[order.index(a):p]),
-                                   last[v] if save is None else save))
+                delta[runs[v][-1] + 1] -= state
+            replaying = [i for i in runs[v][1:] if (m, i) not in chains and
+                         (save is None or i <= save)]
+            until[a] = max([until.get(a, -1)] + replaying)
+            draw = max(sizes[j] for j in order[order.index(a):p])
+            for i in replaying:
+                draws[i] = max(draws[i], draw)
+        # The state after the op run at j, one tensor however many of m's
+        # recomputations start from it.
+        spans = {}
+        for (m, i), j in chains.items():
+            spans[(m, j)] = max(spans.get((m, j), -1), i)
+        for (m, j), i in spans.items():
+            saving[j] += state
+            delta[j] += state
+            delta[i + 1] -= state
         for a, i in until.items():
-            delta[first[owner[a]]] += state
+            delta[runs[owner[a]][0]] += state
             delta[i + 1] -= state
         kept = set(until)
     random = {owner[m] for m in program.random}
@@ -226,10 +239,8 @@ def _held_beside(program, traced, events, timeline, anchoring=None):
         seen.add(v)
         replay = state if v in random and (again or not in_order or
                                           v in dropped) else 0
-        ours = replays.get(v) if again else None
-        draw = max((d for d, u in ours if i <= u), default=0) if ours \
-            else 0
-        # A state saved here is taken after the draws, before the op.
+        draw = draws.get(i, 0)
+        # States taken here are taken after the draws.
         new = saving.get(i, 0)
         if draw:
             # The draws run before the op allocates; a node of other ops
@@ -287,7 +298,7 @@ def _replay_cost(program, traced, events, anchoring):
     """The time (the graph's cost units) of the draws that recomputations
     replay with `anchoring` (program.build's): each draw costs what its
     random op's node costs (the op alone in a dropout's node)."""
-    anchors, saves = anchoring
+    anchors, saves, chains = anchoring
     nodes = traced.graph["nodes"]
     order = sorted(program.random)
     pos = {m: p for p, m in enumerate(order)}
@@ -298,7 +309,8 @@ def _replay_cost(program, traced, events, anchoring):
     total = 0
     for m, a in anchors.items():
         recomputed = computed[program.owner[m]][1:]
-        runs = sum(1 for i in recomputed if i <= saves.get(m, i))
+        runs = sum(1 for i in recomputed if i <= saves.get(m, i) and
+                   (m, i) not in chains)
         total += runs * sum(nodes[program.owner[j]]["cost"]
                             for j in order[pos[a]:pos[m]])
     return total
@@ -314,7 +326,7 @@ def _saves(program, traced, events, timeline, anchors, limit):
     replayed, only lower it, so the program stays within `limit`."""
     state = _state_bytes(program, traced)
     figures = _held_beside(program, traced, events, timeline,
-                           (anchors, {}))
+                           (anchors, {}, {}))
     at = {i: p for p, (i, _) in enumerate(figures)}
     mem = [b for _, b in figures]
     order = sorted(program.random)
@@ -343,14 +355,56 @@ def _saves(program, traced, events, timeline, anchors, limit):
     return saves
 
 
+def _chains(program, traced, events, timeline, anchors, saves, limit):
+    """program.build's chains for `anchors` and `saves`: a recomputation
+    that would replay draws from an anchor starts instead from the state
+    that the latest recomputation of the random op just before it (in
+    eager order) left, kept from then on (that op ran from its own eager
+    state, so the generator after it stands where it does before this
+    one), where holding it keeps the memory within `limit`; earliest
+    first. A forward recomputation running several random ops in order
+    then replays only for its first one."""
+    state = _state_bytes(program, traced)
+    figures = _held_beside(program, traced, events, timeline,
+                           (anchors, saves, {}))
+    at = {i: p for p, (i, _) in enumerate(figures)}
+    mem = [b for _, b in figures]
+    order = sorted(program.random)
+    pos = {m: p for p, m in enumerate(order)}
+    runs = collections.defaultdict(list)
+    for i, (k, v, _) in enumerate(events):
+        if k == "c":
+            runs[v].append(i)
+    found = []
+    for m in anchors:
+        v, u = program.owner[m], program.owner[order[pos[m] - 1]]
+        if u == v:
+            continue
+        for i in runs[v][1:]:
+            if i >= saves.get(m, math.inf):
+                break  # the saving recomputation replays, later ones none
+            before = [j for j in runs[u] if j < i]
+            if len(before) > 1:  # a recomputation, not the first run
+                found.append((i, m, before[-1]))
+    chains, held = {}, {}  # held: (m, j) -> where its state is held to
+    for i, m, j in sorted(found):
+        lo = at[held[(m, j)]] + 1 if (m, j) in held else at[j]
+        if max(mem[lo:at[i] + 1], default=-math.inf) + state <= limit:
+            chains[(m, i)] = j
+            held[(m, j)] = i
+            for p in range(lo, at[i] + 1):
+                mem[p] += state
+    return chains
+
+
 def _anchored(program, traced, solution, budget=None):
     """(anchoring, program peak, overhead) of `solution` run as a program,
-    anchoring being program.build's (anchors, saves): of the candidate
-    anchors (_anchorings) whose program peak is within `budget`, with the
-    saves that fit (_saves), the one of least predicted overhead; when
-    none is or no budget is given, those of the least peak, with the saves
-    that keep it. The overhead adds the replayed draws' time to the
-    schedule's."""
+    anchoring being program.build's (anchors, saves, chains): of the
+    candidate anchors (_anchorings) whose program peak is within `budget`,
+    with the saves (_saves) and then the chains (_chains) that fit, the
+    one of least predicted overhead; when none is or no budget is given,
+    those of the least peak, with the saves and chains that keep it. The
+    overhead adds the replayed draws' time to the schedule's."""
     events = Plan._as_events(solution.schedule)
     timeline = _schedule_timeline(program, traced, events)
     base = solution.json.get("base_cost") or \
@@ -361,18 +415,20 @@ def _anchored(program, traced, solution, budget=None):
                                                 timeline, anchoring)),
                    default=0)
 
-    peaks = [(held((a, {})), k, a)
+    peaks = [(held((a, {}, {})), k, a)
              for k, a in enumerate(_anchorings(program, events))]
     fit = [t for t in peaks if budget is not None and t[0] <= budget]
     if fit and not fit[0][2]:
-        return ({}, {}), fit[0][0], solution.overhead
+        return ({}, {}, {}), fit[0][0], solution.overhead
     if not fit:
         fit = [min(peaks)]
     best = None
     for peak, _, anchors in fit:
-        saves = _saves(program, traced, events, timeline, anchors,
-                       budget if budget is not None else peak)
-        anchoring = (anchors, saves)
+        limit = budget if budget is not None else peak
+        saves = _saves(program, traced, events, timeline, anchors, limit)
+        anchoring = (anchors, saves, _chains(program, traced, events,
+                                             timeline, anchors, saves,
+                                             limit))
         overhead = solution.overhead + _replay_cost(
             program, traced, events, anchoring) / base
         if best is None or overhead < best[2]:
@@ -615,7 +671,7 @@ def _fitted(graph, spec, solution, budget, timeout, program, traced):
     margins = sorted({_program_peak(program, traced, solution.schedule) -
                       solution.peak_bytes, first[1] - solution.peak_bytes,
                       _most_held(program, traced)})
-    if first[0] or first[1] > budget:
+    if first[0][0] or first[1] > budget:
         for margin in margins:
             if not 0 < margin <= budget:
                 continue
@@ -624,7 +680,7 @@ def _fitted(graph, spec, solution, budget, timeout, program, traced):
             if again.status != "feasible":
                 break
             tried.append((again, _anchored(program, traced, again, budget)))
-            if not tried[-1][1][0] and tried[-1][1][1] <= budget:
+            if not tried[-1][1][0][0] and tried[-1][1][1] <= budget:
                 break
     fits = [t for t in tried if t[1][1] <= budget]
     return min(fits, key=lambda t: t[1][2]) if fits else tried[-1]
@@ -701,7 +757,7 @@ class Plan:
         self.solution = solutions[self.algorithm]
         self.schedule = self.solution.schedule
         self._solutions = solutions
-        # algorithm -> its program's (anchors, saves) (program.build's)
+        # algorithm -> its program's (anchors, saves, chains)
         self._anchorings = anchorings or {}
         self._events = self._as_events(self.schedule)
         self._built = {}  # (algorithm, rng_from_inputs) -> BuiltProgram
@@ -725,10 +781,11 @@ class Plan:
 
     @property
     def anchoring(self):
-        """(anchors, saves) of the plan's program (program.build's): the
-        random ops whose recomputations start from another's saved
-        generator state, and where each saves its own."""
-        return self._anchorings.get(self.algorithm, ({}, {}))
+        """(anchors, saves, chains) of the plan's program (program.build's):
+        the random ops whose recomputations start from another's saved
+        generator state, where each saves its own, and the recomputations
+        that start from the state the one before left."""
+        return self._anchorings.get(self.algorithm, ({}, {}, {}))
 
     @staticmethod
     def _as_events(schedule):

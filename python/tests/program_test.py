@@ -329,7 +329,7 @@ def test_anchored_states_replay_dropout():
         return r["peak_bytes"], predicted
 
     measured = {}
-    for name, anchoring in (("own", ({}, {})), ("one", (one, {}))):
+    for name, anchoring in (("own", ({}, {}, {})), ("one", (one, {}, {}))):
         measured[name], predicted = run(anchoring)
         held = [n for n in plan.program().module.graph.nodes
                 if n.target is operator.getitem and n.users and
@@ -339,12 +339,20 @@ def test_anchored_states_replay_dropout():
         if name == "own":
             own_peak = predicted
     assert measured["one"] < measured["own"]
+    # Forward recomputations run the dropouts in order: each but the first
+    # can start from the state the one before left, replaying nothing.
+    timeline = rt._schedule_timeline(prog, traced, events)
+    chains = rt._chains(prog, traced, events, timeline, one, {}, math.inf)
+    assert chains
+    run((one, {}, chains))
+    assert rt._replay_cost(prog, traced, events, (one, {}, chains)) < \
+        rt._replay_cost(prog, traced, events, (one, {}, {}))
     # Each state saved where the budget allows it; anchors where it does
     # not, their draws added to the predicted time.
     anchoring, peak, overhead = rt._anchored(prog, traced, sol, own_peak)
-    assert anchoring == ({}, {}) and overhead == sol.overhead
+    assert anchoring == ({}, {}, {}) and overhead == sol.overhead
     anchoring, peak, overhead = rt._anchored(prog, traced, sol, own_peak - 1)
-    anchors, saves = anchoring
+    anchors, saves, chains = anchoring
     assert anchors and peak < own_peak
     assert len(set(anchors.values())) < len(recomputed)
     assert overhead > sol.overhead
