@@ -535,7 +535,7 @@ def run_model(name, build, args, rows, summary):
                 "algorithm": p.algorithm,
                 "simulated_peak_bytes": p.solution.peak_bytes,
                 "predicted_peak_bytes": p.predicted_peak_bytes,
-                "predicted_overhead": p.solution.overhead,
+                "predicted_overhead": p.predicted_overhead,
                 "attempts": attempts}
 
     def measure_compiled(p):
@@ -631,7 +631,7 @@ def run_model(name, build, args, rows, summary):
             f"({'within' if re['peak_bytes'] <= budget else 'OVER'}; "
             f"{len(attempts)} attempts), step "
             f"{re['step_seconds']:.3f} s ({re['step_seconds'] / base['step_seconds']:.2f}x; "
-            f"predicted {p.solution.overhead:.2f}), grads equal "
+            f"predicted {p.predicted_overhead:.2f}), grads equal "
             f"{re['gradients_equal']}")
         if args.no_compile or why not in compiled_whys:
             continue

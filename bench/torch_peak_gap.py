@@ -75,7 +75,7 @@ def gap(plan, inputs, top):
     nodes = plan.traced.graph["nodes"]
     events = rt.Plan._as_events(plan.schedule)
     predicted = dict(rt._program_timeline(plan._program, plan.traced,
-                                          plan.schedule))
+                                          plan.schedule, plan.anchoring))
     measured, measured_peak = event_memory(plan, inputs)
     rows = []
     for e, m in measured:
@@ -129,6 +129,11 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
+def _load(avg):
+    return "not recorded" if avg is None else \
+        "/".join(f"{a:.1f}" for a in avg)
+
+
 def _mib(b):
     return f"{b / 2**20:.2f}"
 
@@ -138,7 +143,9 @@ def report(doc, path):
     lines = [f"# Predicted against allocator-measured activation memory, "
              f"event by event ({ctx['device']})", "",
              f"Measured {ctx['date']} on {ctx['host']} ({ctx['cpu_model']}),"
-             f" torch {ctx['torch']}, commit {ctx['git_commit']}. Command: "
+             f" torch {ctx['torch']}, commit {ctx['git_commit']}, load "
+             f"average {_load(ctx.get('load_average_start'))} at the start, "
+             f"{_load(ctx.get('load_average_end'))} at the end. Command: "
              f"`{ctx['command_line']}`.", "",
              "Predicted: the plan's activation memory while each schedule "
              "event runs (simulated memory, workspace included, plus the "
@@ -200,8 +207,10 @@ def main():
            "context": torch_options.machine(
                "cpu", "float32", {n: table[n][1] for n in names}),
            "models": []}
+    doc["context"]["load_average_start"] = list(os.getloadavg())
     for n in names:
         doc["models"].append(run_model(n, table[n][0], args))
+    doc["context"]["load_average_end"] = list(os.getloadavg())
     path = os.path.join(out, "cpu.json")
     files.write_json(path, doc, indent=1)
     report(doc, os.path.join(out, "cpu.md"))

@@ -16,7 +16,12 @@ Exactly as rematbench.executor does (and so as plain training):
   generator as it stands, the program saves the generator's state there,
   and each recomputation runs from that saved state and puts the generator
   back (PyTorch's own run_and_save_rng_state and run_with_rng_state, which
-  inductor keeps inside its graphs as calls of the eager op). That gives
+  inductor keeps inside its graphs as calls of the eager op). With
+  build(..., anchors=...) a recomputation may instead start from the state
+  saved at an earlier random op (its anchor) and replay the draws in
+  between (_Replay, run in Python between compiled graphs), so that the
+  program holds fewer states for the draws' time, or from the state a
+  recomputation of the random op before it left. That gives
   plain training's masks when the schedule first runs the random ops in
   their eager order (executor.Program.random_in_eager_order);
   otherwise build(..., rng_from_inputs=True) takes the states as extra
@@ -94,6 +99,98 @@ def _clone(t):
     return t.clone() if isinstance(t, torch.Tensor) else t
 
 
+class _Fresh:
+    """A tensor argument of a replayed draw: made when the draw runs
+    (zeros, so that a probability argument is in [0, 1]), since how far a
+    random op moves the generator depends on its arguments' shapes, not
+    their values (executor.Program.record_rng)."""
+
+    def __init__(self, shape, stride, dtype):
+        self.shape, self.stride, self.dtype = shape, stride, dtype
+
+    def make(self, device):
+        return torch.empty_strided(self.shape, self.stride, dtype=self.dtype,
+                                   device=device).zero_()
+
+    def nbytes(self):
+        return torch.empty_strided(self.shape, self.stride, dtype=self.dtype,
+                                   device="meta").untyped_storage().nbytes()
+
+
+def _draw(n):
+    """(op, args, kwargs) that move the generator as random op node `n`
+    does, without its inputs: tensor arguments are _Fresh. Dropout's mask
+    (bernoulli_in_layout) takes its input only for the dtype and device,
+    so an empty one stands for it and the draw allocates the mask alone."""
+    def fresh(x):
+        m = x.meta["tensor_meta"]
+        return _Fresh(tuple(m.shape), tuple(m.stride), m.dtype)
+
+    args, kwargs = torch.fx.node.map_arg((n.args, n.kwargs), fresh)
+    op, args, kwargs = _random_call(n, args, kwargs)
+    if op is torch.ops.rematbench.bernoulli_in_layout.default:
+        args = (_Fresh((0,), (1,), args[0].dtype),) + tuple(args[1:])
+    return op, tuple(args), dict(kwargs)
+
+
+def draw_bytes(n):
+    """The bytes a replayed draw of random op node `n` (_draw) holds while
+    it runs: its fresh arguments and its result."""
+    op, args, kwargs = _draw(n)
+    fresh = sum(a.nbytes() for a in list(args) + list(kwargs.values())
+                if isinstance(a, _Fresh))
+    if op is torch.ops.rematbench.bernoulli_in_layout.default:
+        return fresh + _Fresh(tuple(args[1]), tuple(args[2]),
+                              args[0].dtype).nbytes()
+    vals = n.meta["val"]
+    vals = vals if isinstance(vals, (tuple, list)) else (vals,)
+    return fresh + sum(v.untyped_storage().nbytes() for v in vals
+                       if isinstance(v, torch.Tensor))
+
+
+def run_draw(draw, device):
+    """Runs a _draw triple on `device`, its result dropped."""
+    op, args, kwargs = draw
+
+    def make(a):
+        return a.make(device) if isinstance(a, _Fresh) else a
+    op(*map(make, args), **{k: make(a) for k, a in kwargs.items()})
+
+
+class _Replay:
+    """Recomputes a random op from the generator state saved at an earlier
+    random op (its anchor) rather than from a state of its own: restores
+    the anchor's state, draws the random ops between the anchor and this
+    one (same ops, same shapes, results dropped at once) to reach this
+    op's state, runs the op and puts the generator back. The program then
+    holds one state per anchor instead of one per recomputed random op,
+    for the draws' time; `draws` are _draw's triples, in eager order. With
+    `save` or `after` it returns (the op's own state or None, the state
+    after the op or None, its result): later recomputations of the op
+    start from its own state, and the next random op's from the state
+    after it, and replay nothing."""
+
+    __name__ = "replay_rng"
+
+    def __init__(self, draws, save=False, after=False):
+        self.draws, self.save, self.after = draws, save, after
+
+    def __call__(self, state, op, *args, **kwargs):
+        device = next(a.device for a in args if isinstance(a, torch.Tensor))
+        cuda = device.type == "cuda"
+        get = torch.cuda.get_rng_state if cuda else torch.get_rng_state
+        put = torch.cuda.set_rng_state if cuda else torch.set_rng_state
+        saved = get()
+        put(state)
+        for d in self.draws:
+            run_draw(d, device)
+        own = get() if self.save else None
+        out = op(*args, **kwargs)
+        after = get() if self.after else None
+        put(saved)
+        return (own, after, out) if self.save or self.after else out
+
+
 class BuiltProgram:
     """`module` (a GraphModule: inputs as the traced step's placeholders,
     then the RNG states if `rng_from_inputs`; returns (loss, *grads); each
@@ -157,7 +254,8 @@ def _in_python(n):
     """Nodes that stay out of inductor's graphs: writes to buffers
     (running statistics) and the clones a recomputation writes instead."""
     t = n.target
-    if t is _clone:
+    if t is _clone or isinstance(t, _Replay):
+        # (A replay sets the generator's state in Python.)
         return True
     if isinstance(t, torch._ops.OpOverload):
         from rematbench.executor import _writes
@@ -301,9 +399,26 @@ class _BoxedRunner:
             return torch.fx.node.map_arg(self.out.args[0], get)
 
 
-def build(program, events, rng_from_inputs=False):
+def build(program, events, rng_from_inputs=False, anchoring=None):
     """The BuiltProgram of `events` ((kind, node, number) tuples, as
-    executor.Program.run takes them) on `program` (an executor.Program)."""
+    executor.Program.run takes them) on `program` (an executor.Program).
+    `anchoring`, (anchors, saves, chains), lets recomputations share saved
+    states (_Replay): anchors maps the FX index of a random op to the FX
+    index of the random op before it whose saved state its recomputations
+    start from (one not in it starts from its own); saves maps such an op
+    to the index in `events` of the recomputation that also saves its own
+    state, from which the later ones start; chains maps (such an op, the
+    index of one of its recomputations) to the index of the event that
+    recomputed the random op just before it, whose state after that op it
+    starts from. It applies when the states are saved at first
+    executions, not with rng_from_inputs."""
+    anchors, saves, chains = ({}, {}, {}) \
+        if anchoring is None or rng_from_inputs else anchoring
+    order = sorted(program.random)
+    previous = dict(zip(order[1:], order))
+    # (random op, event) of the runs that keep the state after them
+    wanted = {(previous[m], j) for (m, _), j in chains.items()}
+    after = {}  # (random op, event) -> the state after its run there
     fx, members, writes = program.fx, program.members, program.writes
     index, random = program.index, program.random
     cuda = program.step.device != "cpu"
@@ -368,7 +483,9 @@ def build(program, events, rng_from_inputs=False):
             pending.remove(i)
 
     run_side()
-    ran, states, firsts = set(), {}, set()
+    # states: saved at first executions (or recorded); own: saved by a
+    # recomputation that started from an anchor.
+    ran, states, own, firsts = set(), {}, {}, set()
     rng_order = sorted(random)
     in_segment, segment = set(), [0]
     for event, (kind, v, _) in enumerate(events):
@@ -408,13 +525,44 @@ def build(program, events, rng_from_inputs=False):
                     cur[m] = g.call_function(operator.getitem, (pair, 1))
                     ran.add(m)
                     continue
+                a = anchors.get(m, m)
+                keep = (m, event) in wanted
+                source = chains.get((m, event))
+                if source is not None:
+                    # The generator after the random op before this one
+                    # stands where it does before this one.
+                    start, draws = after[(previous[m], source)], ()
+                elif a != m and m not in own:
+                    # From the anchor's state, drawing the random ops
+                    # between (their first executions ran before: the
+                    # schedule runs them in eager order).
+                    start = states[a]
+                    draws = tuple(_draw(fx[j]) for j in rng_order
+                                  if a <= j < m)
+                else:
+                    start, draws = own.get(m, states.get(m)), None
+                if draws is not None or keep:
+                    save = draws is not None and saves.get(m) == event
+                    new = g.call_function(_Replay(draws or (), save, keep),
+                                          (start, op) + args, kwargs)
+                    if save or keep:
+                        parts = [g.call_function(operator.getitem, (new, k))
+                                 for k in range(3)]
+                        if save:
+                            own[m] = parts[0]
+                        if keep:
+                            after[(m, event)] = parts[1]
+                        new = parts[2]
+                    cur[m] = new
+                    ran.add(m)
+                    continue
                 if m not in states:
                     recorded = g.call_function(
                         operator.getitem, (rng_in, rng_order.index(m)))
                     states[m] = g.call_function(
                         operator.getitem, (recorded, 1 if cuda else 0))
                 cur[m] = g.call_function(run_with_rng_state,
-                                         (states[m], op) + args,
+                                         (own.get(m, states[m]), op) + args,
                                          kwargs)
             else:
                 new = emit(m)
@@ -439,7 +587,8 @@ def build(program, events, rng_from_inputs=False):
         if n.op == "call_function" and isinstance(traced_op(n.target),
                                                   torch._ops.OpOverload))
     counts += collections.Counter(
-        str(_traced_random(n.args[1] if n.target is run_with_rng_state
-                           else n.args[0]).overloadpacket) for n in g.nodes
-        if n.target in (run_and_save_rng_state, run_with_rng_state))
+        str(_traced_random(n.args[0] if n.target is run_and_save_rng_state
+                           else n.args[1]).overloadpacket) for n in g.nodes
+        if n.target in (run_and_save_rng_state, run_with_rng_state) or
+        isinstance(n.target, _Replay))
     return BuiltProgram(module, counts, events, rng_from_inputs, cuda)

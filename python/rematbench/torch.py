@@ -112,38 +112,35 @@ def _solve_all(graph, specs, budget, timeout, threads):
         return {s: f.result() for s, f in futures.items()}
 
 
-def _program_peak(program, traced, schedule):
-    """The activation peak of `schedule` run as a program: the largest of
-    _program_timeline's figures."""
-    return max((b for _, b in _program_timeline(program, traced, schedule)),
-               default=0)
+def _program_peak(program, traced, schedule, anchoring=None):
+    """The activation peak of `schedule` run as a program with `anchoring`
+    (program.build's): the largest of _program_timeline's figures."""
+    return max((b for _, b in _program_timeline(program, traced, schedule,
+                                                anchoring)), default=0)
 
 
-def _program_timeline(program, traced, schedule):
+def _program_timeline(program, traced, schedule, anchoring=None):
     """[(event index, bytes)]: for each computation in `schedule` (its
     index there), the activation memory while it runs as a program: the
     simulated memory (docs/model.md) of the schedule with each value, or
     each part of a multi-output value, freed after its last reader as the
     program frees it (_releases), plus what the program holds beside the
-    schedule's values. A random op that the schedule computes more than
-    once keeps the generator's state from its first execution to its last
-    (CPU: the state is a 5,056-byte tensor on the model's device; on CUDA
-    the states are in host memory), and each replay saves the state it
-    interrupts while it runs; states of random ops run out of eager order
-    are recorded before the step and held through it. The loss is
-    returned, so it is held from its computation to the end."""
-    nodes = traced.graph["nodes"]
+    schedule's values (_held_beside)."""
     events = Plan._as_events(schedule)
-    random = collections.Counter(program.owner[m] for m in program.random)
-    state = _state_bytes(program, traced)
-    computed = collections.Counter(v for k, v, _ in events if k == "c")
-    last = {v: i for i, (k, v, _) in enumerate(events) if k == "c"}
-    in_order = program.random_in_eager_order(events)
+    return _held_beside(program, traced, events,
+                        _schedule_timeline(program, traced, events),
+                        anchoring)
+
+
+def _schedule_timeline(program, traced, events):
+    """[(event index, node, bytes before it, bytes it adds)] for each
+    computation in `events`: the program's memory without the generator
+    states (the loss included: it is returned, so it is held from its
+    computation to the end), and the node's own memory and workspace."""
+    nodes = traced.graph["nodes"]
     loss = next((n["id"] for n in nodes if n["kind"] == "loss"), None)
     released = _releases(events, nodes, *_node_parts(program, nodes), loss)
-    mem, timeline = 0, []
-    extra = 0 if in_order else state * sum(random.values())
-    seen, loss_held = set(), False
+    mem, extra, timeline, loss_held = 0, 0, [], False
     for i, (k, v, _) in enumerate(events):
         n = nodes[v]
         if k == "f":  # other values are freed by `released`
@@ -155,19 +152,288 @@ def _program_timeline(program, traced, schedule):
         if v == loss and loss_held:
             loss_held = False
             extra -= n["mem"]
-        if in_order and v in random and computed[v] > 1 and v not in seen:
-            extra += state * random[v]  # saved at the first execution
-        # A replay saves the generator's state while it runs from the
-        # op's own.
-        replay = state if v in random and (v in seen or not in_order) \
-            else 0
-        timeline.append(
-            (i, mem + n["mem"] + n.get("workspace", 0) + extra + replay))
+        timeline.append((i, v, mem + extra, n["mem"] + n.get("workspace", 0)))
         mem += n["mem"] - released[i]
-        if in_order and v in random and computed[v] > 1 and last[v] == i:
-            extra -= state * random[v]  # dropped after the last
-        seen.add(v)
     return timeline
+
+
+def _held_beside(program, traced, events, timeline, anchoring=None):
+    """_schedule_timeline's `timeline` as (event index, bytes) with the
+    generator states the program holds (CPU: a 5,056-byte tensor each on
+    the model's device; on CUDA the states are in host memory). A random
+    op that the schedule computes more than once has its recomputations
+    start from a saved state: its own, saved at its first execution, or,
+    with `anchoring` (program.build's (anchors, saves, chains)), its
+    anchor's until the recomputation that saves its own (from then on its
+    own), or the state a recomputation of the random op before it left.
+    Each saved state is held from where it is saved to the last
+    recomputation that starts from it. A first execution saves the state
+    it starts from while it runs (run_and_save_rng_state), kept only if
+    recomputations start from it. Each recomputation saves the state it
+    interrupts while it runs, and one that starts from an anchor before it
+    first replays the draws in between, one at a time: the largest of them
+    (program's draw_bytes) is held before the op's own result is. States
+    of random ops run out of eager order are recorded before the step and
+    held through it, and every execution runs from one."""
+    owner = program.owner
+    state = _state_bytes(program, traced)
+    in_order = program.random_in_eager_order(events)
+    computed = collections.Counter(v for k, v, _ in events if k == "c")
+    runs = collections.defaultdict(list)  # node -> its computation events
+    for i, (k, v, _) in enumerate(events):
+        if k == "c":
+            runs[v].append(i)
+    base = 0 if in_order else state * len(program.random)
+    delta = collections.Counter()  # states saved (+) and dropped (-)
+    draws = collections.Counter()  # event -> largest draw it replays
+    # event -> states it takes after its draws (its op's own state, the
+    # state after its op)
+    saving = collections.Counter()
+    kept = set()  # random ops whose first execution's state is held
+    if in_order:
+        anchors, saves, chains = anchoring or ({}, {}, {})
+        order = sorted(program.random)
+        sizes = _draw_sizes(program)
+        until = {}  # saved state -> last event that starts from it
+        for p, m in enumerate(order):
+            v = owner[m]
+            if computed[v] < 2:
+                continue
+            a = anchors.get(m, m)
+            if a == m:
+                until[a] = max(until.get(a, -1), runs[v][-1])
+                continue
+            save = saves.get(m)
+            if save is not None:
+                saving[save] += state
+                delta[save] += state
+                delta[runs[v][-1] + 1] -= state
+            replaying = [i for i in runs[v][1:] if (m, i) not in chains and
+                         (save is None or i <= save)]
+            until[a] = max([until.get(a, -1)] + replaying)
+            draw = max(sizes[j] for j in order[order.index(a):p])
+            for i in replaying:
+                draws[i] = max(draws[i], draw)
+        # The state after the op run at j, one tensor however many of m's
+        # recomputations start from it.
+        spans = {}
+        for (m, i), j in chains.items():
+            spans[(m, j)] = max(spans.get((m, j), -1), i)
+        for (m, j), i in spans.items():
+            saving[j] += state
+            delta[j] += state
+            delta[i + 1] -= state
+        for a, i in until.items():
+            delta[runs[owner[a]][0]] += state
+            delta[i + 1] -= state
+        kept = set(until)
+    random = {owner[m] for m in program.random}
+    # Nodes whose first execution saves a state it drops after the op.
+    dropped = {owner[m] for m in program.random if m not in kept}
+    out, held, seen, at = [], base, set(), 0
+    for i, v, before, own in timeline:
+        while at <= i:
+            held += delta.get(at, 0)
+            at += 1
+        again = v in seen
+        seen.add(v)
+        replay = state if v in random and (again or not in_order or
+                                          v in dropped) else 0
+        draw = draws.get(i, 0)
+        # States taken here are taken after the draws.
+        new = saving.get(i, 0)
+        if draw:
+            # The draws run before the op allocates; a node of other ops
+            # besides the random one may hold some of its own by then.
+            own = max(own + new, draw) if len(program.members[v]) == 1 \
+                else own + new + draw
+        else:
+            own += new
+        out.append((i, before + own + held - new + replay))
+    return out
+
+
+def _draw_sizes(program):
+    """{FX index of a random op: the bytes its replayed draw holds}
+    (program's draw_bytes), built once per program."""
+    if getattr(program, "draw_sizes", None) is None:
+        program.draw_sizes = {m: _program_mod.draw_bytes(program.fx[m])
+                              for m in program.random}
+    return program.draw_sizes
+
+
+def _anchorings(program, events):
+    """Candidate anchors (program.build's) for `events`, fewest replayed
+    draws first: for k = 0, 1, 2, 3, 4, 6, 8, ... each random op the
+    schedule recomputes starts from the state saved at the nearest anchor
+    at most k random ops before it in eager order (an anchor is a
+    recomputed random op), so a recomputation replays at most k draws and
+    the program holds about one state per k + 1 random ops; the last
+    candidate has one anchor. Only where the schedule first runs the
+    random ops in eager order (otherwise every state is recorded before
+    the step); k = 0, {}, is every recomputed random op starting from its
+    own state. A random op that is its own anchor is left out."""
+    computed = collections.Counter(v for k, v, _ in events if k == "c")
+    order = sorted(program.random)
+    needed = [p for p, m in enumerate(order)
+              if computed[program.owner[m]] > 1]
+    if not needed or not program.random_in_eager_order(events):
+        return [{}]
+    out, k = [], 0
+    while True:
+        anchors, a = {}, None
+        for p in needed:
+            if a is None or p - a > k:
+                a = p
+            anchors[order[p]] = order[a]
+        shared = {m: a for m, a in anchors.items() if a != m}
+        if not out or shared != out[-1]:
+            out.append(shared)
+        if len(set(anchors.values())) == 1:
+            return out
+        k = k + 1 if k < 4 else k + k // 2
+
+
+def _replay_cost(program, traced, events, anchoring):
+    """The time (the graph's cost units) of the draws that recomputations
+    replay with `anchoring` (program.build's): each draw costs what its
+    random op's node costs (the op alone in a dropout's node)."""
+    anchors, saves, chains = anchoring
+    nodes = traced.graph["nodes"]
+    order = sorted(program.random)
+    pos = {m: p for p, m in enumerate(order)}
+    computed = collections.defaultdict(list)
+    for i, (k, v, _) in enumerate(events):
+        if k == "c":
+            computed[v].append(i)
+    total = 0
+    for m, a in anchors.items():
+        recomputed = computed[program.owner[m]][1:]
+        runs = sum(1 for i in recomputed if i <= saves.get(m, i) and
+                   (m, i) not in chains)
+        total += runs * sum(nodes[program.owner[j]]["cost"]
+                            for j in order[pos[a]:pos[m]])
+    return total
+
+
+def _saves(program, traced, events, timeline, anchors, limit):
+    """program.build's saves for `anchors`: for each random op that
+    starts from an anchor before it, the earliest recomputation from which
+    holding its own state to its last recomputation keeps the program's
+    memory within `limit` (the recomputations after it replay nothing);
+    ops with the most replayed draws to spare first. Each state added
+    raises the memory it spans; an anchor dropped earlier, or draws not
+    replayed, only lower it, so the program stays within `limit`."""
+    state = _state_bytes(program, traced)
+    figures = _held_beside(program, traced, events, timeline,
+                           (anchors, {}, {}))
+    at = {i: p for p, (i, _) in enumerate(figures)}
+    mem = [b for _, b in figures]
+    order = sorted(program.random)
+    pos = {m: p for p, m in enumerate(order)}
+    recomputed = collections.defaultdict(list)
+    for i, (k, v, _) in enumerate(events):
+        if k == "c":
+            recomputed[v].append(at[i])
+    saves = {}
+    for m in sorted(anchors, key=lambda m: -(pos[m] - pos[anchors[m]]) *
+                    len(recomputed[program.owner[m]])):
+        runs = recomputed[program.owner[m]][1:]
+        if len(runs) < 2:
+            continue  # nothing after the only recomputation to spare
+        top, best, q = -math.inf, None, runs[-1]
+        for r in reversed(runs[:-1]):
+            top = max(top, max(mem[r:q + 1]))
+            q = r - 1
+            if top + state > limit:
+                break
+            best = r
+        if best is not None:
+            saves[m] = figures[best][0]
+            for p in range(best, runs[-1] + 1):
+                mem[p] += state
+    return saves
+
+
+def _chains(program, traced, events, timeline, anchors, saves, limit):
+    """program.build's chains for `anchors` and `saves`: a recomputation
+    that would replay draws from an anchor starts instead from the state
+    that the latest recomputation of the random op just before it (in
+    eager order) left, kept from then on (that op ran from its own eager
+    state, so the generator after it stands where it does before this
+    one), where holding it keeps the memory within `limit`; earliest
+    first. A forward recomputation running several random ops in order
+    then replays only for its first one."""
+    state = _state_bytes(program, traced)
+    figures = _held_beside(program, traced, events, timeline,
+                           (anchors, saves, {}))
+    at = {i: p for p, (i, _) in enumerate(figures)}
+    mem = [b for _, b in figures]
+    order = sorted(program.random)
+    pos = {m: p for p, m in enumerate(order)}
+    runs = collections.defaultdict(list)
+    for i, (k, v, _) in enumerate(events):
+        if k == "c":
+            runs[v].append(i)
+    found = []
+    for m in anchors:
+        v, u = program.owner[m], program.owner[order[pos[m] - 1]]
+        if u == v:
+            continue
+        for i in runs[v][1:]:
+            if i >= saves.get(m, math.inf):
+                break  # the saving recomputation replays, later ones none
+            before = [j for j in runs[u] if j < i]
+            if len(before) > 1:  # a recomputation, not the first run
+                found.append((i, m, before[-1]))
+    chains, held = {}, {}  # held: (m, j) -> where its state is held to
+    for i, m, j in sorted(found):
+        lo = at[held[(m, j)]] + 1 if (m, j) in held else at[j]
+        if max(mem[lo:at[i] + 1], default=-math.inf) + state <= limit:
+            chains[(m, i)] = j
+            held[(m, j)] = i
+            for p in range(lo, at[i] + 1):
+                mem[p] += state
+    return chains
+
+
+def _anchored(program, traced, solution, budget=None):
+    """(anchoring, program peak, overhead) of `solution` run as a program,
+    anchoring being program.build's (anchors, saves, chains): of the
+    candidate anchors (_anchorings) whose program peak is within `budget`,
+    with the saves (_saves) and then the chains (_chains) that fit, the
+    one of least predicted overhead; when none is or no budget is given,
+    those of the least peak, with the saves and chains that keep it. The
+    overhead adds the replayed draws' time to the schedule's."""
+    events = Plan._as_events(solution.schedule)
+    timeline = _schedule_timeline(program, traced, events)
+    base = solution.json.get("base_cost") or \
+        solution.json["cost"] / solution.overhead
+
+    def held(anchoring):
+        return max((b for _, b in _held_beside(program, traced, events,
+                                                timeline, anchoring)),
+                   default=0)
+
+    peaks = [(held((a, {}, {})), k, a)
+             for k, a in enumerate(_anchorings(program, events))]
+    fit = [t for t in peaks if budget is not None and t[0] <= budget]
+    if fit and not fit[0][2]:
+        return ({}, {}, {}), fit[0][0], solution.overhead
+    if not fit:
+        fit = [min(peaks)]
+    best = None
+    for peak, _, anchors in fit:
+        limit = budget if budget is not None else peak
+        saves = _saves(program, traced, events, timeline, anchors, limit)
+        anchoring = (anchors, saves, _chains(program, traced, events,
+                                             timeline, anchors, saves,
+                                             limit))
+        overhead = solution.overhead + _replay_cost(
+            program, traced, events, anchoring) / base
+        if best is None or overhead < best[2]:
+            best = (anchoring, held(anchoring), overhead)
+    return best
 
 
 def _node_parts(program, nodes):
@@ -253,7 +519,7 @@ def _most_held(program, traced):
     return _state_bytes(program, traced) * (len(program.random) + 1) + loss
 
 
-def _row(spec, solution, held=0, budget=None):
+def _row(spec, solution, held=0, budget=None, overhead=None):
     if solution.json.get("transfer_bytes"):
         # The executor runs computes and frees; offloads (vdnn, swap_remat
         # under a tight budget) are simulated only (README, "Time and
@@ -271,7 +537,7 @@ def _row(spec, solution, held=0, budget=None):
     return {"algorithm": spec, "status": status,
             "peak_bytes": solution.peak_bytes + held if solution.valid
             else solution.peak_bytes,
-            "overhead": solution.overhead,
+            "overhead": solution.overhead if overhead is None else overhead,
             "solve_seconds": solution.solve_seconds,
             "message": message}
 
@@ -363,23 +629,15 @@ def _solve_plan(model, traced, graph, budget, algorithms, timeout,
     specs, skipped = _chosen_algorithms(algorithms, graph, exact_max_nodes)
     threads = threads or os.cpu_count() or 1
     solutions = _solve_all(graph, specs, budget_bytes, timeout, threads)
-    # The program also holds what the schedule does not model (the
-    # generator states of recomputed random ops, the returned loss): a
-    # schedule that fits only without them is solved once more, below the
-    # budget by the most they can add.
-    held = {s: _program_peak(program, traced, sol.schedule) - sol.peak_bytes
-            for s, sol in solutions.items() if sol.status == "feasible"}
-    most = _most_held(program, traced)
-    again = [s for s, e in held.items()
-             if e > 0 and solutions[s].peak_bytes + e > budget_bytes]
-    for s in again:
-        if budget_bytes >= most:
-            solutions[s] = rematbench.solve(graph, s, budget_bytes - most,
-                                            None, timeout)
-        held[s] = _program_peak(program, traced, solutions[s].schedule) - \
-            solutions[s].peak_bytes if solutions[s].status == "feasible" \
-            else 0
-    rows = [_row(s, solutions[s], held.get(s, 0), budget_bytes)
+    anchored = {}
+    for s in specs:
+        solutions[s], a = _fitted(graph, s, solutions[s], budget_bytes,
+                                  timeout, program, traced)
+        if a is not None:
+            anchored[s] = a
+    rows = [_row(s, solutions[s], anchored[s][1] - solutions[s].peak_bytes
+                 if s in anchored else 0, budget_bytes,
+                 anchored[s][2] if s in anchored else None)
             for s in specs]
     rows += [{"algorithm": n, "status": "skipped", "peak_bytes": None,
               "overhead": None, "solve_seconds": None, "message": why}
@@ -390,9 +648,42 @@ def _solve_plan(model, traced, graph, budget, algorithms, timeout,
                                              solutions, timeout, threads,
                                              program, traced))
     plan = Plan(model, traced, graph, budget_bytes, rows, solutions,
-                trace_seconds, program)
+                trace_seconds, program,
+                {s: a for s, (a, _, _) in anchored.items()})
     plan._solve_args = (algorithms, timeout, exact_max_nodes, threads)
     return plan
+
+
+def _fitted(graph, spec, solution, budget, timeout, program, traced):
+    """(solution, _anchored's triple or None) of `spec` at `budget`. The
+    program also holds what the schedule does not model (generator states,
+    the returned loss), with the fewest replayed draws that fit. A
+    schedule that fits only with replays, or not at all, is solved again
+    below the budget by what its program held beyond its simulated peak
+    (with the fewest states held, with every state saved) and by the most
+    a program can add with every state saved (_most_held), smallest first,
+    until one fits without replays: of those that fit, the one of least
+    predicted overhead; the last one solved when none fits."""
+    if solution.status != "feasible":
+        return solution, None
+    first = _anchored(program, traced, solution, budget)
+    tried = [(solution, first)]
+    margins = sorted({_program_peak(program, traced, solution.schedule) -
+                      solution.peak_bytes, first[1] - solution.peak_bytes,
+                      _most_held(program, traced)})
+    if first[0][0] or first[1] > budget:
+        for margin in margins:
+            if not 0 < margin <= budget:
+                continue
+            again = rematbench.solve(graph, spec, budget - margin, None,
+                                     timeout)
+            if again.status != "feasible":
+                break
+            tried.append((again, _anchored(program, traced, again, budget)))
+            if not tried[-1][1][0][0] and tried[-1][1][1] <= budget:
+                break
+    fits = [t for t in tried if t[1][1] <= budget]
+    return min(fits, key=lambda t: t[1][2]) if fits else tried[-1]
 
 
 def _nothing_fits(graph, budget, specs, solutions, timeout, threads,
@@ -402,7 +693,7 @@ def _nothing_fits(graph, budget, specs, solutions, timeout, threads,
     schedule that fits as a program (bisection between the budget and the
     least peak found; each probe solved as _solve_plan solves)."""
     def peak(s):
-        return _program_peak(program, traced, s.schedule)
+        return _anchored(program, traced, s)[1]
 
     # A budget fits when the schedule's simulated peak and its program
     # peak are both within it (the solvers judge the first).
@@ -417,16 +708,15 @@ def _nothing_fits(graph, budget, specs, solutions, timeout, threads,
     lo = max(budget, graph.lower_bound_bytes - 1)  # lo never fits
     most = _most_held(program, traced)
 
-    def fitting(mid, solve_at):
-        return [spec for spec, s in
-                _solve_all(graph, probes, solve_at, timeout, threads).items()
-                if s.status == "feasible" and peak(s) <= mid]
-
     def fits(mid):
-        # As a plan is made: solved once more below the budget by the most
-        # the program can hold beside the schedule when it did not fit.
-        return fitting(mid, mid) or (fitting(mid, mid - most)
-                                     if mid > most else [])
+        # As a plan is made (_fitted).
+        found = []
+        for spec, s in _solve_all(graph, probes, mid, timeout,
+                                  threads).items():
+            _, a = _fitted(graph, spec, s, mid, timeout, program, traced)
+            if a is not None and a[1] <= mid:
+                found.append(spec)
+        return found
 
     # The least peak found was solved for another budget: solved for its
     # own, an algorithm may choose a cheaper schedule that the program
@@ -455,7 +745,7 @@ class Plan:
     first), `algorithm`, `schedule` and the traced `graph`."""
 
     def __init__(self, model, traced, graph, budget_bytes, table, solutions,
-                 trace_seconds, program=None):
+                 trace_seconds, program=None, anchorings=None):
         self.model, self.traced, self.graph = model, traced, graph
         self.budget_bytes, self.table = budget_bytes, table
         self._program = program or executor.Program(traced)
@@ -467,6 +757,8 @@ class Plan:
         self.solution = solutions[self.algorithm]
         self.schedule = self.solution.schedule
         self._solutions = solutions
+        # algorithm -> its program's (anchors, saves, chains)
+        self._anchorings = anchorings or {}
         self._events = self._as_events(self.schedule)
         self._built = {}  # (algorithm, rng_from_inputs) -> BuiltProgram
         self.compiled = False
@@ -478,6 +770,22 @@ class Plan:
         states of recomputed random ops, the returned loss)."""
         return next(r["peak_bytes"] for r in self.table
                     if r["algorithm"] == self.algorithm)
+
+    @property
+    def predicted_overhead(self):
+        """The program's predicted step time against plain training's: the
+        schedule's overhead and the draws its recomputations replay to
+        reach a random op's generator state from an anchor's."""
+        return next(r["overhead"] for r in self.table
+                    if r["algorithm"] == self.algorithm)
+
+    @property
+    def anchoring(self):
+        """(anchors, saves, chains) of the plan's program (program.build's):
+        the random ops whose recomputations start from another's saved
+        generator state, where each saves its own, and the recomputations
+        that start from the state the one before left."""
+        return self._anchorings.get(self.algorithm, ({}, {}, {}))
 
     @staticmethod
     def _as_events(schedule):
@@ -529,7 +837,8 @@ class Plan:
         key = (algorithm, not in_order)
         if key not in self._built:
             self._built[key] = _program_mod.build(
-                self._program, events, rng_from_inputs=not in_order)
+                self._program, events, rng_from_inputs=not in_order,
+                anchoring=self._anchorings.get(algorithm))
         return self._built[key]
 
     def compile(self, compiled=True):
@@ -719,7 +1028,7 @@ class Plan:
     def __repr__(self):
         return (f"<rematbench.torch.Plan {self.algorithm}: peak "
                 f"{self.solution.peak_bytes} <= {self.budget_bytes} bytes, "
-                f"overhead {self.solution.overhead:.3f}>")
+                f"overhead {self.predicted_overhead:.3f}>")
 
 
 class RematStep:

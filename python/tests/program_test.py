@@ -15,6 +15,7 @@ installed package).
 """
 
 import math
+import operator
 
 from conftest import require_modules
 
@@ -288,3 +289,77 @@ def test_compiled_over_budget_plans_below(monkeypatch):
     assert p is plan and not p.compiled
     assert [a[0] for a in p.compiled_attempts] == \
         [budget, budget - 2, budget - 4]
+
+
+def test_anchored_states_replay_dropout():
+    """A program whose recomputed dropouts start from one anchor's saved
+    generator state (program.build's anchoring: the draws in between are
+    replayed) holds one state where the plain program holds one per
+    recomputed dropout, and still gives plain training's gradients bit for
+    bit, eagerly and (within float rounding) compiled; its measured peak
+    is the predicted one, below the plain program's. _anchored replays
+    only where the budget asks for it, counts the draws' time, and its
+    choice (anchors, and the recomputations that save their own state)
+    is as exact."""
+    model, batch = transformer_case()
+    loss_fn = nn.CrossEntropyLoss()
+    ref = measure.measure_step(lambda: loss_fn(model(batch[0]),
+                                               batch[1]).backward(),
+                               model, repeats=1, warmup=0, seed=0,
+                               timing=False)
+    plan = rt.plan(model, batch, loss_fn, budget=1.0,
+                   algorithms=["checkpoint_last"], timeout=3)
+    prog, traced, sol = plan._program, plan.traced, plan.solution
+    events = plan._as_events(sol.schedule)
+    recomputed = [m for m in sorted(prog.random)
+                  if sum(1 for k, v, _ in events
+                         if k == "c" and v == prog.owner[m]) > 1]
+    assert len(recomputed) == len(prog.random) == 7
+    one = {m: recomputed[0] for m in recomputed[1:]}
+
+    def run(anchoring):
+        plan._anchorings[plan.algorithm] = anchoring
+        plan._built.clear()
+        r = measure.measure_step(lambda: plan.step(*batch), model,
+                                 repeats=1, warmup=0, seed=0,
+                                 reference=ref["grads"], timing=False)
+        assert r["gradients_equal"], anchoring
+        predicted = rt._program_peak(prog, traced, sol.schedule, anchoring)
+        assert 0.95 * predicted <= r["peak_bytes"] <= predicted, anchoring
+        return r["peak_bytes"], predicted
+
+    measured = {}
+    for name, anchoring in (("own", ({}, {}, {})), ("one", (one, {}, {}))):
+        measured[name], predicted = run(anchoring)
+        held = [n for n in plan.program().module.graph.nodes
+                if n.target is operator.getitem and n.users and
+                n.args[0].target is program.run_and_save_rng_state and
+                n.args[1] == 0]
+        assert len(held) == (1 if anchoring[0] else 7)
+        if name == "own":
+            own_peak = predicted
+    assert measured["one"] < measured["own"]
+    # Forward recomputations run the dropouts in order: each but the first
+    # can start from the state the one before left, replaying nothing.
+    timeline = rt._schedule_timeline(prog, traced, events)
+    chains = rt._chains(prog, traced, events, timeline, one, {}, math.inf)
+    assert chains
+    run((one, {}, chains))
+    assert rt._replay_cost(prog, traced, events, (one, {}, chains)) < \
+        rt._replay_cost(prog, traced, events, (one, {}, {}))
+    # Each state saved where the budget allows it; anchors where it does
+    # not, their draws added to the predicted time.
+    anchoring, peak, overhead = rt._anchored(prog, traced, sol, own_peak)
+    assert anchoring == ({}, {}, {}) and overhead == sol.overhead
+    anchoring, peak, overhead = rt._anchored(prog, traced, sol, own_peak - 1)
+    anchors, saves, chains = anchoring
+    assert anchors and peak < own_peak
+    assert len(set(anchors.values())) < len(recomputed)
+    assert overhead > sol.overhead
+    assert run(anchoring)[1] == peak
+    plan.compile()
+    r = measure.measure_step(lambda: plan.step(*batch), model, repeats=1,
+                             warmup=0, seed=0, reference=ref["grads"],
+                             timing=False, peak=False)
+    for a, b in zip(r["grads"], ref["grads"]):
+        assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
