@@ -8,10 +8,16 @@ loads. So both commits are cloned and built once, then every translation
 unit of both is compiled again one at a time, alternating old and new in
 a shuffled order, and the compiler's CPU seconds summed per commit; then
 the quick suites (ctest -LE slow) run test by test, alternating again.
+The units are the entries of compile_commands.json, which CMake writes
+for every compile of the build, a precompiled header's own build
+included: a commit's total is that of its build from clean, the
+precompiled headers counted once each (their count is reported too), and
+a unit that uses one is compiled against it as in the build.
 Tests of one name that pass in both are compared on their own, since a
 suite that grew is slower for that reason alone. The results file has
-the totals, the unit and test counts, the lines of C++ in each tree and
-the tests that grew most.
+the totals, the unit and test counts, the lines of C++ in each tree, the
+costliest units of each, the tests that grew most, and the least and
+greatest load average seen in each phase.
 """
 import argparse
 import json
@@ -52,6 +58,12 @@ def prepare(work, name, rev, python):
     return tree
 
 
+def is_pch(command):
+    """Whether a compile command builds a precompiled header (CMake's
+    target_precompile_headers: a header compiled as such)."""
+    return " -x c++-header " in command
+
+
 def cpu_seconds_of(run):
     """CPU seconds (user + sys) of the children `run()` waits for."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -61,19 +73,24 @@ def cpu_seconds_of(run):
                                                   before.ru_stime)
 
 
-def alternate(queues, step, what):
+def alternate(queues, step, what, loads):
     """Runs step(name, item) for the items of both queues, old then new,
-    one at a time; returns {name: {item: result}}."""
+    one at a time; returns {name: {item: result}}. loads[what] gets the
+    least and greatest 1-minute load average seen."""
     results = {name: {} for name in queues}
     total = sum(len(q) for q in queues.values())
     done = 0
+    seen = []
     while any(queues.values()):
         for name, queue in queues.items():
             if queue:
                 item = queue.pop(0)
                 results[name][item] = step(name, item)
                 done += 1
-        log(f"{what}: {done}/{total}, load {os.getloadavg()[0]:.2f}")
+        seen.append(os.getloadavg()[0])
+        log(f"{what}: {done}/{total}, load {seen[-1]:.2f}")
+    if seen:
+        loads[what] = [round(min(seen), 2), round(max(seen), 2)]
     return results
 
 
@@ -110,12 +127,13 @@ def main():
         random.Random(1).shuffle(entries)
         commands[name] = entries[:args.units or None]
     no_ccache = dict(os.environ, CCACHE_DISABLE="1")
+    loads = {}
     compiled = alternate(
         {name: list(range(len(c))) for name, c in commands.items()},
         lambda name, i: cpu_seconds_of(lambda: subprocess.run(
             commands[name][i][1], shell=True, cwd=commands[name][i][0],
             check=True, stdout=subprocess.DEVNULL, env=no_ccache)),
-        "compile")
+        "compile", loads)
 
     def names(tree):
         listing = subprocess.run(["ctest", "-N", "-LE", "slow"],
@@ -132,7 +150,7 @@ def main():
         return time.perf_counter() - t, r.returncode == 0
 
     tests = alternate({name: names(tree) for name, tree in trees.items()},
-                      run_test, "tests")
+                      run_test, "tests", loads)
     common = [t for t in tests["old"] if t in tests["new"]
               and tests["old"][t][1] and tests["new"][t][1]]
     growth = sorted(common, key=lambda t: tests["old"][t][0] -
@@ -145,11 +163,22 @@ def main():
         return sum(sum(1 for _ in open(os.path.join(tree, f), "rb"))
                    for f in files)
 
+    def heaviest(name, seconds):
+        """The 8 costliest units: where the build's time goes."""
+        top = sorted(seconds, key=seconds.get, reverse=True)[:8]
+        return [{"unit": os.path.relpath(
+                     commands[name][i][1].split()[-1], trees[name]),
+                 "cpu_seconds": round(seconds[i], 1)} for i in top]
+
     doc = {
         "context": run_context(commits=revs),
         "cxx_lines": {name: cxx_lines(tree) for name, tree in trees.items()},
+        "load_during": loads,
         "compile": {name: {"units": len(c),
-                           "cpu_seconds": round(sum(c.values()), 1)}
+                           "precompiled_headers": sum(
+                               is_pch(commands[name][i][1]) for i in c),
+                           "cpu_seconds": round(sum(c.values()), 1),
+                           "heaviest": heaviest(name, c)}
                     for name, c in compiled.items()},
         "tests": {name: {"tests": len(r),
                          "passed": sum(ok for _, ok in r.values()),
