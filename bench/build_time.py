@@ -1,6 +1,7 @@
 """Build and test time of two commits, measured under the same load.
 
-    .venv/bin/python bench/build_time.py --old REV [--new REV] [--out FILE]
+    .venv/bin/python bench/build_time.py --old REV [--new REV] [--jobs N]
+        [--out FILE]
 
 On a shared machine a build's time says more about the other work than
 about the code, and timing one commit after the other compares two
@@ -8,6 +9,8 @@ loads. So both commits are cloned and built once, then every translation
 unit of both is compiled again one at a time, alternating old and new in
 a shuffled order, and the compiler's CPU seconds summed per commit; then
 the quick suites (ctest -LE slow) run test by test, alternating again.
+With --jobs N, N rounds of compiles (one old unit, then one new) run side
+by side, each unit's CPU seconds its own; the tests run one at a time.
 The units are the entries of compile_commands.json, which CMake writes
 for every compile of the build, a precompiled header's own build
 included: a commit's total is that of its build from clean, the
@@ -20,11 +23,12 @@ costliest units of each, the tests that grew most, and the least and
 greatest load average seen in each phase.
 """
 import argparse
+import concurrent.futures
+import itertools
 import json
 import os
 import random
 import re
-import resource
 import subprocess
 import sys
 import time
@@ -64,31 +68,41 @@ def is_pch(command):
     return " -x c++-header " in command
 
 
-def cpu_seconds_of(run):
-    """CPU seconds (user + sys) of the children `run()` waits for."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    run()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime -
-                                                  before.ru_stime)
+def cpu_seconds_of(command, cwd, env):
+    """CPU seconds (user + sys) of a shell command and what it waits for,
+    its own even while other commands run beside it (wait4)."""
+    child = subprocess.Popen(command, shell=True, cwd=cwd, env=env,
+                             stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        raise subprocess.CalledProcessError(child.returncode, command)
+    return usage.ru_utime + usage.ru_stime
 
 
-def alternate(queues, step, what, loads):
-    """Runs step(name, item) for the items of both queues, old then new,
-    one at a time; returns {name: {item: result}}. loads[what] gets the
-    least and greatest 1-minute load average seen."""
+def alternate(queues, step, what, loads, jobs=1):
+    """Runs step(name, item) for the items of both queues in rounds of one
+    item of each, old then new; `jobs` rounds at a time side by side.
+    Returns {name: {item: result}}. loads[what] gets the least and
+    greatest 1-minute load average seen."""
+    names = list(queues)
+    rounds = list(itertools.zip_longest(*queues.values()))
+
+    def run_round(items):
+        return [(name, item, step(name, item))
+                for name, item in zip(names, items) if item is not None]
+
     results = {name: {} for name in queues}
     total = sum(len(q) for q in queues.values())
     done = 0
     seen = []
-    while any(queues.values()):
-        for name, queue in queues.items():
-            if queue:
-                item = queue.pop(0)
-                results[name][item] = step(name, item)
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        for finished in pool.map(run_round, rounds):
+            for name, item, result in finished:
+                results[name][item] = result
                 done += 1
-        seen.append(os.getloadavg()[0])
-        log(f"{what}: {done}/{total}, load {seen[-1]:.2f}")
+            seen.append(os.getloadavg()[0])
+            log(f"{what}: {done}/{total}, load {seen[-1]:.2f}")
     if seen:
         loads[what] = [round(min(seen), 2), round(max(seen), 2)]
     return results
@@ -108,6 +122,9 @@ def main():
     ap.add_argument("--tests", type=int, default=-1,
                     help="run only this many tests of each (-1: all, "
                          "0: none)")
+    ap.add_argument("--jobs", type=int, default=1,
+                    help="compile this many rounds (an old and a new unit, "
+                         "in turn) side by side")
     ap.add_argument("--python", default=sys.executable,
                     help="the Python the trees' module is built for")
     args = ap.parse_args()
@@ -130,10 +147,9 @@ def main():
     loads = {}
     compiled = alternate(
         {name: list(range(len(c))) for name, c in commands.items()},
-        lambda name, i: cpu_seconds_of(lambda: subprocess.run(
-            commands[name][i][1], shell=True, cwd=commands[name][i][0],
-            check=True, stdout=subprocess.DEVNULL, env=no_ccache)),
-        "compile", loads)
+        lambda name, i: cpu_seconds_of(commands[name][i][1],
+                                       commands[name][i][0], no_ccache),
+        "compile", loads, args.jobs)
 
     def names(tree):
         listing = subprocess.run(["ctest", "-N", "-LE", "slow"],
