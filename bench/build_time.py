@@ -48,6 +48,9 @@ def prepare(work, name, rev, python):
     tree = os.path.join(work, name)
     if not os.path.isdir(tree):
         subprocess.run(["git", "clone", "-q", ROOT, tree], check=True)
+    else:  # a clone of an earlier run: `rev` may be newer
+        subprocess.run(["git", "-C", tree, "fetch", "-q", "origin"],
+                       check=True)
     subprocess.run(["git", "-C", tree, "checkout", "-q", rev], check=True)
     build = os.path.join(tree, "build")
     subprocess.run(["cmake", "-S", tree, "-B", build, "-G", "Unix Makefiles",
