@@ -29,6 +29,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -69,6 +70,19 @@ def is_pch(command):
     """Whether a compile command builds a precompiled header (CMake's
     target_precompile_headers: a header compiled as such)."""
     return " -x c++-header " in command
+
+
+def scratch_pch(command, scratch):
+    """The command that builds a precompiled header, made to build it in
+    the folder `scratch` from a copy of its header: the build's own stays
+    whole for the units that read it (perhaps at the same time), and the
+    header is parsed as in a build from clean, with no PCH of it beside."""
+    os.makedirs(scratch, exist_ok=True)
+    header = re.search(r" -include (\S+) ", command).group(1)
+    copy = os.path.join(scratch, os.path.basename(header))
+    shutil.copyfile(header, copy)
+    command = command.replace(f" -include {header} ", f" -include {copy} ", 1)
+    return re.sub(r" -o \S+ ", f" -o {copy}.pch ", command, count=1)
 
 
 def cpu_seconds_of(command, cwd, env):
@@ -144,6 +158,9 @@ def main():
     for name, tree in trees.items():
         with open(os.path.join(tree, "build", "compile_commands.json")) as f:
             entries = [(e["directory"], e["command"]) for e in json.load(f)]
+        entries = [(d, scratch_pch(c, os.path.join(args.work, f"pch-{name}",
+                                                   str(i)))
+                    if is_pch(c) else c) for i, (d, c) in enumerate(entries)]
         random.Random(1).shuffle(entries)
         commands[name] = entries[:args.units or None]
     no_ccache = dict(os.environ, CCACHE_DISABLE="1")
