@@ -316,6 +316,20 @@ def _replay_cost(program, traced, events, anchoring):
     return total
 
 
+def _memory_walk(program, traced, events, timeline, anchoring):
+    """What _saves and _chains place states on: a state's bytes, the
+    program's memory beside the schedule event by event under `anchoring`
+    (_held_beside's (event, bytes) figures, the position of each event
+    among them and the bytes alone, which the caller raises where it holds
+    a state), and the random ops in eager order with their positions."""
+    figures = _held_beside(program, traced, events, timeline, anchoring)
+    order = sorted(program.random)
+    return (_state_bytes(program, traced), figures,
+            {i: p for p, (i, _) in enumerate(figures)},
+            [b for _, b in figures], order,
+            {m: p for p, m in enumerate(order)})
+
+
 def _saves(program, traced, events, timeline, anchors, limit):
     """program.build's saves for `anchors`: for each random op that
     starts from an anchor before it, the earliest recomputation from which
@@ -324,13 +338,8 @@ def _saves(program, traced, events, timeline, anchors, limit):
     ops with the most replayed draws to spare first. Each state added
     raises the memory it spans; an anchor dropped earlier, or draws not
     replayed, only lower it, so the program stays within `limit`."""
-    state = _state_bytes(program, traced)
-    figures = _held_beside(program, traced, events, timeline,
-                           (anchors, {}, {}))
-    at = {i: p for p, (i, _) in enumerate(figures)}
-    mem = [b for _, b in figures]
-    order = sorted(program.random)
-    pos = {m: p for p, m in enumerate(order)}
+    state, figures, at, mem, _, pos = _memory_walk(
+        program, traced, events, timeline, (anchors, {}, {}))
     recomputed = collections.defaultdict(list)
     for i, (k, v, _) in enumerate(events):
         if k == "c":
@@ -364,13 +373,8 @@ def _chains(program, traced, events, timeline, anchors, saves, limit):
     one), where holding it keeps the memory within `limit`; earliest
     first. A forward recomputation running several random ops in order
     then replays only for its first one."""
-    state = _state_bytes(program, traced)
-    figures = _held_beside(program, traced, events, timeline,
-                           (anchors, saves, {}))
-    at = {i: p for p, (i, _) in enumerate(figures)}
-    mem = [b for _, b in figures]
-    order = sorted(program.random)
-    pos = {m: p for p, m in enumerate(order)}
+    state, figures, at, mem, order, pos = _memory_walk(
+        program, traced, events, timeline, (anchors, saves, {}))
     runs = collections.defaultdict(list)
     for i, (k, v, _) in enumerate(events):
         if k == "c":
