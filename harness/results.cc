@@ -60,7 +60,7 @@ GraphSummary Summarize(const Graph& graph, const std::string& spec) {
   return s;
 }
 
-nlohmann::json ToJson(const GraphSummary& s) {
+nlohmann::ordered_json ToJson(const GraphSummary& s) {
   return {{"name", s.name},
           {"spec", s.spec},
           {"nodes", s.nodes},

@@ -26,7 +26,8 @@ struct GraphSummary {
 };
 
 GraphSummary Summarize(const Graph& graph, const std::string& spec);
-nlohmann::json ToJson(const GraphSummary& summary);
+// Ordered as people read it: `remat graph info` prints it as it is.
+nlohmann::ordered_json ToJson(const GraphSummary& summary);
 
 // One point of a run; figures are null when there is no schedule.
 nlohmann::json ToJson(const SolveResult& result, int64_t budget_bytes);

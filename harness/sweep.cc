@@ -567,7 +567,9 @@ nlohmann::json RunSweep(const SweepConfig& config) {
   const bool lead = !mpi || mpi->rank() == 0;
 
   nlohmann::json graphs = nlohmann::json::array();
-  for (const GraphSummary& s : plan.summaries) graphs.push_back(ToJson(s));
+  for (const GraphSummary& s : plan.summaries) {
+    graphs.push_back(nlohmann::json(ToJson(s)));
+  }
   // This shard's tasks, less those a resumed journal has.
   SweepPoints points;
   nlohmann::json resumed_points = nlohmann::json::array();

@@ -15,20 +15,10 @@ namespace remat::cli {
 namespace {
 
 Json GraphInfo(const Graph& graph, const std::string& spec) {
-  GraphSummary s = Summarize(graph, spec);
-  Json info = {{"name", s.name},
-               {"spec", s.spec},
-               {"nodes", s.nodes},
-               {"edges", s.edges},
-               {"targets", graph.targets().size()},
-               {"base_cost", s.base_cost},
-               {"longest_path_cost", s.longest_path_cost},
-               {"static_bytes", s.static_bytes},
-               {"lower_bound_bytes", s.lower_bound_bytes},
-               {"noremat_peak_bytes", s.noremat_peak_bytes},
-               {"content_hash", s.content_hash},
-               {"units", {{"memory", graph.memory_unit()},
-                          {"cost", graph.cost_unit()}}}};
+  Json info = ToJson(Summarize(graph, spec));
+  info["targets"] = graph.targets().size();
+  info["units"] = {{"memory", graph.memory_unit()},
+                   {"cost", graph.cost_unit()}};
   std::map<std::string, int64_t> by_kind;
   std::map<size_t, int64_t> by_in_degree;
   int64_t forward_bytes = 0;
