@@ -133,6 +133,27 @@ def _draw(n):
     return op, tuple(args), dict(kwargs)
 
 
+# Random ops that move the generator by an amount set by their arguments'
+# shapes and dtypes alone, so that _Replay can draw them again from fresh
+# tensors. Others draw by value (RReLU's noise only for negative inputs;
+# Poisson, gamma and binomial samples by rejection): replaying them from
+# zeros would leave the generator elsewhere, so a recomputation of one
+# starts from a state saved at it, and no replay runs past it.
+_REPLAYABLE = frozenset((
+    "bernoulli", "native_dropout", "rand", "rand_like", "randn",
+    "randn_like", "randint", "randint_like", "randperm", "normal",
+    "uniform", "exponential", "cauchy", "log_normal", "geometric",
+    "random"))
+
+
+def replayable(n):
+    """Whether random op node `n` can be among a _Replay's draws."""
+    op = traced_op(n.target)
+    packet = getattr(op, "overloadpacket", None)
+    return packet is not None and \
+        str(packet).removeprefix("aten.").rstrip("_") in _REPLAYABLE
+
+
 def draw_bytes(n):
     """The bytes a replayed draw of random op node `n` (_draw) holds while
     it runs: its fresh arguments and its result."""
@@ -537,8 +558,12 @@ def build(program, events, rng_from_inputs=False, anchoring=None):
                     # between (their first executions ran before: the
                     # schedule runs them in eager order).
                     start = states[a]
-                    draws = tuple(_draw(fx[j]) for j in rng_order
-                                  if a <= j < m)
+                    between = [fx[j] for j in rng_order if a <= j < m]
+                    if not all(map(replayable, between)):
+                        raise ValueError(
+                            f"anchor {a} of random op {m}: a random op "
+                            "between draws by value and cannot be replayed")
+                    draws = tuple(map(_draw, between))
                 else:
                     start, draws = own.get(m, states.get(m)), None
                 if draws is not None or keep:

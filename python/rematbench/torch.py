@@ -269,7 +269,8 @@ def _anchorings(program, events):
     at most k random ops before it in eager order (an anchor is a
     recomputed random op), so a recomputation replays at most k draws and
     the program holds about one state per k + 1 random ops; the last
-    candidate has one anchor. Only where the schedule first runs the
+    candidate has the fewest anchors (one, unless a random op that draws
+    by value stands between). Only where the schedule first runs the
     random ops in eager order (otherwise every state is recorded before
     the step); k = 0, {}, is every recomputed random op starting from its
     own state. A random op that is its own anchor is left out."""
@@ -279,17 +280,24 @@ def _anchorings(program, events):
               if computed[program.owner[m]] > 1]
     if not needed or not program.random_in_eager_order(events):
         return [{}]
+    # A replay draws the random ops from its anchor up to its own: none of
+    # them may draw by value (program.replayable).
+    barrier, last = [], -1
+    for p, m in enumerate(order):
+        barrier.append(last)
+        if not _program_mod.replayable(program.fx[m]):
+            last = p
     out, k = [], 0
     while True:
         anchors, a = {}, None
         for p in needed:
-            if a is None or p - a > k:
+            if a is None or p - a > k or barrier[p] >= a:
                 a = p
             anchors[order[p]] = order[a]
         shared = {m: a for m, a in anchors.items() if a != m}
         if not out or shared != out[-1]:
             out.append(shared)
-        if len(set(anchors.values())) == 1:
+        if k >= needed[-1] - needed[0]:
             return out
         k = k + 1 if k < 4 else k + k // 2
 

@@ -363,3 +363,66 @@ def test_anchored_states_replay_dropout():
                              timing=False, peak=False)
     for a, b in zip(r["grads"], ref["grads"]):
         assert torch.allclose(a, b, rtol=1e-4, atol=1e-5)
+
+
+class NoisyMlp(nn.Module):
+    """Linear layers each followed by Gaussian noise (randn_like, whose
+    draws depend on shapes only) and RReLU (whose noise is drawn only for
+    negative inputs: how far it moves the generator depends on values)."""
+
+    def __init__(self, d=32, layers=4, classes=5):
+        super().__init__()
+        self.fcs = nn.ModuleList(nn.Linear(d, d) for _ in range(layers))
+        self.head = nn.Linear(d, classes)
+
+    def forward(self, x):
+        for fc in self.fcs:
+            x = fc(x)
+            x = F.rrelu(x + 0.1 * torch.randn_like(x),
+                        training=self.training)
+        return self.head(x)
+
+
+def test_replays_stop_at_random_ops_that_draw_by_value():
+    """A recomputation that replays draws from an anchor never replays
+    RReLU's (zeros in place of its input would draw for every element,
+    and the generator would end elsewhere): the anchors _anchorings offers
+    stop at each RReLU, the program they give has plain training's
+    gradients bit for bit, and program.build refuses an anchor whose
+    replay would pass one."""
+    torch.manual_seed(0)
+    g = torch.Generator().manual_seed(1)
+    model = NoisyMlp()
+    batch = (torch.randn(16, 32, generator=g),
+             torch.randint(5, (16,), generator=g))
+    loss_fn = nn.CrossEntropyLoss()
+    ref = measure.measure_step(lambda: loss_fn(model(batch[0]),
+                                               batch[1]).backward(),
+                               model, repeats=1, warmup=0, seed=0,
+                               timing=False)
+    plan = rt.plan(model, batch, loss_fn, budget=2.0,
+                   algorithms=["checkpoint_last"], timeout=3)
+    prog, traced, sol = plan._program, plan.traced, plan.solution
+    order = sorted(prog.random)
+    by_value = [m for m in order if not program.replayable(prog.fx[m])]
+    assert len(by_value) == len(order) // 2 == 4
+    candidates = rt._anchorings(prog, plan._as_events(sol.schedule))
+    fewest = candidates[-1]
+    assert len(set(fewest.values())) == 4
+    for m, a in fewest.items():
+        assert not any(a <= j < m for j in by_value)
+    own_peak = rt._program_peak(prog, traced, sol.schedule, ({}, {}, {}))
+    anchoring, peak, _ = rt._anchored(prog, traced, sol, own_peak - 1)
+    assert anchoring[0] and peak < own_peak
+
+    def step(anchoring):
+        plan._anchorings[plan.algorithm] = anchoring
+        plan._built.clear()
+        return measure.measure_step(lambda: plan.step(*batch), model,
+                                    repeats=1, warmup=0, seed=0,
+                                    reference=ref["grads"], timing=False)
+
+    r = step(anchoring)
+    assert r["gradients_equal"] and r["peak_bytes"] <= peak
+    with pytest.raises(ValueError, match="draws by value"):
+        step(({m: order[0] for m in order[1:]}, {}, {}))
