@@ -276,6 +276,34 @@ TEST(MoccasinSolvers, CpSatWithoutOrtoolsSaysWhy) {
   EXPECT_NE(r.message.find("ortools"), std::string::npos) << r.message;
 }
 
+// Where no warm start fits, CP-SAT first lowers the peak of the schedule
+// that computes every value once, down to the budget, and searches for the
+// cheapest from the schedule it reaches there. Where the class's least peak
+// is above the budget, that minimum is the proof that none fits, and the
+// answer names it.
+TEST(MoccasinSolvers, CpSatLowersThePeakWhereNoWarmStartFits) {
+  if (!FindCpSat()) GTEST_SKIP() << "this build has no ortools";
+  // 32632 bytes: the least peak of the class on this graph (below it, the
+  // answer is infeasible); moccasin's greedy walk does not fit there, and
+  // the only warm start asked for, noremat, fits at 44589 bytes.
+  const Graph g = LoadGraph("random_layered:n=30,seed=1");
+  const SolveResult r =
+      Solve("moccasin", g, 32632, {"solver=cpsat", "warm_start=noremat"}, 60);
+  EXPECT_EQ(r.status, Status::kFeasible) << r.message;
+  EXPECT_TRUE(r.optimal) << r.message;
+  EXPECT_LE(r.peak_bytes, 32632);
+  EXPECT_NE(r.message.find("CP-SAT lowered the peak to the budget"),
+            std::string::npos)
+      << r.message;
+  // Each value computed at most twice, a chain of 8 peaks at 5 units at
+  // least.
+  const SolveResult below = Solve("moccasin", LoadGraph("chain:n=8"), 4,
+                                  {"solver=cpsat", "warm_start=noremat"}, 60);
+  EXPECT_EQ(below.status, Status::kInfeasible) << below.message;
+  EXPECT_NE(below.message.find("the least peak 5 bytes"), std::string::npos)
+      << below.message;
+}
+
 // A CP-SAT process that overruns the deadline (here a script that only
 // sleeps) leaves the warm start to the isolated process's watchdog, which
 // answers with it 2 s past the limit rather than with nothing.

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <variant>
 
 #include "algorithms/checkmate/child_process.h"
 #include "harness/simulator.h"
@@ -93,11 +94,11 @@ class CpModelText {
     return num_constraints_++;
   }
   void Cumulative(const std::vector<int>& intervals,
-                  const std::vector<int64_t>& demands, int64_t capacity) {
+                  const std::vector<int64_t>& demands, Affine capacity) {
     Open({});
     fmt::format_to(std::back_inserter(constraints_),
-                   "cumulative {{ capacity {{ offset: {} }} intervals: [{}]",
-                   capacity, fmt::join(intervals, ", "));
+                   "cumulative {{ capacity {{ {} }} intervals: [{}]",
+                   Expression(capacity), fmt::join(intervals, ", "));
     for (int64_t d : demands) {
       fmt::format_to(std::back_inserter(constraints_),
                      " demands {{ offset: {} }}", d);
@@ -113,6 +114,10 @@ class CpModelText {
   void Hint(int var, int64_t value) {
     hint_vars_.push_back(var);
     hint_values_.push_back(value);
+  }
+  void ClearHints() {
+    hint_vars_.clear();
+    hint_values_.clear();
   }
   int num_variables() const { return num_variables_; }
 
@@ -221,17 +226,25 @@ std::pair<int64_t, int64_t> StageAndSlot(int64_t p) {
 // means the same as ending on (t, t), and every interval there also holds
 // (t, t), so the cumulative constraint binds nothing more there. An
 // interval's end is any slot from its start on, the same way.
+//
+// What it minimizes: the cost within `capacity` (kCost), or the capacity
+// itself, a variable from `capacity` up to `top` (kPeak), which no schedule
+// exceeds; a solution at `capacity` is then optimal and ends the search.
+enum class Objective { kCost, kPeak };
+
 struct IntervalModel {
   CpModelText text;
   int width = 0;  // n: the slots of a stage
   // present, stage (of the compute that starts it) and end (position)
   // variables of value i's interval j, at [i * computes + j].
   std::vector<int> present, stage, end;
+  int peak = -1;  // kPeak: the capacity's variable
 };
 
 IntervalModel BuildIntervalModel(const Graph& graph,
                                  const CheckmateModel& model, int computes,
-                                 int64_t capacity,
+                                 int64_t capacity, int64_t top,
+                                 Objective objective,
                                  const RetentionIntervals& hint) {
   const int n = static_cast<int>(model.order().size());
   const int c = computes;
@@ -298,14 +311,21 @@ IntervalModel BuildIntervalModel(const Graph& graph,
       }
     }
   }
-  t.Cumulative(intervals, demands, capacity);
-  std::vector<int64_t> costs;
-  for (int i = 0; i < n; ++i) {
-    for (int j = 0; j < c; ++j) {
-      costs.push_back(graph.cost(model.order()[i]) / model.cost_scale());
+  if (objective == Objective::kPeak) {
+    m.peak = t.NewRange(capacity, top);
+    t.Cumulative(intervals, demands, Affine{m.peak, 1, 0});
+    t.Minimize({m.peak}, {1});
+    t.Hint(m.peak, top);
+  } else {
+    t.Cumulative(intervals, demands, Affine{.offset = capacity});
+    std::vector<int64_t> costs;
+    for (int i = 0; i < n; ++i) {
+      for (int j = 0; j < c; ++j) {
+        costs.push_back(graph.cost(model.order()[i]) / model.cost_scale());
+      }
     }
+    t.Minimize(m.present, costs);
   }
-  t.Minimize(m.present, costs);
   for (int i = 0; i < n && i < static_cast<int>(hint.size()); ++i) {
     for (int j = 0; j < c; ++j) {
       const int at = i * c + j;
@@ -326,6 +346,76 @@ IntervalModel BuildIntervalModel(const Graph& graph,
 std::string EnvironmentOr(const char* name, const char* fallback) {
   const char* given = std::getenv(name);
   return given != nullptr ? given : fallback;
+}
+
+// The schedule of CP-SAT's `values` (every variable's, in `cp`'s order).
+// Throws std::runtime_error when they do not fit the model.
+Schedule ScheduleOfSolution(const CheckmateModel& model,
+                            const IntervalModel& cp, int computes,
+                            const Json& values) {
+  if (static_cast<int>(values.size()) != cp.text.num_variables()) {
+    throw std::runtime_error(fmt::format(
+        "{} values for {} variables", values.size(), cp.text.num_variables()));
+  }
+  const int n = static_cast<int>(model.order().size());
+  RetentionIntervals intervals(n);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < computes; ++j) {
+      const int at = i * computes + j;
+      if (values.at(cp.present[at]).get<int64_t>() == 1) {
+        // Back to IntervalPosition's triangle; an end on an empty slot
+        // (k > t) is the end of its stage.
+        const int64_t end = values.at(cp.end[at]).get<int64_t>();
+        const int64_t end_stage = end / cp.width;
+        intervals[i].emplace_back(
+            IntervalPosition(values.at(cp.stage[at]).get<int64_t>(), i),
+            IntervalPosition(end_stage, std::min(end % cp.width, end_stage)));
+      }
+    }
+  }
+  return ScheduleOfIntervals(model, intervals);
+}
+
+// One solve of `cp` by the child process: its answer (the script's
+// document), or why there is none.
+struct CpSatRun {
+  Json answer;
+  std::string error;
+};
+
+CpSatRun RunCpSat(const CpSatProgram& program, const IntervalModel& cp,
+                  double seconds, int threads) {
+  TempDir dir("remat-cpsat-");
+  if (dir.path().empty()) {
+    return {{}, "cannot create a temporary folder for CP-SAT"};
+  }
+  const std::string model_file = dir.path() + "/model.txt";
+  const std::string answer_file = dir.path() + "/answer.json";
+  {
+    std::ofstream out(model_file);
+    out << cp.text.Text();
+    if (!out) {
+      return {{}, fmt::format("cannot write CP-SAT's model in {}", dir.path())};
+    }
+  }
+  const ChildRun child = RunChild(
+      "CP-SAT",
+      {program.python, program.script, model_file, answer_file,
+       fmt::format("{}", seconds), fmt::format("{}", threads)},
+      {"PYTHONDONTWRITEBYTECODE=1", "PYTHONNOUSERSITE=1"}, dir.path(), seconds);
+  if (!child.error.empty()) return {{}, child.error};
+  if (child.exit_status != 0) {
+    return {
+        {},
+        fmt::format("{} {} exited with status {}: {}", program.python,
+                    program.script, child.exit_status, LastLine(child.log))};
+  }
+  try {
+    std::ifstream in(answer_file);
+    return {Json::parse(in), ""};
+  } catch (const std::exception& e) {
+    return {{}, fmt::format("unreadable CP-SAT answer: {}", e.what())};
+  }
 }
 
 }  // namespace
@@ -364,128 +454,146 @@ CpAnswer SolveMoccasinCpSat(const Graph& graph, int64_t budget_bytes,
     max_workspace = std::max(max_workspace, model.workspace_bytes()[k]);
   }
   // No moment holds more than every value once and one workspace.
-  const int64_t capacity = std::min(budget_bytes, total_mem + max_workspace);
-  const IntervalModel cp = BuildIntervalModel(
-      graph, model, computes, capacity,
-      incumbent ? HintOf(model, incumbent->schedule) : OnceHint(model));
-  TempDir dir("remat-cpsat-");
-  if (dir.path().empty()) {
-    return {AlgorithmOutput::NoSchedule(
-                Status::kError, "cannot create a temporary folder for CP-SAT"),
-            false};
-  }
-  const std::string model_file = dir.path() + "/model.txt";
-  const std::string answer_file = dir.path() + "/answer.json";
-  {
-    std::ofstream out(model_file);
-    out << cp.text.Text();
-    if (!out) {
-      return {AlgorithmOutput::NoSchedule(
-                  Status::kError,
-                  fmt::format("cannot write CP-SAT's model in {}", dir.path())),
-              false};
-    }
-  }
-  // The model's construction and Python's start come out of the limit: the
-  // script gives CP-SAT what is left of `seconds` when it starts solving.
-  const double seconds = std::max(0.0, deadline.SecondsLeft() - 0.2);
-  const ChildRun child = RunChild(
-      "CP-SAT",
-      {program->python, program->script, model_file, answer_file,
-       fmt::format("{}", seconds), fmt::format("{}", threads)},
-      {"PYTHONDONTWRITEBYTECODE=1", "PYTHONNOUSERSITE=1"}, dir.path(), seconds);
-  auto failed = [&](std::string why) {
+  const int64_t top = total_mem + max_workspace;
+  const int64_t capacity = std::min(budget_bytes, top);
+  auto failed = [](std::string why) {
     return CpAnswer{AlgorithmOutput::NoSchedule(Status::kError, std::move(why)),
                     false};
   };
-  if (!child.error.empty()) return failed(child.error);
-  if (child.exit_status != 0) {
-    return failed(fmt::format("{} {} exited with status {}: {}",
-                              program->python, program->script,
-                              child.exit_status, LastLine(child.log)));
+  // The model's construction and Python's start come out of the limit: the
+  // script gives CP-SAT what is left of its seconds when it starts solving.
+  auto seconds_left = [&] {
+    return std::max(0.0, deadline.SecondsLeft() - 0.2);
+  };
+  // A solution's schedule, simulated; its peak within `limit` unless the
+  // interval model and the simulator disagree.
+  auto simulate = [&](const IntervalModel& cp, const Json& values,
+                      int64_t limit) -> std::variant<Schedule, std::string> {
+    Schedule schedule;
+    try {
+      schedule = ScheduleOfSolution(model, cp, computes, values);
+    } catch (const std::exception& e) {
+      return fmt::format("CP-SAT's intervals: {}", e.what());
+    }
+    const SimulationResult simulated = Simulate(graph, schedule);
+    if (!simulated.valid || simulated.peak_bytes > limit) {
+      return fmt::format(
+          "CP-SAT's schedule {} (the interval model and the simulator "
+          "disagree)",
+          simulated.valid ? fmt::format("peaks at {} bytes, over {}",
+                                        simulated.peak_bytes, limit)
+                          : simulated.error);
+    }
+    return schedule;
+  };
+
+  Json lowered;          // the solution that lowered the peak to the budget
+  std::string lowering;  // how long that took, for the message
+  if (!incumbent) {
+    // No warm start fits. Under the budget CP-SAT rarely finds a first
+    // schedule (none in 10 minutes at 80% of the NoRemat peak of the
+    // 250-node random graph), but from the schedule that computes every
+    // value once it lowers the peak step by step (to 1% over that budget in
+    // 90 s; docs/algorithms.md): so it first minimizes the peak, down to the
+    // budget, and the schedule it reaches there starts the search for the
+    // cheapest.
+    const IntervalModel cp =
+        BuildIntervalModel(graph, model, computes, capacity, top,
+                           Objective::kPeak, OnceHint(model));
+    const CpSatRun run = RunCpSat(*program, cp, seconds_left(), threads);
+    if (!run.error.empty()) return failed(run.error);
+    const std::string status = run.answer.value("status", "");
+    if (status == "MODEL_INVALID") {
+      return failed("CP-SAT refused the model (lowering the peak)");
+    }
+    std::string reached;
+    if (!run.answer["solution"].is_null()) {
+      const Json& values = run.answer["solution"];
+      const int64_t peak = values.at(cp.peak).get<int64_t>();
+      auto schedule = simulate(cp, values, peak);
+      if (auto* why = std::get_if<std::string>(&schedule)) {
+        return failed(*why);
+      }
+      if (peak <= budget_bytes) {
+        lowered = values;
+        lowering = fmt::format(
+            "CP-SAT lowered the peak to the budget in {:.1f} s, then ",
+            run.answer.value("seconds", 0.0));
+        Schedule& fits = std::get<Schedule>(schedule);
+        const int64_t cost = Simulate(graph, fits).cost;
+        incumbent = Incumbent{std::move(fits), cost,
+                              "moccasin (CP-SAT, the peak lowered first)"};
+      } else {
+        reached = fmt::format(", the least peak {} bytes", peak);
+      }
+    }
+    if (!incumbent) {
+      // Optimal (or infeasible) here: no schedule of the class is within
+      // the budget.
+      const bool none = status == "OPTIMAL" || status == "INFEASIBLE";
+      return {
+          AlgorithmOutput::NoSchedule(
+              none ? Status::kInfeasible : Status::kTimeout,
+              fmt::format("{} (CP-SAT lowering the peak: {} in {:.1f} s{})",
+                          none ? "no schedule of its class fits (other "
+                                 "schedules may)"
+                               : "no schedule found within the time limit",
+                          status, run.answer.value("seconds", 0.0), reached)),
+          none};
+    }
   }
-  Json answer;
-  try {
-    std::ifstream in(answer_file);
-    answer = Json::parse(in);
-  } catch (const std::exception& e) {
-    return failed(fmt::format("unreadable CP-SAT answer: {}", e.what()));
-  }
-  const std::string status = answer.value("status", "");
-  const bool optimal = status == "OPTIMAL";
-  const bool infeasible = status == "INFEASIBLE";
+
   // Every schedule computes each value once at least: CP-SAT's bound is
   // below that until its presolve ends.
   int64_t base_cost = 0;
   for (NodeId v : model.order()) base_cost += graph.cost(v) / cost_scale;
+  Json answer = {{"status", "UNKNOWN"}, {"bound", 0.0}, {"seconds", 0.0}};
+  bool improved = false;
+  // Less than a second left after lowering the peak: that schedule is the
+  // answer.
+  if (lowered.is_null() || seconds_left() >= 1.0) {
+    IntervalModel cp = BuildIntervalModel(graph, model, computes, capacity, top,
+                                          Objective::kCost,
+                                          HintOf(model, incumbent->schedule));
+    if (!lowered.is_null()) {
+      // The solution that lowered the peak, whole: a hint made from its
+      // schedule need not be a solution (HintOf), and CP-SAT did not repair
+      // one on the 100-node random graph at 70% in 50 s. The variables are
+      // the same but for the capacity's, the last.
+      cp.text.ClearHints();
+      for (int v = 0; v < cp.text.num_variables(); ++v) {
+        cp.text.Hint(v, lowered.at(v).get<int64_t>());
+      }
+    }
+    CpSatRun run = RunCpSat(*program, cp, seconds_left(), threads);
+    if (!run.error.empty()) return failed(run.error);
+    answer = std::move(run.answer);
+    if (answer.value("status", "") == "MODEL_INVALID") {
+      return failed("CP-SAT refused the model");
+    }
+    if (!answer["solution"].is_null()) {
+      auto schedule = simulate(cp, answer["solution"], budget_bytes);
+      if (auto* why = std::get_if<std::string>(&schedule)) {
+        return failed(*why);
+      }
+      const int64_t cost = Simulate(graph, std::get<Schedule>(schedule)).cost;
+      if (cost < incumbent->cost) {
+        incumbent = Incumbent{std::move(std::get<Schedule>(schedule)), cost,
+                              "moccasin (CP-SAT)"};
+        improved = true;
+      }
+    }
+  }
+  const std::string status = answer.value("status", "");
   const double bound =
       std::max(answer.value("bound", 0.0), static_cast<double>(base_cost));
   const std::string how = fmt::format("CP-SAT {} in {:.1f} s, bound {:.0f}",
                                       status, answer.value("seconds", 0.0),
                                       bound * static_cast<double>(cost_scale));
-  if (status == "MODEL_INVALID") {
-    return failed(fmt::format("CP-SAT refused the model ({})", how));
-  }
-  bool improved = false;
-  if (!answer["solution"].is_null()) {
-    Schedule schedule;
-    try {
-      const Json& values = answer["solution"];
-      if (static_cast<int>(values.size()) != cp.text.num_variables()) {
-        throw std::runtime_error(fmt::format("{} values for {} variables",
-                                             values.size(),
-                                             cp.text.num_variables()));
-      }
-      RetentionIntervals intervals(n);
-      for (int i = 0; i < n; ++i) {
-        for (int j = 0; j < computes; ++j) {
-          const int at = i * computes + j;
-          if (values.at(cp.present[at]).get<int64_t>() == 1) {
-            // Back to IntervalPosition's triangle; an end on an empty slot
-            // (k > t) is the end of its stage.
-            const int64_t end = values.at(cp.end[at]).get<int64_t>();
-            const int64_t end_stage = end / cp.width;
-            intervals[i].emplace_back(
-                IntervalPosition(values.at(cp.stage[at]).get<int64_t>(), i),
-                IntervalPosition(end_stage,
-                                 std::min(end % cp.width, end_stage)));
-          }
-        }
-      }
-      schedule = ScheduleOfIntervals(model, intervals);
-    } catch (const std::exception& e) {
-      return failed(fmt::format("CP-SAT's intervals: {}", e.what()));
-    }
-    const SimulationResult simulated = Simulate(graph, schedule);
-    if (!simulated.valid || simulated.peak_bytes > budget_bytes) {
-      return failed(fmt::format(
-          "CP-SAT's schedule {} (the interval model and the simulator "
-          "disagree)",
-          simulated.valid ? fmt::format("peaks at {} bytes, over the budget",
-                                        simulated.peak_bytes)
-                          : simulated.error));
-    }
-    const int64_t cost = simulated.cost;
-    if (!incumbent || cost < incumbent->cost) {
-      incumbent = Incumbent{std::move(schedule), cost, "moccasin (CP-SAT)"};
-      improved = true;
-    }
-  }
-  if (!incumbent) {
-    return {AlgorithmOutput::NoSchedule(
-                infeasible ? Status::kInfeasible : Status::kTimeout,
-                fmt::format("{} ({})",
-                            infeasible ? "no schedule of its class fits "
-                                         "(other schedules may)"
-                                       : "no schedule found within the time "
-                                         "limit",
-                            how)),
-            infeasible};
-  }
   // Proven optimal: CP-SAT's answer, or the incumbent when CP-SAT's costs
   // the same (the simulator's cost is the objective's, times cost_scale).
   const bool settled =
-      optimal &&
+      status == "OPTIMAL" &&
       (improved ||
        incumbent->cost <= answer.value("objective", int64_t{0}) * cost_scale);
   const char* outcome =
@@ -493,9 +601,10 @@ CpAnswer SolveMoccasinCpSat(const Graph& graph, int64_t budget_bytes,
                 "most C times"
               : "time limit before proving optimality";
   std::string message =
-      improved ? fmt::format("{} ({})", outcome, how)
-               : fmt::format("warm start {}, none cheaper found: {} ({})",
-                             incumbent->algorithm, outcome, how);
+      lowering +
+      (improved ? fmt::format("{} ({})", outcome, how)
+                : fmt::format("warm start {}, none cheaper found: {} ({})",
+                              incumbent->algorithm, outcome, how));
   AlgorithmOutput out =
       AlgorithmOutput::Found(incumbent->schedule, std::move(message));
   out.optimal = settled;
