@@ -30,10 +30,12 @@ std::optional<CpSatProgram> FindCpSat();
 
 // Solves the staged schedules in `start`'s order that compute each value at
 // most `computes` times within `budget_bytes` on CP-SAT with `threads` workers
-// until `deadline`, from start.incumbent as its hint (without one, the schedule
-// that computes every value once and frees it after its last reader), and makes
-// the cheaper of its answer and the incumbent start.incumbent. `settled`:
-// CP-SAT proved the answer optimal in the class, or that none fits.
+// until `deadline`, from start.incumbent as its hint, and makes the cheaper of
+// its answer and the incumbent start.incumbent. Without an incumbent, CP-SAT
+// first lowers the peak of the schedule that computes every value once and
+// frees it after its last reader, down to the budget, and starts from the
+// solution it reaches there. `settled`: CP-SAT proved the answer optimal in
+// the class, or that none fits (its least peak is over the budget).
 CpAnswer SolveMoccasinCpSat(const Graph& graph, int64_t budget_bytes,
                             int computes, int threads, StagedStart& start,
                             const Deadline& deadline);
