@@ -105,7 +105,8 @@ def run_model(name, build, args):
     t = time.perf_counter()
     plan = rt.plan(model, (x, y), loss_fn, budget=1.0,
                    algorithms=torch_options.HEURISTICS,
-                   timeout=args.solve_timeout, threads=args.threads)
+                   timeout=args.solve_timeout, threads=args.threads,
+                   cost=args.cost)
     out = {"model": name, "graph_nodes": plan.graph.num_nodes,
            "noremat_peak_bytes": plan.noremat_peak_bytes, "plans": []}
     for f in args.budgets:
@@ -194,6 +195,11 @@ def main():
                     help="events listed per plan")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--solve-timeout", type=float, default=20)
+    ap.add_argument("--cost", choices=("measured", "flop"),
+                    default="measured",
+                    help="the plan's op costs (rt.plan): measured, as users "
+                    "plan, or flop, which choose the same schedules on any "
+                    "machine at any load")
     ap.add_argument("--out", default=None,
                     help="directory (default results/torch_peak_gap)")
     args = ap.parse_args()

@@ -27,7 +27,12 @@ def run_bench(script, tmp_path, *args):
 
 
 def test_peak_gap_names_the_events(tmp_path):
-    doc, md = run_bench("torch_peak_gap", tmp_path, "--budgets", "1.0,0.7")
+    # Flop costs choose the same plans at any load; measured ones depend on
+    # it (on a loaded machine they chose dp_approx at 0.7, whose prediction
+    # was within 5% at 169 of 179 events, over by 128 KiB at recomputed
+    # ReLUs: a difference the bench names, still a bound).
+    doc, md = run_bench("torch_peak_gap", tmp_path, "--budgets", "1.0,0.7",
+                        "--cost", "flop")
     assert doc["format"] == "rematbench-torch-peak-gap"
     (model,) = doc["models"]
     for plan in model["plans"]:
