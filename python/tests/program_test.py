@@ -291,6 +291,24 @@ def test_compiled_over_budget_plans_below(monkeypatch):
         [budget, budget - 2, budget - 4]
 
 
+def plain_step(model, batch, loss_fn):
+    """Plain training's step, measured once from seed 0."""
+    return measure.measure_step(lambda: loss_fn(model(batch[0]),
+                                                batch[1]).backward(),
+                                model, repeats=1, warmup=0, seed=0,
+                                timing=False)
+
+
+def anchored_step(plan, anchoring, model, batch, ref):
+    """The plan's step with `anchoring` (program.build's), measured once
+    from seed 0 against `ref`'s gradients."""
+    plan._anchorings[plan.algorithm] = anchoring
+    plan._built.clear()
+    return measure.measure_step(lambda: plan.step(*batch), model, repeats=1,
+                                warmup=0, seed=0, reference=ref["grads"],
+                                timing=False)
+
+
 def test_anchored_states_replay_dropout():
     """A program whose recomputed dropouts start from one anchor's saved
     generator state (program.build's anchoring: the draws in between are
@@ -303,10 +321,7 @@ def test_anchored_states_replay_dropout():
     is as exact."""
     model, batch = transformer_case()
     loss_fn = nn.CrossEntropyLoss()
-    ref = measure.measure_step(lambda: loss_fn(model(batch[0]),
-                                               batch[1]).backward(),
-                               model, repeats=1, warmup=0, seed=0,
-                               timing=False)
+    ref = plain_step(model, batch, loss_fn)
     plan = rt.plan(model, batch, loss_fn, budget=1.0,
                    algorithms=["checkpoint_last"], timeout=3)
     prog, traced, sol = plan._program, plan.traced, plan.solution
@@ -318,11 +333,7 @@ def test_anchored_states_replay_dropout():
     one = {m: recomputed[0] for m in recomputed[1:]}
 
     def run(anchoring):
-        plan._anchorings[plan.algorithm] = anchoring
-        plan._built.clear()
-        r = measure.measure_step(lambda: plan.step(*batch), model,
-                                 repeats=1, warmup=0, seed=0,
-                                 reference=ref["grads"], timing=False)
+        r = anchored_step(plan, anchoring, model, batch, ref)
         assert r["gradients_equal"], anchoring
         predicted = rt._program_peak(prog, traced, sol.schedule, anchoring)
         assert 0.95 * predicted <= r["peak_bytes"] <= predicted, anchoring
@@ -396,10 +407,7 @@ def test_replays_stop_at_random_ops_that_draw_by_value():
     batch = (torch.randn(16, 32, generator=g),
              torch.randint(5, (16,), generator=g))
     loss_fn = nn.CrossEntropyLoss()
-    ref = measure.measure_step(lambda: loss_fn(model(batch[0]),
-                                               batch[1]).backward(),
-                               model, repeats=1, warmup=0, seed=0,
-                               timing=False)
+    ref = plain_step(model, batch, loss_fn)
     plan = rt.plan(model, batch, loss_fn, budget=2.0,
                    algorithms=["checkpoint_last"], timeout=3)
     prog, traced, sol = plan._program, plan.traced, plan.solution
@@ -414,15 +422,8 @@ def test_replays_stop_at_random_ops_that_draw_by_value():
     own_peak = rt._program_peak(prog, traced, sol.schedule, ({}, {}, {}))
     anchoring, peak, _ = rt._anchored(prog, traced, sol, own_peak - 1)
     assert anchoring[0] and peak < own_peak
-
-    def step(anchoring):
-        plan._anchorings[plan.algorithm] = anchoring
-        plan._built.clear()
-        return measure.measure_step(lambda: plan.step(*batch), model,
-                                    repeats=1, warmup=0, seed=0,
-                                    reference=ref["grads"], timing=False)
-
-    r = step(anchoring)
+    r = anchored_step(plan, anchoring, model, batch, ref)
     assert r["gradients_equal"] and r["peak_bytes"] <= peak
     with pytest.raises(ValueError, match="draws by value"):
-        step(({m: order[0] for m in order[1:]}, {}, {}))
+        anchored_step(plan, ({m: order[0] for m in order[1:]}, {}, {}),
+                      model, batch, ref)
