@@ -493,10 +493,10 @@ CpAnswer SolveMoccasinCpSat(const Graph& graph, int64_t budget_bytes,
     // No warm start fits. Under the budget CP-SAT rarely finds a first
     // schedule (none in 10 minutes at 80% of the NoRemat peak of the
     // 250-node random graph), but from the schedule that computes every
-    // value once it lowers the peak step by step (to 1% over that budget in
-    // 90 s; docs/algorithms.md): so it first minimizes the peak, down to the
-    // budget, and the schedule it reaches there starts the search for the
-    // cheapest.
+    // value once it lowers the peak step by step (to that budget in 76 s;
+    // results/moccasin_scale/least-peak): so it first minimizes the peak,
+    // down to the budget, and the schedule it reaches there starts the
+    // search for the cheapest.
     const IntervalModel cp =
         BuildIntervalModel(graph, model, computes, capacity, top,
                            Objective::kPeak, OnceHint(model));
