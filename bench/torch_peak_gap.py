@@ -104,7 +104,7 @@ def run_model(name, build, args):
     model.train()
     t = time.perf_counter()
     plan = rt.plan(model, (x, y), loss_fn, budget=1.0,
-                   algorithms=torch_options.HEURISTICS,
+                   algorithms=args.algorithms or torch_options.HEURISTICS,
                    timeout=args.solve_timeout, threads=args.threads,
                    cost=args.cost)
     out = {"model": name, "graph_nodes": plan.graph.num_nodes,
@@ -193,6 +193,10 @@ def main():
                     help="fractions of the NoRemat program peak")
     ap.add_argument("--top", type=int, default=4,
                     help="events listed per plan")
+    ap.add_argument("--algorithms", default=None,
+                    type=lambda s: s.split(","),
+                    help="comma-separated algorithms the plans choose from "
+                    "(default: bench/torch_options.py's heuristics)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--solve-timeout", type=float, default=20)
     ap.add_argument("--cost", choices=("measured", "flop"),

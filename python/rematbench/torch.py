@@ -29,6 +29,7 @@ import collections
 import concurrent.futures
 import json
 import math
+import operator
 import os
 import platform
 import statistics
@@ -136,10 +137,11 @@ def _schedule_timeline(program, traced, events):
     """[(event index, node, bytes before it, bytes it adds)] for each
     computation in `events`: the program's memory without the generator
     states (the loss included: it is returned, so it is held from its
-    computation to the end), and the node's own memory and workspace."""
+    computation to the end), and the memory of the node's parts that the
+    program computes there (_releases) with its workspace."""
     nodes = traced.graph["nodes"]
     loss = next((n["id"] for n in nodes if n["kind"] == "loss"), None)
-    released = _releases(events, nodes, *_node_parts(program, nodes), loss)
+    released, skipped = _releases(program, events, nodes, loss)
     mem, extra, timeline, loss_held = 0, 0, [], False
     for i, (k, v, _) in enumerate(events):
         n = nodes[v]
@@ -152,8 +154,9 @@ def _schedule_timeline(program, traced, events):
         if v == loss and loss_held:
             loss_held = False
             extra -= n["mem"]
-        timeline.append((i, v, mem + extra, n["mem"] + n.get("workspace", 0)))
-        mem += n["mem"] - released[i]
+        own = n["mem"] - skipped[i]
+        timeline.append((i, v, mem + extra, own + n.get("workspace", 0)))
+        mem += own - released[i]
     return timeline
 
 
@@ -449,12 +452,13 @@ def _anchored(program, traced, solution, budget=None):
 
 
 def _node_parts(program, nodes):
-    """(parts, reads) of the traced step: parts[v] maps each storage that
-    node v keeps for other nodes (an FX member, views followed to their
-    base) to its bytes, for nodes that keep several whose sizes add up to
-    the node's memory (a batch norm's output and statistics); reads[u][v]
-    is the set of v's parts that node u reads (None: not known, so all).
-    Built once per program."""
+    """(parts, member_reads, instance) of the traced step: parts[v] maps
+    each storage that node v keeps for other nodes (an FX member, views
+    followed to their base) to its bytes, for nodes that keep several whose
+    sizes add up to the node's memory (a batch norm's output and
+    statistics); member_reads[m] maps each other node that FX member m
+    reads to the set of its parts m reads (None: the whole node, or a part
+    not known); instance is _instance's. Built once per program."""
     if getattr(program, "node_parts", None) is not None:
         return program.node_parts
     fx, owner, index = program.fx, program.owner, program.index
@@ -475,43 +479,129 @@ def _node_parts(program, nodes):
         if len(roots) > 1 and None not in roots.values() and \
                 sum(roots.values()) == nodes[v]["mem"]:
             parts[v] = roots
-    reads = collections.defaultdict(dict)
+    member_reads = {}
     for u, members in enumerate(program.members):
         for m in members:
+            got = member_reads[m] = {}
             for x in fx[m].all_input_nodes:
                 v = owner.get(index[x])
-                if v is not None and v != u and v in parts:
-                    reads[u].setdefault(v, set()).add(root_of.get(index[x]))
-    program.node_parts = parts, dict(reads)
+                if v is not None and v != u:
+                    got.setdefault(v, set()).add(
+                        root_of.get(index[x]) if v in parts else None)
+    program.node_parts = parts, member_reads, _instance(program, parts,
+                                                        root_of)
     return program.node_parts
 
 
-def _releases(events, nodes, parts, reads, loss):
-    """{position in `events`: bytes the program frees right after that
-    event}: each value (or each part of it, _node_parts) after the last
-    computation that reads it before the schedule frees it, or after its
-    own computation when none does. The program frees a value when its
-    last reader has run (FX frees a node's value after its last use),
-    which can be before the schedule's free; a value the schedule never
-    frees is held to the end. The loss is left out (the program returns
-    it: _program_timeline holds it)."""
-    released = collections.Counter()
-    last_compute, last_read = {}, {}
-    for i, (kind, v, _) in enumerate(events):
-        if kind == "c":
+def _instance(program, parts, root_of):
+    """instance(v, read) -> (the parts of node v (_node_parts) that the
+    program does not compute, the FX members it runs) when the other nodes
+    read only the parts `read` of an instance of v: program.build leaves
+    out an op whose result no later op reads (dead code), unless it draws
+    random numbers, writes a buffer or feeds the step's outputs. A
+    recomputation of a batch-norm-and-ReLU node for the batch norm's
+    backward, which reads only the statistics, runs the batch norm without
+    the ReLU, and so does not read the batch norm's output (which the batch
+    norm still allocates, and frees at once)."""
+    fx, index = program.fx, program.index
+    pinned = set(program.random) | set(program.writes) | set(program.side)
+    for n in fx[-1].all_input_nodes:
+        pinned.add(index[n])
+    memo = {}
+
+    def made_by(r):
+        """The member that allocates part r: a multi-output op allocates
+        its outputs whichever of them are read."""
+        n = fx[r]
+        return index[n.args[0]] if n.target is operator.getitem else r
+
+    def instance(v, read):
+        key = (v, frozenset(read))
+        if key not in memo:
+            members = program.members[v]
+            inside, keep = set(members), set(program.keep[v])
+            needed = set()
+            for m in reversed(members):
+                if m in pinned or (m in keep and root_of[m] in read) or any(
+                        index[u] in needed for u in fx[m].users
+                        if index[u] in inside):
+                    needed.add(m)
+            memo[key] = ({r for r in parts[v] if made_by(r) not in needed},
+                         frozenset(needed))
+        return memo[key]
+    return instance
+
+
+def _releases(program, events, nodes, loss):
+    """({position in `events`: bytes the program frees right after that
+    event}, {position of a computation: bytes of its node's parts that it
+    does not compute}): each value (or each part of it, _node_parts) is
+    freed after the last computation that reads it before the schedule
+    frees it, or after its own computation when none does; a part that no
+    computation reads before then is not computed, nor are the ops only it
+    needs, whose inputs are then not read (_instance; found again until
+    nothing changes, since a computation left out can leave parts of its
+    inputs unread). The program frees a value when its last reader has run
+    (FX frees a node's value after its last use), which can be before the
+    schedule's free; a value the schedule never frees is held to the end.
+    The loss is left out (the program returns it: _program_timeline holds
+    it)."""
+    parts, member_reads, instance = _node_parts(program, nodes)
+    memo = {}
+
+    def reads(v, needed):
+        """{input node: its parts read} by a computation of v that runs
+        the members `needed` (None: all). An input that no member reads in
+        FX (a relation only the export knows) is read whole."""
+        if (v, needed) not in memo:
+            out = {}
             for u in nodes[v]["inputs"]:
-                keys = (None,)
-                if u in parts:
-                    got = reads.get(v, {}).get(u)
-                    keys = parts[u] if got is None or None in got else got
-                for key in keys:
-                    last_read.setdefault(u, {})[key] = i
-            last_compute[v] = i
-            last_read[v] = {}  # a new instance
-        elif kind == "f" and v in last_compute and v != loss:
-            for key, b in parts.get(v, {None: nodes[v]["mem"]}).items():
-                released[last_read[v].get(key, last_compute[v])] += b
-    return released
+                every = set().union(*(member_reads[m].get(u, ())
+                                      for m in program.members[v]))
+                got = every if needed is None or not every else \
+                    set().union(*(member_reads[m].get(u, ()) for m in needed))
+                if every and not got:
+                    continue  # only members left out read it
+                out[u] = parts[u] if u in parts and (None in got or not
+                                                     every) else \
+                    got if u in parts else (None,)
+            memo[(v, needed)] = out
+        return memo[(v, needed)]
+
+    needed_at = {}  # computation -> the members it runs (None: all)
+    while True:
+        released, skipped = collections.Counter(), collections.Counter()
+        last_compute, last_read, gone, found = {}, {}, {}, {}
+
+        def close(v):
+            """The instance of v computed at last_compute[v] ends."""
+            i = last_compute[v]
+            gone[v], found[i] = instance(v, set(last_read[v])) \
+                if v in parts else (set(), None)
+            skipped[i] += sum(parts[v][r] for r in gone[v])
+
+        for i, (kind, v, _) in enumerate(events):
+            if kind == "c":
+                for u, keys in reads(v, needed_at.get(i)).items():
+                    for key in keys:
+                        last_read.setdefault(u, {})[key] = i
+                if v in last_compute and v not in gone:
+                    close(v)
+                last_compute[v] = i
+                last_read[v] = {}  # a new instance
+                gone.pop(v, None)
+            elif kind == "f" and v in last_compute and v != loss:
+                if v not in gone:
+                    close(v)
+                for key, b in parts.get(v, {None: nodes[v]["mem"]}).items():
+                    if key not in gone[v]:
+                        released[last_read[v].get(key, last_compute[v])] += b
+        for v in last_compute:
+            if v not in gone:
+                close(v)
+        if found == needed_at:
+            return released, skipped
+        needed_at = found
 
 
 def _state_bytes(program, traced):
