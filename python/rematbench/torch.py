@@ -556,15 +556,15 @@ def _releases(program, events, nodes, loss):
         if (v, needed) not in memo:
             out = {}
             for u in nodes[v]["inputs"]:
+                whole = parts.get(u, (None,))
                 every = set().union(*(member_reads[m].get(u, ())
                                       for m in program.members[v]))
-                got = every if needed is None or not every else \
-                    set().union(*(member_reads[m].get(u, ()) for m in needed))
-                if every and not got:
-                    continue  # only members left out read it
-                out[u] = parts[u] if u in parts and (None in got or not
-                                                     every) else \
-                    got if u in parts else (None,)
+                got = every if needed is None else set().union(
+                    *(member_reads[m].get(u, ()) for m in needed))
+                if not every:
+                    out[u] = whole
+                elif got:  # else only members left out read it
+                    out[u] = whole if None in got else got
             memo[(v, needed)] = out
         return memo[(v, needed)]
 
