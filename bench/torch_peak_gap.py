@@ -104,9 +104,10 @@ def run_model(name, build, args):
     model.train()
     t = time.perf_counter()
     # Traced at twice the NoRemat peak, which every algorithm fits (at 1.0
-    # noremat alone does not: the program also holds the returned loss);
-    # each budget below is planned anew, and one that nothing fits is
-    # recorded as such.
+    # noremat alone may not: the solvers judge the node-level simulated
+    # peak, which is above the program's, the fractions' base, where a
+    # batch norm's output is freed before its statistics); each budget
+    # below is planned anew, and one that nothing fits is recorded as such.
     plan = rt.plan(model, (x, y), loss_fn, budget=2.0,
                    algorithms=args.algorithms or torch_options.HEURISTICS,
                    timeout=args.solve_timeout, threads=args.threads,
