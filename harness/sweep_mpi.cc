@@ -148,11 +148,23 @@ class TaskPool {
   std::vector<std::thread> threads_;
 };
 
+// MPI_Finalize runs at exit, after main has written the error line, if any:
+// a rank that failed waits in it for rank 0, which alone writes the line,
+// so that mpirun, which ends the job at the first rank to exit non-zero,
+// cannot end rank 0 before its line is out. Not once a rank has died:
+// MPI_Finalize would wait for it.
+bool finalize_at_exit = false;
+void FinalizeAtExit() {
+  if (finalize_at_exit) MPI_Finalize();
+}
+
 class OpenMpiRanks : public MpiRanks {
  public:
   OpenMpiRanks() {
     int provided = 0;
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    finalize_at_exit = true;
+    std::atexit(FinalizeAtExit);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
@@ -164,8 +176,7 @@ class OpenMpiRanks : public MpiRanks {
     }
   }
   ~OpenMpiRanks() override {
-    // MPI_Finalize waits for every rank; with one dead it would hang.
-    if (!rank_died_) MPI_Finalize();
+    if (rank_died_) finalize_at_exit = false;
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
