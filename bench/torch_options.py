@@ -510,9 +510,11 @@ def run_model(name, build, args, rows, summary):
         "lower_bound_bytes": g.lower_bound_bytes,
         "gradients_once_lower_bound_bytes":
             gradients_once_lower_bound(plan.traced.graph["nodes"]),
+        "reach_lower_bound_bytes": g.reach_lower_bound()["bytes"],
         "trace_and_plan_seconds": round(trace_seconds, 1)})
     log(f"  rematbench: {g.num_nodes} nodes, NoRemat peak "
-        f"{g.noremat_peak_bytes}, lower bound {g.lower_bound_bytes}; "
+        f"{g.noremat_peak_bytes}, lower bound {g.lower_bound_bytes} "
+        f"(reach {summary['reach_lower_bound_bytes']}); "
         f"trace+plan {trace_seconds:.1f} s")
     targets = []  # (budget bytes, where it comes from)
     candidates = []  # (rematbench row, its step's context manager)

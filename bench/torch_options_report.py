@@ -300,9 +300,14 @@ def report(doc, md_path, png_path=None):
                    if r["model"] == m["model"]), default=None)
         if low is not None and "lower_bound_bytes" in m:
             once = m.get("gradients_once_lower_bound_bytes")
+            reach = m.get("reach_lower_bound_bytes")
             lines.append(f"- {m['model']}: lowest rematbench peak "
                          f"{_mib(low)} MiB, {low / m['lower_bound_bytes']:.2f}"
                          " times the memory lower bound" + (
+                             f", {low / reach:.2f} times the reach bound "
+                             f"({_mib(reach)} MiB: no schedule that "
+                             "recomputes rather than offloads peaks lower)"
+                             if reach else "") + (
                              f" ({low / once:.2f} times the least that "
                              "computing each gradient once can take, "
                              f"{_mib(once)} MiB)" if once else "") + ".")

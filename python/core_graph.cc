@@ -9,6 +9,7 @@
 #include "harness/graph_source.h"
 #include "harness/option_limits.h"
 #include "harness/params.h"
+#include "harness/reach_bound.h"
 #include "harness/records.h"
 #include "harness/results.h"
 #include "harness/simulator.h"
@@ -220,6 +221,38 @@ void BindGraph(py::module_& m) {
       .def_property_readonly(
           "noremat_peak_bytes",
           [](const PyGraph& g) { return NoRematPeak(*g.graph); })
+      .def(
+          "reach_lower_bound",
+          [](const PyGraph& g, int64_t states_per_level, double seconds) {
+            if (states_per_level < 1 || !(seconds > 0)) {
+              throw InputError(
+                  "reach_lower_bound: states_per_level and seconds must be "
+                  "positive");
+            }
+            ReachBound bound;
+            {
+              py::gil_scoped_release released;
+              bound = ReachLowerBound(*g.graph, {states_per_level, seconds});
+            }
+            py::dict out;
+            out["bytes"] = bound.bytes;
+            out["witness"] = bound.witness == kNoNode
+                                 ? py::object(py::none())
+                                 : py::object(py::int_(bound.witness));
+            out["unproven_above"] = bound.unproven_above;
+            out["states"] = bound.states;
+            out["limited"] = bound.limited;
+            return out;
+          },
+          py::arg("states_per_level") = ReachBoundLimits{}.states_per_level,
+          py::arg("seconds") = ReachBoundLimits{}.seconds,
+          "A lower bound on the peak of every schedule that recomputes "
+          "rather than offloads, at or above lower_bound_bytes "
+          "(harness/reach_bound.h, docs/model.md): a dict with bytes, "
+          "witness (the node whose inputs the proof is about, or None), "
+          "unproven_above (the least level not proven), states (sets "
+          "examined) and limited (whether a level was given up for the "
+          "limits).")
       .def_property_readonly("targets",
                              [](const PyGraph& g) {
                                auto t = g.graph->targets();

@@ -94,6 +94,30 @@ class Graphs(unittest.TestCase):
         with self.assertRaises(IndexError):
             g[4]
 
+    def test_reach_lower_bound(self):
+        # tests/reach_bound_test.cc's hand graph: v reads p and q; whichever
+        # is computed last, the other is live beside that step (1 + 4 or
+        # 2 + 3), so no schedule peaks below 5, one more than the memory
+        # lower bound.
+        nodes = [{"id": 0, "name": "r", "mem": 2, "cost": 1, "inputs": []},
+                 {"id": 1, "name": "p", "mem": 1, "cost": 1, "inputs": [0]},
+                 {"id": 2, "name": "h", "mem": 2, "cost": 1, "inputs": [1]},
+                 {"id": 3, "name": "q", "mem": 2, "cost": 1, "inputs": [2]},
+                 {"id": 4, "name": "v", "mem": 1, "cost": 1,
+                  "inputs": [1, 3]}]
+        g = rb.parse_graph_json(json.dumps(
+            {"format": "rematbench-graph", "version": 1, "name": "hand",
+             "nodes": nodes}), "hand.json")
+        self.assertEqual(g.lower_bound_bytes, 4)
+        bound = g.reach_lower_bound()
+        self.assertEqual((bound["bytes"], bound["witness"],
+                          bound["unproven_above"], bound["limited"]),
+                         (5, 4, 6, False))
+        # With no room to search, only the memory lower bound is claimed.
+        self.assertEqual(g.reach_lower_bound(states_per_level=1)["bytes"], 4)
+        with self.assertRaises(rb.Error):
+            g.reach_lower_bound(seconds=0)
+
     def test_figures_equal_the_cli(self):
         for spec in ("chain:n=16", DIAMOND,
                      "resnet:depth=18,batch=8,image=64"):

@@ -87,6 +87,9 @@ def test_options_side_by_side(tmp_path):
         assert lo <= e["time_ratio"] <= hi
     assert "timed again side by side" in md
     assert model["lower_bound_bytes"] <= \
+        model["reach_lower_bound_bytes"] <= \
+        model["noremat_simulated_peak_bytes"]
+    assert model["lower_bound_bytes"] <= \
         model["gradients_once_lower_bound_bytes"] <= min(
             r["measured_peak_bytes"] for r in doc["rows"]
             if r["method"] == "rematbench_eager" and
