@@ -94,6 +94,20 @@ def test_options_side_by_side(tmp_path):
             r["measured_peak_bytes"] for r in doc["rows"]
             if r["method"] == "rematbench_eager" and
             r.get("measured_peak_bytes") is not None)
+    # bench/memory_bounds.py, against this run: the same graph's bounds,
+    # and the lowest peak the run measured.
+    bounds, bounds_md = run_bench(
+        "memory_bounds", tmp_path, "--against",
+        str(tmp_path / "torch_options" / "cpu.json"))
+    (b,) = bounds["models"]
+    for key in ("lower_bound_bytes", "reach_lower_bound_bytes",
+                "gradients_once_lower_bound_bytes"):
+        assert b[key] == model[key], key
+    assert b["lowest_measured"]["peak"] == min(
+        r["measured_peak_bytes"] for r in doc["rows"]
+        if r["method"].startswith("rematbench") and
+        r.get("measured_peak_bytes") is not None)
+    assert "| unet |" in bounds_md
 
 
 def test_gradients_once_lower_bound_by_hand():
