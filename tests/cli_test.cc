@@ -149,6 +149,29 @@ TEST_F(Cli, ConvertWritesJsonThatReadsBackAndDot) {
   EXPECT_EQ(result["lower_bound_bytes"], 3);
 }
 
+// tests/reach_bound_test.cc's hand graph: the reach bound is 5, one above
+// the memory lower bound.
+TEST_F(Cli, InfoSearchesForTheReachBoundOnRequest) {
+  const std::string json = Write("hand.json", R"({"format": "rematbench-graph",
+    "version": 1, "name": "hand", "nodes": [
+    {"id": 0, "mem": 2, "cost": 1, "inputs": []},
+    {"id": 1, "mem": 1, "cost": 1, "inputs": [0]},
+    {"id": 2, "mem": 2, "cost": 1, "inputs": [1]},
+    {"id": 3, "mem": 2, "cost": 1, "inputs": [2]},
+    {"id": 4, "name": "v", "mem": 1, "cost": 1, "inputs": [1, 3]}]})");
+  Outcome plain = Remat("graph info " + json + " --json");
+  ASSERT_EQ(plain.status, 0) << plain.err;
+  EXPECT_FALSE(nlohmann::json::parse(plain.out).contains("reach_lower_bound"));
+  Outcome info = Remat("graph info " + json + " --reach-bound 5 --json");
+  ASSERT_EQ(info.status, 0) << info.err;
+  const auto result = nlohmann::json::parse(info.out);
+  EXPECT_EQ(result["lower_bound_bytes"], 4);
+  EXPECT_EQ(result["reach_lower_bound"]["bytes"], 5);
+  EXPECT_EQ(result["reach_lower_bound"]["witness"], "v");
+  EXPECT_EQ(result["reach_lower_bound"]["limited"], false);
+  EXPECT_EQ(Remat("graph info " + json + " --reach-bound 0").status, 2);
+}
+
 TEST_F(Cli, ConvertToStdoutOrADeviceWritesInPlace) {
   Outcome run = Remat("graph convert chain:n=2 --to dot -o -");
   ASSERT_EQ(run.status, 0) << run.err;

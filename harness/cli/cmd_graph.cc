@@ -7,6 +7,7 @@
 #include "harness/cli/output.h"
 #include "harness/file_io.h"
 #include "harness/graph_source.h"
+#include "harness/reach_bound.h"
 #include "harness/registry.h"
 #include "harness/results.h"
 
@@ -48,6 +49,18 @@ Json GraphInfo(const Graph& graph, const std::string& spec) {
   return info;
 }
 
+Json ReachBoundInfo(const Graph& graph, double seconds) {
+  const ReachBound bound = ReachLowerBound(graph, {.seconds = seconds});
+  Json out = {{"bytes", bound.bytes},
+              {"unproven_above_bytes", bound.unproven_above},
+              {"states", bound.states},
+              {"limited", bound.limited}};
+  out["witness"] = bound.witness == kNoNode
+                       ? Json(nullptr)
+                       : Json(graph.node_name(bound.witness));
+  return out;
+}
+
 }  // namespace
 
 void AddGraphCommand(CLI::App& app, int& exit_code) {
@@ -60,9 +73,20 @@ void AddGraphCommand(CLI::App& app, int& exit_code) {
       "properties of a graph");
   auto spec = std::make_shared<std::string>();
   info->add_option("graph", *spec, "graph file or generator spec")->required();
+  auto reach_seconds = std::make_shared<double>(0);
+  info->add_option("--reach-bound", *reach_seconds,
+                   "also search this many seconds for the reach bound: no "
+                   "schedule that recomputes rather than offloads peaks "
+                   "below it (docs/model.md)")
+      ->check(CLI::PositiveNumber);
   auto info_json = AddJsonFlag(info);
-  info->callback([spec, info_json, &exit_code] {
-    Print(GraphInfo(LoadGraph(*spec), *spec), *info_json);
+  info->callback([spec, reach_seconds, info_json, &exit_code] {
+    const Graph graph = LoadGraph(*spec);
+    Json out = GraphInfo(graph, *spec);
+    if (*reach_seconds > 0) {
+      out["reach_lower_bound"] = ReachBoundInfo(graph, *reach_seconds);
+    }
+    Print(out, *info_json);
     exit_code = kExitOk;
   });
 
