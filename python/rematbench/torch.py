@@ -830,9 +830,10 @@ def _fitted(graph, spec, solution, budget, timeout, program, traced):
 def _nothing_fits(graph, budget, specs, solutions, timeout, threads,
                   program, traced):
     """The error text when no schedule fits: the budget against the NoRemat
-    peak, and the smallest budget at which one of these algorithms finds a
-    schedule that fits as a program (bisection between the budget and the
-    least peak found; each probe solved as _solve_plan solves)."""
+    peak, the smallest budget at which one of these algorithms finds a
+    schedule that fits as a program (bisection between the budget, or the
+    graph's reach bound, and the least peak found; each probe solved as
+    _solve_plan solves), and the bounds no schedule goes below."""
     def peak(s):
         return _anchored(program, traced, s)[1]
 
@@ -846,7 +847,10 @@ def _nothing_fits(graph, budget, specs, solutions, timeout, threads,
     # time limit at every probe.
     exact = {a.name for a in rematbench.algorithms() if a.exact}
     probes = [s for s in specs if s.split(":")[0] not in exact] or specs
-    lo = max(budget, graph.lower_bound_bytes - 1)  # lo never fits
+    # lo never fits: plans recompute and never offload, and no such
+    # schedule peaks below the reach bound.
+    reach = graph.reach_lower_bound()["bytes"]
+    lo = max(budget, reach - 1)
     most = _most_held(program, traced)
 
     def fits(mid):
@@ -877,8 +881,9 @@ def _nothing_fits(graph, budget, specs, solutions, timeout, threads,
     return (f"{graph.name}: no algorithm fits the budget of {budget} bytes "
             f"({budget / noremat:.0%} of the NoRemat activation peak "
             f"{noremat} bytes); the "
-            f"smallest budget that fits is {hi} bytes ({who}; the memory "
-            f"lower bound is {graph.lower_bound_bytes})")
+            f"smallest budget that fits is {hi} bytes ({who}; no schedule "
+            f"fits below {reach} bytes, the reach bound; the memory lower "
+            f"bound is {graph.lower_bound_bytes})")
 
 
 class Plan:

@@ -145,6 +145,12 @@ class Plans(unittest.TestCase):
         self.assertIn("no algorithm fits the budget of 1 bytes", text)
         smallest = int(text.split("smallest budget that fits is ")[1]
                        .split(" ")[0])
+        reach = int(text.split("no schedule fits below ")[1].split(" ")[0])
+        graph = rt.plan(model(), self.example, self.loss, budget=1.0,
+                        algorithms=["noremat"]).graph
+        self.assertEqual(reach, graph.reach_lower_bound()["bytes"])
+        self.assertLessEqual(graph.lower_bound_bytes, reach)
+        self.assertLessEqual(reach, smallest)
         fits = rt.plan(model(), self.example, self.loss, budget=smallest,
                        algorithms=["twremat", "chen_greedy", "dtr"],
                        timeout=5)
