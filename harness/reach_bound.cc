@@ -12,14 +12,6 @@ namespace remat {
 
 namespace {
 
-struct SetHash {
-  size_t operator()(const std::vector<NodeId>& set) const {
-    uint64_t h = 1469598103934665603ULL;
-    for (NodeId v : set) h = (h ^ static_cast<uint32_t>(v)) * 1099511628211ULL;
-    return static_cast<size_t>(h);
-  }
-};
-
 // Decides one level: whether some needed node's inputs cannot be brought
 // live together below `level` bytes.
 class LevelProof {
@@ -96,12 +88,18 @@ class LevelProof {
   const int64_t smallest_kept_;
   const int64_t max_states_;
   std::vector<uint8_t> in_set_;
-  std::unordered_map<std::vector<NodeId>, bool, SetHash> memo_;
+  std::unordered_map<std::vector<NodeId>, bool, NodeSetHash> memo_;
   int64_t states_ = 0;
   bool gave_up_ = false;
 };
 
 }  // namespace
+
+size_t NodeSetHash::operator()(const std::vector<NodeId>& set) const {
+  uint64_t h = 1469598103934665603ULL;
+  for (NodeId v : set) h = (h ^ static_cast<uint32_t>(v)) * 1099511628211ULL;
+  return static_cast<size_t>(h);
+}
 
 ReachBound ReachLowerBound(const Graph& graph, const ReachBoundLimits& limits) {
   const auto deadline =

@@ -31,7 +31,9 @@
 // and the NoRemat peak.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "harness/graph.h"
 
@@ -62,5 +64,11 @@ struct ReachBound {
 
 ReachBound ReachLowerBound(const Graph& graph,
                            const ReachBoundLimits& limits = {});
+
+// FNV-1a over a set of nodes kept as a vector in one order: the key of the
+// sets that this search and reach_search remember.
+struct NodeSetHash {
+  size_t operator()(const std::vector<NodeId>& set) const;
+};
 
 }  // namespace remat

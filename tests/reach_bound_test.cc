@@ -1,12 +1,15 @@
-// ReachLowerBound (harness/reach_bound.h): a hand-derived answer above
-// MemoryLowerBound, and on seeded random training graphs never above the
-// least peak a brute-force search over every compute-and-free schedule
-// finds.
+// The reach bound (harness/reach_bound.h) and reach_search, which share
+// its recursion: a hand-derived answer above MemoryLowerBound, and on
+// seeded random training graphs the bound never above the least peak a
+// brute-force search over every compute-and-free schedule finds, and
+// reach_search fitting exactly the budgets at or above it.
 #include "harness/reach_bound.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <queue>
 #include <random>
@@ -14,6 +17,7 @@
 #include <vector>
 
 #include "harness/graph.h"
+#include "harness/graph_source.h"
 #include "harness/simulator.h"
 #include "tests/test_support.h"
 
@@ -98,6 +102,36 @@ TEST(ReachBound, LimitsOnlyLowerIt) {
   EXPECT_TRUE(bound.limited);
 }
 
+// reach_search: at 5 the schedule r, p, free r, h, q, free h, v; at 4 no
+// schedule, and the search says it looked at every set.
+TEST(ReachSearch, FitsExactlyFromTheLeastPeak) {
+  const Graph graph = HandGraph();
+  const SolveResult fits = testing::Solve("reach_search", graph, 5);
+  EXPECT_EQ(fits.status, Status::kFeasible) << fits.message;
+  EXPECT_EQ(fits.peak_bytes, 5);
+  EXPECT_EQ(fits.cost, BaseCost(graph));
+  const SolveResult below = testing::Solve("reach_search", graph, 4);
+  EXPECT_EQ(below.status, Status::kInfeasible);
+  EXPECT_NE(below.message.find("all"), std::string::npos) << below.message;
+}
+
+// Where no other heuristic and neither staged solver found a schedule in 10
+// minutes (results/moccasin_scale/least-peak/cpu.md): Checkmate's random
+// layered graph of 250 nodes at 70% of its NoRemat peak.
+TEST(ReachSearch, FitsSeventyPercentOfCheckmates250NodeGraph) {
+  const std::string path =
+      testing::SourceDir() +
+      "/../shared/peer-graphs/checkmate2020/"
+      "random_layered_n250_w0.43_nlv0.75_ed0.2_scd0.14.json";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not found";
+  const Graph graph = LoadGraph(path);
+  const int64_t budget =
+      static_cast<int64_t>(std::ceil(0.7 * NoRematPeak(graph)));
+  const SolveResult r = testing::Solve("reach_search", graph, budget);
+  EXPECT_EQ(r.status, Status::kFeasible) << r.message;
+  EXPECT_LE(r.peak_bytes, budget);
+}
+
 // Sizes spread over two orders of magnitude, so that the sets leave small
 // values out.
 TEST(ReachBound, NeverAboveTheLeastPeak) {
@@ -118,6 +152,13 @@ TEST(ReachBound, NeverAboveTheLeastPeak) {
     const int64_t least = LeastPeak(graph);
     ASSERT_LE(bound.bytes, least) << "trial " << trial;
     ASSERT_GE(bound.bytes, MemoryLowerBound(graph));
+    // reach_search decides the least peak exactly.
+    EXPECT_EQ(testing::Solve("reach_search", graph, least).status,
+              Status::kFeasible)
+        << "trial " << trial;
+    EXPECT_EQ(testing::Solve("reach_search", graph, least - 1).status,
+              Status::kInfeasible)
+        << "trial " << trial;
     if (least > MemoryLowerBound(graph)) {
       ++gaps;
       if (bound.bytes == least) ++closed;

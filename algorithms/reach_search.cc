@@ -1,0 +1,203 @@
+// reach_search — memory first: a schedule within the budget whenever one
+// that recomputes (and never offloads) exists, found by search.
+//
+// docs/algorithms.md, "reach_search"; the recursion is the reach bound's
+// (docs/model.md, "Bounds of a graph"). A schedule may free everything
+// after each target, so it fits the budget exactly when each target t can
+// be computed from an empty memory within it: when t's step fits and the
+// set inputs(t) can be brought live with every compute on the way within
+// the budget. For a set S, the value x of S computed last is computed with
+// S and inputs(x) live, and S \ {x} and inputs(x) were live just before:
+// the search walks back from inputs(t), choosing x (latest in topological
+// order first) while that compute fits, until the set is empty; read
+// forwards, the choices are a schedule. Sets from which no choice leads to
+// the empty set are remembered, so the search is complete: when it ends
+// without a schedule, none exists (infeasible, with that proof). It
+// minimizes nothing but the peak's excess over the budget: a value is
+// recomputed each time it is needed again, and the cost can be many times
+// the base cost.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_set>
+#include <vector>
+
+#include "harness/liveness.h"
+#include "harness/memory_model.h"
+#include "harness/reach_bound.h"
+#include "harness/registry.h"
+#include "harness/simulator.h"
+
+namespace remat {
+namespace {
+
+struct ReachSearchOptions {
+  int64_t max_states;
+};
+
+const Options<ReachSearchOptions> kOptions(
+    IntOption(&ReachSearchOptions::max_states, "max_states", 2000000,
+              "sets examined per target before giving up (too_large); each one "
+              "remembered costs about 130 bytes",
+              1));
+
+enum class Found { kSchedule, kNone, kGaveUp };
+
+// The search for one target's inputs; frames on the heap, since a chain of
+// choices is as long as the schedule.
+class Search {
+ public:
+  Search(const Graph& graph, int64_t budget, int64_t max_states,
+         const Deadline& deadline)
+      : graph_(graph),
+        budget_(budget),
+        max_states_(max_states),
+        deadline_(deadline),
+        in_set_(graph.num_nodes(), 0) {}
+
+  // kSchedule: computes() brings `set` live from an empty memory, every
+  // compute within the budget.
+  Found Run(std::vector<NodeId> set) {
+    std::vector<Frame> stack;
+    stack.push_back(MakeFrame(std::move(set)));
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      if (top.set.empty()) {
+        computes_.clear();
+        for (auto it = stack.rbegin() + 1; it != stack.rend(); ++it) {
+          computes_.push_back(it->set[it->next - 1]);
+        }
+        return Found::kSchedule;
+      }
+      if (top.next == top.set.size() || top.live > budget_) {
+        dead_ends_.insert(std::move(top.set));
+        stack.pop_back();
+        continue;
+      }
+      const NodeId x = top.set[top.next++];
+      if (!Fits(top, x)) continue;
+      std::vector<NodeId> before;
+      before.reserve(top.set.size() + graph_.inputs(x).size());
+      for (NodeId v : top.set) {
+        if (v != x) before.push_back(v);
+      }
+      for (NodeId u : graph_.inputs(x)) before.push_back(u);
+      Frame child = MakeFrame(std::move(before));
+      if (dead_ends_.contains(child.set)) continue;
+      if (++states_ > max_states_) return Found::kGaveUp;
+      if ((states_ & 1023) == 0 && deadline_.Expired()) return Found::kGaveUp;
+      stack.push_back(std::move(child));
+    }
+    return Found::kNone;
+  }
+
+  const std::vector<NodeId>& computes() const { return computes_; }
+  int64_t states() const { return states_; }
+
+ private:
+  struct Frame {
+    std::vector<NodeId> set;  // latest in topological order first
+    int64_t live = 0;
+    size_t next = 0;  // the next member to try as the last computed
+  };
+
+  Frame MakeFrame(std::vector<NodeId> set) const {
+    std::sort(set.begin(), set.end(), [&](NodeId a, NodeId b) {
+      return graph_.topo_rank(a) > graph_.topo_rank(b);
+    });
+    set.erase(std::unique(set.begin(), set.end()), set.end());
+    Frame frame{.set = std::move(set)};
+    for (NodeId v : frame.set) {
+      frame.live += memory_model::ResidentBytes(graph_, v);
+    }
+    return frame;
+  }
+
+  // Whether computing x with the frame's set and x's inputs live fits.
+  bool Fits(const Frame& frame, NodeId x) {
+    for (NodeId v : frame.set) in_set_[v] = 1;
+    int64_t live = frame.live - memory_model::ResidentBytes(graph_, x);
+    for (NodeId u : graph_.inputs(x)) {
+      if (!in_set_[u]) live += memory_model::ResidentBytes(graph_, u);
+    }
+    for (NodeId v : frame.set) in_set_[v] = 0;
+    return memory_model::MemoryAtCompute(graph_, live, x) <= budget_;
+  }
+
+  const Graph& graph_;
+  const int64_t budget_;
+  const int64_t max_states_;
+  const Deadline& deadline_;
+  std::vector<uint8_t> in_set_;
+  std::unordered_set<std::vector<NodeId>, NodeSetHash> dead_ends_;
+  std::vector<NodeId> computes_;
+  int64_t states_ = 0;
+};
+
+class ReachSearch : public Algorithm {
+ private:
+  AlgorithmOutput Run(const Graph& graph,
+                      const SolveRequest& request) override {
+    const int64_t max_states = kOptions.Read(request.params).max_states;
+    const int64_t budget = request.budget_bytes;
+    std::vector<NodeId> computes;
+    int64_t states = 0;
+    for (NodeId t : graph.topological_order()) {
+      if (!graph.is_target(t)) continue;
+      if (memory_model::LeastMemoryToCompute(graph, t) > budget) {
+        return AlgorithmOutput::NoSchedule(
+            Status::kInfeasible,
+            fmt::format("{} alone needs {} bytes with its inputs",
+                        graph.node_name(t),
+                        memory_model::LeastMemoryToCompute(graph, t)));
+      }
+      Search search(graph, budget, max_states, request.deadline);
+      const auto in = graph.inputs(t);
+      const Found found = search.Run({in.begin(), in.end()});
+      states += search.states();
+      if (found == Found::kGaveUp) {
+        if (request.deadline.Expired()) {
+          return AlgorithmOutput::NoSchedule(
+              Status::kTimeout,
+              fmt::format("deadline reached searching for {}'s inputs",
+                          graph.node_name(t)));
+        }
+        return AlgorithmOutput::NoSchedule(
+            Status::kTooLarge,
+            fmt::format("more than max_states={} sets searched for {}'s "
+                        "inputs",
+                        max_states, graph.node_name(t)));
+      }
+      if (found == Found::kNone) {
+        return AlgorithmOutput::NoSchedule(
+            Status::kInfeasible,
+            fmt::format("no schedule brings {}'s inputs live within the "
+                        "budget ({} sets searched, all)",
+                        graph.node_name(t), search.states()));
+      }
+      computes.insert(computes.end(), search.computes().begin(),
+                      search.computes().end());
+      computes.push_back(t);
+    }
+    AlgorithmOutput out = AlgorithmOutput::Found(InsertFrees(graph, computes));
+    out.extra["states"] = states;
+    return out;
+  }
+};
+
+const bool kRegistered = RegisterAlgorithm({
+    .name = "reach_search",
+    .description =
+        "Memory first: a search backwards from each target's inputs over "
+        "the sets of values live together finds a schedule within the "
+        "budget whenever one exists (recomputation only); the cost is not "
+        "minimized",
+    .citation = "rematbench (docs/model.md, the reach bound's recursion)",
+    .exact = false,
+    .uses_budget = true,
+    .params = kOptions.Specs(),
+    .create = [] { return std::make_unique<ReachSearch>(); },
+});
+
+}  // namespace
+}  // namespace remat
