@@ -32,14 +32,18 @@ namespace remat {
 namespace {
 
 struct ReachSearchOptions {
-  int64_t max_states;
+  int64_t memory_mib;
 };
 
-const Options<ReachSearchOptions> kOptions(
-    IntOption(&ReachSearchOptions::max_states, "max_states", 2000000,
-              "sets examined per target before giving up (too_large); each one "
-              "remembered costs about 130 bytes",
-              1));
+const Options<ReachSearchOptions> kOptions(IntOption(
+    &ReachSearchOptions::memory_mib, "memory_mib", 1024,
+    "MiB for the sets the search remembers, per target; past it the search "
+    "gives up (too_large)",
+    1));
+
+// What one remembered set takes: its node ids, and about this much for the
+// vector and the hash set's node around them.
+constexpr int64_t kBytesPerRememberedSet = 80;
 
 enum class Found { kSchedule, kNone, kGaveUp };
 
@@ -47,11 +51,11 @@ enum class Found { kSchedule, kNone, kGaveUp };
 // choices is as long as the schedule.
 class Search {
  public:
-  Search(const Graph& graph, int64_t budget, int64_t max_states,
+  Search(const Graph& graph, int64_t budget, int64_t max_bytes,
          const Deadline& deadline)
       : graph_(graph),
         budget_(budget),
-        max_states_(max_states),
+        max_bytes_(max_bytes),
         deadline_(deadline),
         in_set_(graph.num_nodes(), 0) {}
 
@@ -70,6 +74,10 @@ class Search {
         return Found::kSchedule;
       }
       if (top.next == top.set.size() || top.live > budget_) {
+        remembered_bytes_ += kBytesPerRememberedSet +
+                             static_cast<int64_t>(top.set.size() *
+                                                  sizeof(NodeId));
+        if (remembered_bytes_ > max_bytes_) return Found::kGaveUp;
         dead_ends_.insert(std::move(top.set));
         stack.pop_back();
         continue;
@@ -84,8 +92,9 @@ class Search {
       for (NodeId u : graph_.inputs(x)) before.push_back(u);
       Frame child = MakeFrame(std::move(before));
       if (dead_ends_.contains(child.set)) continue;
-      if (++states_ > max_states_) return Found::kGaveUp;
-      if ((states_ & 1023) == 0 && deadline_.Expired()) return Found::kGaveUp;
+      if ((++states_ & 1023) == 0 && deadline_.Expired()) {
+        return Found::kGaveUp;
+      }
       stack.push_back(std::move(child));
     }
     return Found::kNone;
@@ -126,19 +135,20 @@ class Search {
 
   const Graph& graph_;
   const int64_t budget_;
-  const int64_t max_states_;
+  const int64_t max_bytes_;
   const Deadline& deadline_;
   std::vector<uint8_t> in_set_;
   std::unordered_set<std::vector<NodeId>, NodeSetHash> dead_ends_;
   std::vector<NodeId> computes_;
   int64_t states_ = 0;
+  int64_t remembered_bytes_ = 0;
 };
 
 class ReachSearch : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
-    const int64_t max_states = kOptions.Read(request.params).max_states;
+    const int64_t memory_mib = kOptions.Read(request.params).memory_mib;
     const int64_t budget = request.budget_bytes;
     std::vector<NodeId> computes;
     int64_t states = 0;
@@ -151,7 +161,7 @@ class ReachSearch : public Algorithm {
                         graph.node_name(t),
                         memory_model::LeastMemoryToCompute(graph, t)));
       }
-      Search search(graph, budget, max_states, request.deadline);
+      Search search(graph, budget, memory_mib << 20, request.deadline);
       const auto in = graph.inputs(t);
       const Found found = search.Run({in.begin(), in.end()});
       states += search.states();
@@ -164,9 +174,9 @@ class ReachSearch : public Algorithm {
         }
         return AlgorithmOutput::NoSchedule(
             Status::kTooLarge,
-            fmt::format("more than max_states={} sets searched for {}'s "
-                        "inputs",
-                        max_states, graph.node_name(t)));
+            fmt::format("the sets remembered searching for {}'s inputs "
+                        "outgrew memory_mib={} ({} sets searched)",
+                        graph.node_name(t), memory_mib, search.states()));
       }
       if (found == Found::kNone) {
         return AlgorithmOutput::NoSchedule(
