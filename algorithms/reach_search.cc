@@ -36,7 +36,7 @@ struct ReachSearchOptions {
 };
 
 const Options<ReachSearchOptions> kOptions(IntOption(
-    &ReachSearchOptions::memory_mib, "memory_mib", 256,
+    &ReachSearchOptions::memory_mib, "memory_mib", 64,
     "MiB for the sets the search remembers, per target; past it the search "
     "gives up (too_large)",
     1));
