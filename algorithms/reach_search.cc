@@ -13,9 +13,8 @@
 // forwards, the choices are a schedule. Sets from which no choice leads to
 // the empty set are remembered, so the search is complete: when it ends
 // without a schedule, none exists (infeasible, with that proof). It
-// minimizes nothing but the peak's excess over the budget: a value is
-// recomputed each time it is needed again, and the cost can be many times
-// the base cost.
+// minimizes nothing: in its schedule a value is recomputed each time it is
+// needed again, and the cost can be many times the base cost.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -74,9 +73,9 @@ class Search {
         return Found::kSchedule;
       }
       if (top.next == top.set.size() || top.live > budget_) {
-        remembered_bytes_ += kBytesPerRememberedSet +
-                             static_cast<int64_t>(top.set.size() *
-                                                  sizeof(NodeId));
+        remembered_bytes_ +=
+            kBytesPerRememberedSet +
+            static_cast<int64_t>(top.set.size() * sizeof(NodeId));
         if (remembered_bytes_ > max_bytes_) return Found::kGaveUp;
         dead_ends_.insert(std::move(top.set));
         stack.pop_back();
@@ -161,7 +160,10 @@ class ReachSearch : public Algorithm {
                         graph.node_name(t),
                         memory_model::LeastMemoryToCompute(graph, t)));
       }
-      Search search(graph, budget, memory_mib << 20, request.deadline);
+      // More than a pebibyte is no limit.
+      Search search(graph, budget,
+                    std::min<int64_t>(memory_mib, int64_t{1} << 30) << 20,
+                    request.deadline);
       const auto in = graph.inputs(t);
       const Found found = search.Run({in.begin(), in.end()});
       states += search.states();
