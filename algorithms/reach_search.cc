@@ -13,14 +13,17 @@
 // forwards, the choices are a schedule. Sets from which no choice leads to
 // the empty set are remembered, so the search is complete: when it ends
 // without a schedule, none exists (infeasible, with that proof). It
-// minimizes nothing: in its schedule a value is recomputed each time it is
-// needed again, and the cost can be many times the base cost.
+// minimizes nothing itself: in the search's schedule a value is recomputed
+// each time it is needed again, every target from an empty memory. A pass
+// then removes recomputations while the schedule stays within the budget
+// (common/drop_recomputes.h), which can only lower the cost.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <unordered_set>
 #include <vector>
 
+#include "algorithms/common/drop_recomputes.h"
 #include "harness/liveness.h"
 #include "harness/memory_model.h"
 #include "harness/reach_bound.h"
@@ -32,13 +35,17 @@ namespace {
 
 struct ReachSearchOptions {
   int64_t memory_mib;
+  bool drop_recomputes;
 };
 
-const Options<ReachSearchOptions> kOptions(IntOption(
-    &ReachSearchOptions::memory_mib, "memory_mib", 64,
-    "MiB for the sets the search remembers, per target; past it the search "
-    "gives up (too_large)",
-    1));
+const Options<ReachSearchOptions> kOptions(
+    IntOption(&ReachSearchOptions::memory_mib, "memory_mib", 64,
+              "MiB for the sets the search remembers, per target; past it "
+              "the search gives up (too_large)",
+              1),
+    BoolOption(&ReachSearchOptions::drop_recomputes, "drop_recomputes", true,
+               "then remove recomputations while the schedule stays within "
+               "the budget, until none can go or the deadline"));
 
 // What one remembered set takes: its node ids, and about this much for the
 // vector and the hash set's node around them.
@@ -147,7 +154,8 @@ class ReachSearch : public Algorithm {
  private:
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
-    const int64_t memory_mib = kOptions.Read(request.params).memory_mib;
+    const ReachSearchOptions options = kOptions.Read(request.params);
+    const int64_t memory_mib = options.memory_mib;
     const int64_t budget = request.budget_bytes;
     std::vector<NodeId> computes;
     int64_t states = 0;
@@ -191,7 +199,19 @@ class ReachSearch : public Algorithm {
                       search.computes().end());
       computes.push_back(t);
     }
-    AlgorithmOutput out = AlgorithmOutput::Found(InsertFrees(graph, computes));
+    std::string message;
+    if (options.drop_recomputes) {
+      const size_t searched = computes.size();
+      DroppedRecomputes dropped =
+          DropRecomputes(graph, std::move(computes), budget, request.deadline);
+      computes = std::move(dropped.computes);
+      message = fmt::format(
+          "{} of the search's {} computes removed{}", dropped.removed,
+          searched,
+          dropped.finished ? "" : " before the deadline stopped the pass");
+    }
+    AlgorithmOutput out =
+        AlgorithmOutput::Found(InsertFrees(graph, computes), message);
     out.extra["states"] = states;
     return out;
   }
