@@ -105,13 +105,23 @@ TEST_P(Moccasin, EqualsRevolveWhereTwoComputesSuffice) {
 
 // chain:n=4 at budget 3 has one checkpoint slot: every optimal schedule
 // computes a forward value 4 times, and no schedule fits with fewer (the
-// gradient of f_i needs f_i, which only the input's chain rebuilds).
+// gradient of f_i needs f_i, which only the input's chain rebuilds). With
+// its default warm starts the answer is then a heuristic's schedule outside
+// the class: revolve's, the optimum over all schedules.
 TEST_P(Moccasin, ProvesTheCapInfeasibleAndLiftsIt) {
   const Graph g = LoadGraph("chain:n=4");
   const Revolve revolve = RevolveOptimum(4, 3);
   ASSERT_GT(revolve.repetitions, 2);
-  const SolveResult capped = SolveMoccasin(g, 3);
+  const SolveResult capped = SolveMoccasin(g, 3, {"warm_start=noremat"});
   EXPECT_EQ(capped.status, Status::kInfeasible) << capped.message;
+  const SolveResult outside = SolveMoccasin(g, 3);
+  ASSERT_EQ(outside.status, Status::kFeasible) << outside.message;
+  EXPECT_FALSE(outside.optimal);
+  EXPECT_EQ(outside.cost, revolve.cost);
+  EXPECT_NE(outside.message.find("outside the class, fits where the class "
+                                 "has no schedule"),
+            std::string::npos)
+      << outside.message;
   const SolveResult lifted = SolveMoccasin(
       g, 3, {fmt::format("computations={}", revolve.repetitions)});
   ASSERT_EQ(lifted.status, Status::kFeasible) << lifted.message;

@@ -549,6 +549,32 @@ std::vector<OptionField<CheckmateOptions>> CheckmateOptionFields(
                    "(together at most a quarter of the time left)")};
 }
 
+AlgorithmOutput CheaperOutsideClass(const Graph& graph, int64_t budget_bytes,
+                                    AlgorithmOutput in_class,
+                                    const std::optional<Incumbent>& outside) {
+  if (!outside || in_class.status == Status::kError) return in_class;
+  if (in_class.schedule) {
+    const SimulationResult sim = Simulate(graph, *in_class.schedule);
+    if (sim.valid && sim.peak_bytes <= budget_bytes &&
+        sim.cost <= outside->cost) {
+      return in_class;
+    }
+  }
+  AlgorithmOutput out = AlgorithmOutput::Found(
+      outside->schedule,
+      fmt::format("{}'s schedule (cost {}), outside the class, {}: {}",
+                  outside->algorithm, outside->cost,
+                  in_class.schedule ? "is cheaper than the class's answer"
+                                    : "fits where the class has no schedule",
+                  in_class.message));
+  // Out of time, the class may still hold a cheaper schedule.
+  if (in_class.status == Status::kTimeout) out.status = Status::kTimeout;
+  out.staged_lower_bound_cost = in_class.staged_lower_bound_cost;
+  out.extra = std::move(in_class.extra);
+  out.extra["outside_class"] = outside->algorithm;
+  return out;
+}
+
 StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
                             const CheckmateOptions& options, int max_computes,
                             bool with_milp) {
@@ -595,10 +621,14 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
             .Staged(s));
   };
   std::vector<std::string> outside;
-  auto dropped = [&](const std::string& name, bool over_budget) {
+  std::optional<Incumbent> cheapest_outside;
+  auto dropped = [&](const Incumbent& fitting, bool over_budget) {
     outside.push_back(
-        fmt::format("{} ({})", name,
+        fmt::format("{} ({})", fitting.algorithm,
                     over_budget ? "staged, its peak is over the budget" : why));
+    if (!cheapest_outside || fitting.cost < cheapest_outside->cost) {
+      cheapest_outside = fitting;
+    }
   };
   // The heuristics together get at most a quarter of the time left: the
   // rest is the solver's.
@@ -609,21 +639,31 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
                request.deadline.SecondsLeft() / 4 / std::max(1.0, heuristics)),
       staged, dropped);
   if (graph_order) {
-    return {order, std::move(incumbent), std::move(*graph_order), "graph",
-            std::move(outside)};
+    return {order,
+            std::move(incumbent),
+            std::move(*graph_order),
+            "graph",
+            std::move(outside),
+            std::move(cheapest_outside)};
   }
   if (!incumbent) {
     return {order, std::nullopt,
             CheckmateModel(graph, budget_bytes, NoRematOrder(graph),
                            max_computes, with_milp),
-            "graph", std::move(outside)};
+            "graph",
+            std::move(outside),
+            std::move(cheapest_outside)};
   }
   CheckmateModel model(graph, budget_bytes,
                        *FirstComputeOrder(graph, incumbent->schedule),
                        max_computes, with_milp);
   std::string source = incumbent->algorithm;
-  return {order, std::move(incumbent), std::move(model), std::move(source),
-          std::move(outside)};
+  return {order,
+          std::move(incumbent),
+          std::move(model),
+          std::move(source),
+          std::move(outside),
+          std::move(cheapest_outside)};
 }
 
 }  // namespace remat

@@ -273,6 +273,8 @@ struct StagedStart {
   // points of the model, each with why ("twremat (staged, it computes node
   // 7 5 times)"): what the answer says when it is dearer than they are.
   std::vector<std::string> outside_class;
+  // The cheapest of their schedules, as it fits the budget unstaged.
+  std::optional<Incumbent> cheapest_outside;
 };
 // Each heuristic runs for at most warm_start_seconds and a tenth of the
 // time left.
@@ -281,5 +283,16 @@ struct StagedStart {
 StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
                             const CheckmateOptions& options,
                             int max_computes = 0, bool with_milp = true);
+
+// A method's answer within its class, or the cheapest warm-start schedule
+// outside the class (StagedStart::cheapest_outside) where that fits and
+// the class's answer is dearer or has no schedule: an exact method never
+// answers dearer than a heuristic it ran, nor nothing when one fits (an
+// error stays the answer, since it may hide a bug). The
+// class's bound (staged_lower_bound_cost) stays, a bound on its class only;
+// `optimal` goes, since the answer is not the class's optimum.
+AlgorithmOutput CheaperOutsideClass(const Graph& graph, int64_t budget_bytes,
+                                    AlgorithmOutput in_class,
+                                    const std::optional<Incumbent>& outside);
 
 }  // namespace remat

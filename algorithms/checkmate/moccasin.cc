@@ -67,14 +67,16 @@ struct MoccasinOptions {
   CheckmateOptions checkmate;
 };
 
-// The staged methods' warm starts (kStagedHeuristics), checkmate_lp and
-// dtr: on Checkmate's ResNet-50 at 90% and 70% of the NoRemat peak dtr's is
-// the cheapest heuristic schedule, it computes no value more than twice
-// staged, and without it moccasin on CP-SAT answered 0.5-0.8% dearer than
-// dtr after 60 s (results/moccasin_scale).
+// The staged methods' warm starts (kStagedHeuristics), checkmate_lp,
+// dtr and reach_search: on Checkmate's ResNet-50 at 90% and 70% of the
+// NoRemat peak dtr's is the cheapest heuristic schedule, it computes no
+// value more than twice staged, and without it moccasin on CP-SAT answered
+// 0.5-0.8% dearer than dtr after 60 s (results/moccasin_scale);
+// reach_search fits where no other heuristic does (Checkmate's random
+// layered graphs at 70%), mostly outside the class, and then is the answer.
 inline constexpr const char* kMoccasinWarmStart =
     "checkmate_lp+checkpoint_last+chen_greedy+chen_recursive+chen_sqrtn+"
-    "dp_approx+dp_exact+dtr+noremat+revolve+rotor+twremat";
+    "dp_approx+dp_exact+dtr+noremat+reach_search+revolve+rotor+twremat";
 
 const Options<MoccasinOptions> kOptions(
     NestedOptions(&MoccasinOptions::milp, StagedMilpOptionFields()),
@@ -139,31 +141,41 @@ class Moccasin : public Algorithm {
       start.incumbent = std::move(walked);
     }
     // A heuristic that fits but is outside the class is no start: the
-    // answer names it, since it may be cheaper than the answer, or be the
-    // only schedule that fits.
+    // answer names it, and is its schedule where that is cheaper than the
+    // class's answer or the only one that fits (issue 32).
     const std::string outside =
         start.outside_class.empty()
             ? std::string()
             : fmt::format("; fitting heuristics outside the class: {}",
                           fmt::join(start.outside_class, ", "));
+    const std::optional<Incumbent> cheapest_outside = start.cheapest_outside;
+    auto answer = [&](AlgorithmOutput in_class) {
+      in_class.message += outside;
+      return CheaperOutsideClass(graph, request.budget_bytes,
+                                 std::move(in_class), cheapest_outside);
+    };
+    // A solver's process can overrun the deadline (CBC's root node;
+    // Python's start and the model's construction under load): the
+    // watchdog then answers with the cheapest warm start, not with nothing.
+    // The MILP's path offers its own start where it has one.
+    const Incumbent* fallback = start.incumbent ? &*start.incumbent : nullptr;
+    if (cheapest_outside &&
+        (!fallback || cheapest_outside->cost < fallback->cost)) {
+      fallback = &*cheapest_outside;
+    }
+    if (request.standby && fallback) {
+      AlgorithmOutput standby = AlgorithmOutput::Found(
+          fallback->schedule,
+          fmt::format("{} did not finish; warm start: {}",
+                      cpsat ? "CP-SAT" : "the solver", fallback->algorithm));
+      standby.status = Status::kTimeout;
+      request.standby->Offer(std::move(standby));
+    }
     if (cpsat) {
-      // CP-SAT's process can overrun the deadline (Python's start and the
-      // model's construction under load): the watchdog then answers with
-      // the warm start, as the MILP's path offers it, not with nothing.
-      if (request.standby && start.incumbent) {
-        AlgorithmOutput standby = AlgorithmOutput::Found(
-            start.incumbent->schedule,
-            fmt::format("CP-SAT did not finish; warm start: {}",
-                        start.incumbent->algorithm));
-        standby.status = Status::kTimeout;
-        request.standby->Offer(std::move(standby));
-      }
-      AlgorithmOutput out =
-          SolveMoccasinCpSat(graph, request.budget_bytes, c,
-                             options.milp.threads, start, request.deadline)
-              .output;
-      out.message += outside;
-      return out;
+      return answer(SolveMoccasinCpSat(graph, request.budget_bytes, c,
+                                       options.milp.threads, start,
+                                       request.deadline)
+                        .output);
     }
     std::string gecode_note;
     if (solver == MoccasinSolver::kAuto || solver == MoccasinSolver::kGecode) {
@@ -175,8 +187,7 @@ class Moccasin : public Algorithm {
       CpAnswer cp = SolveMoccasinCp(graph, request, c, options.milp.threads,
                                     start, deadline);
       if (solver == MoccasinSolver::kGecode || cp.settled) {
-        cp.output.message += outside;
-        return std::move(cp.output);
+        return answer(std::move(cp.output));
       }
       gecode_note = fmt::format("; Gecode first: {}", cp.output.message);
     }
@@ -190,8 +201,8 @@ class Moccasin : public Algorithm {
         solver == MoccasinSolver::kCbc     ? MilpSolver::kCbc
         : solver == MoccasinSolver::kHighs ? MilpSolver::kHighs
                                            : kDefaultMilpSolver);
-    out.message += gecode_note + outside;
-    return out;
+    out.message += gecode_note;
+    return answer(std::move(out));
   }
 };
 

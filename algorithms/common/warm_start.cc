@@ -55,13 +55,16 @@ std::optional<Incumbent> BestWarmStart(
       continue;
     }
     const bool fits = pool.Fits(*solved.simulation);
+    const auto fitting = [&] {
+      return Incumbent{*solved.output.schedule, solved.simulation->cost, name};
+    };
     if (std::optional<Schedule> transformed =
             transform(*solved.output.schedule)) {
       if (!pool.Offer(std::move(*transformed), name) && fits && dropped) {
-        dropped(name, true);
+        dropped(fitting(), true);
       }
     } else if (fits && dropped) {
-      dropped(name, false);
+      dropped(fitting(), false);
     }
   }
   if (!pool.fits()) return std::nullopt;

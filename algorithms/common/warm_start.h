@@ -44,9 +44,10 @@ std::string WarmStartText(const std::vector<std::string>& names);
 // deterministic. `dropped` (if given) hears of each algorithm whose
 // schedule fits the budget but is no candidate after `transform`: dropped
 // by it (over_budget false) or transformed into one over the budget (true),
-// so that the caller can say why a fitting heuristic is not its start.
+// with that fitting schedule as it came, so that the caller can say why a
+// fitting heuristic is not its start, or answer with it.
 using DroppedWarmStart =
-    std::function<void(const std::string& name, bool over_budget)>;
+    std::function<void(const Incumbent& fitting, bool over_budget)>;
 std::optional<Incumbent> BestWarmStart(
     const Graph& graph, const SolveRequest& request,
     const std::vector<std::string>& names, double seconds_each,
