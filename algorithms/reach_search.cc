@@ -89,14 +89,11 @@ class Search {
         continue;
       }
       const NodeId x = top.set[top.next++];
-      if (!Fits(top, x)) continue;
-      std::vector<NodeId> before;
-      before.reserve(top.set.size() + graph_.inputs(x).size());
-      for (NodeId v : top.set) {
-        if (v != x) before.push_back(v);
+      if (MemoryComputingLast(graph_, top.set, top.live, x, in_set_) >
+          budget_) {
+        continue;
       }
-      for (NodeId u : graph_.inputs(x)) before.push_back(u);
-      Frame child = MakeFrame(std::move(before));
+      Frame child = MakeFrame(SetBefore(graph_, top.set, x));
       if (dead_ends_.contains(child.set)) continue;
       if ((++states_ & 1023) == 0 && deadline_.Expired()) {
         return Found::kGaveUp;
@@ -117,26 +114,11 @@ class Search {
   };
 
   Frame MakeFrame(std::vector<NodeId> set) const {
-    std::sort(set.begin(), set.end(), [&](NodeId a, NodeId b) {
-      return graph_.topo_rank(a) > graph_.topo_rank(b);
-    });
-    set.erase(std::unique(set.begin(), set.end()), set.end());
-    Frame frame{.set = std::move(set)};
+    Frame frame{.set = LatestFirst(graph_, std::move(set))};
     for (NodeId v : frame.set) {
       frame.live += memory_model::ResidentBytes(graph_, v);
     }
     return frame;
-  }
-
-  // Whether computing x with the frame's set and x's inputs live fits.
-  bool Fits(const Frame& frame, NodeId x) {
-    for (NodeId v : frame.set) in_set_[v] = 1;
-    int64_t live = frame.live - memory_model::ResidentBytes(graph_, x);
-    for (NodeId u : graph_.inputs(x)) {
-      if (!in_set_[u]) live += memory_model::ResidentBytes(graph_, u);
-    }
-    for (NodeId v : frame.set) in_set_[v] = 0;
-    return memory_model::MemoryAtCompute(graph_, live, x) <= budget_;
   }
 
   const Graph& graph_;

@@ -13,7 +13,8 @@ time limit (run `--jobs` at a time); the best heuristic is the cheapest
 schedule within the budget of the registry's algorithms that are not exact and do not
 offload (each with --heuristic-seconds). Writes <out>/cpu.json and <out>/cpu.md:
 status, cost over the best heuristic's, the class's lower bound
-(`staged_lower_bound_cost`) and gap, and the wall time of each run.
+(`staged_lower_bound_cost`) and gap, the gap to the base cost (a bound on
+every schedule), and the wall time of each run.
 """
 import argparse
 import concurrent.futures
@@ -62,6 +63,7 @@ def solve(remat, graph, spec, budget, seconds):
             "cost": doc.get("cost") if doc.get("valid") else None,
             "peak_bytes": doc.get("peak_bytes"),
             "lower_bound_cost": details.get("staged_lower_bound_cost"),
+            "outside_class": details.get("outside_class"),
             "optimal": doc.get("optimal"),
             "message": (doc.get("message") or "")[:1000],
             "wall_seconds": round(wall, 1)}
@@ -105,13 +107,19 @@ def report(doc, path):
              "twice) over the same; `gap`: (cost - bound) / cost. `mem LB`: "
              "the memory lower bound (`remat graph info`'s "
              "lower_bound_bytes, no schedule peaks lower) over the budget. "
+             "`base gap`: (cost - base cost) / cost, where the base cost "
+             "(each needed node computed once) bounds every schedule's "
+             "cost, in the class or not. "
              "`outside`: the heuristics of moccasin's warm start whose "
              "schedules fit but are not in its class (staged, a value "
-             "computed more than twice, or a staged peak over the budget).",
+             "computed more than twice, or a staged peak over the budget); "
+             "`answered`: the one whose schedule is the answer, where it is "
+             "cheaper than the class's or the class has none.",
              "",
              "| graph | budget | mem LB | best heuristic | solver | status | "
-             "cost / best | bound / best | gap | s | outside |",
-             "|---|---|---:|---|---|---|---:|---:|---:|---:|---|"]
+             "cost / best | bound / best | gap | base gap | s | outside | "
+             "answered |",
+             "|---|---|---:|---|---|---|---:|---:|---:|---:|---:|---|---|"]
     for p in doc["points"]:
         best = p["best_heuristic"]
         ref = best["cost"] if best else None
@@ -129,7 +137,10 @@ def report(doc, path):
                 + (f"{lb / ref:.4f}" if lb is not None and ref else "-")
                 + " | " + (f"{(cost - lb) / cost:.2%}"
                            if cost and lb is not None else "-")
-                + f" | {r['wall_seconds']} | {outside_class(r['message'])} |")
+                + " | " + (f"{(cost - p['base_cost']) / cost:.2%}"
+                           if cost and "base_cost" in p else "-")
+                + f" | {r['wall_seconds']} | {outside_class(r['message'])} | "
+                + (r.get("outside_class") or "") + " |")
     files.write_text(path, "\n".join(lines) + "\n")
 
 
@@ -137,6 +148,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--graphs", default=",".join(GRAPHS))
     ap.add_argument("--fractions", default="0.9,0.8,0.7")
+    ap.add_argument("--points", default="",
+                    help="only these NODES@FRACTION points, comma-separated "
+                         "(250@0.7: the 250-node graph at 70%%); default: "
+                         "every graph at every fraction")
     ap.add_argument("--solvers", default=",".join(SOLVERS),
                     help="algorithm[:key=value,...] specs, ';'-separated "
                          "when a spec has several parameters")
@@ -148,6 +163,8 @@ def main():
     args = ap.parse_args()
     remat = os.environ.get("REMAT_BINARY", os.path.join(ROOT, "build",
                                                         "remat"))
+    only = {(int(n), float(f)) for n, f in
+            (p.split("@") for p in args.points.split(",") if p)}
     solvers = [s for s in args.solvers.split(";" if ";" in args.solvers else ",")
                if s]
     git = subprocess.run(["git", "-C", ROOT, "describe", "--always",
@@ -165,11 +182,14 @@ def main():
         for path in args.graphs.split(","):
             g = rb.load_graph(path)
             for f in (float(x) for x in args.fractions.split(",")):
+                if only and (g.num_nodes, f) not in only:
+                    continue
                 budget = int(g.noremat_peak_bytes * f)
                 point = {"graph": os.path.basename(path).split("_w")[0]
                          .replace(".json", ""), "nodes": g.num_nodes,
                          "fraction": f, "budget_bytes": budget,
                          "memory_lower_bound_bytes": g.lower_bound_bytes,
+                         "base_cost": g.base_cost,
                          "best_heuristic": best_heuristic(
                              g, budget, args.heuristic_seconds)}
                 point["runs"] = list(pool.map(

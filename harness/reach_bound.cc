@@ -31,18 +31,13 @@ class LevelProof {
 
  private:
   // The set's members large enough to keep, latest in topological order
-  // first: the order in which the search tries them as the last computed,
-  // which is the order a schedule that refutes the level computes them in
-  // reverse, so that a level that does not hold is refuted quickly.
+  // first (LatestFirst), so that a level that does not hold is refuted
+  // quickly.
   std::vector<NodeId> Kept(std::vector<NodeId> set) const {
     std::erase_if(set, [&](NodeId v) {
       return memory_model::ResidentBytes(graph_, v) < smallest_kept_;
     });
-    std::sort(set.begin(), set.end(), [&](NodeId a, NodeId b) {
-      return graph_.topo_rank(a) > graph_.topo_rank(b);
-    });
-    set.erase(std::unique(set.begin(), set.end()), set.end());
-    return set;
+    return LatestFirst(graph_, std::move(set));
   }
 
   // Whether reach(set) >= level is proven.
@@ -58,22 +53,10 @@ class LevelProof {
     if (set.empty()) return memo_[set] = false;
     bool holds = true;
     for (NodeId x : set) {
-      for (NodeId v : set) in_set_[v] = 1;
-      int64_t at_compute = live - memory_model::ResidentBytes(graph_, x);
-      for (NodeId u : graph_.inputs(x)) {
-        if (!in_set_[u]) at_compute += memory_model::ResidentBytes(graph_, u);
-      }
-      for (NodeId v : set) in_set_[v] = 0;
-      if (memory_model::MemoryAtCompute(graph_, at_compute, x) >= level_) {
+      if (MemoryComputingLast(graph_, set, live, x, in_set_) >= level_) {
         continue;
       }
-      std::vector<NodeId> before;
-      before.reserve(set.size() + graph_.inputs(x).size());
-      for (NodeId v : set) {
-        if (v != x) before.push_back(v);
-      }
-      for (NodeId u : graph_.inputs(x)) before.push_back(u);
-      if (!Reaches(Kept(std::move(before)))) {
+      if (!Reaches(Kept(SetBefore(graph_, set, x)))) {
         holds = false;
         break;
       }
@@ -99,6 +82,37 @@ size_t NodeSetHash::operator()(const std::vector<NodeId>& set) const {
   uint64_t h = 1469598103934665603ULL;
   for (NodeId v : set) h = (h ^ static_cast<uint32_t>(v)) * 1099511628211ULL;
   return static_cast<size_t>(h);
+}
+
+std::vector<NodeId> LatestFirst(const Graph& graph, std::vector<NodeId> set) {
+  std::sort(set.begin(), set.end(), [&](NodeId a, NodeId b) {
+    return graph.topo_rank(a) > graph.topo_rank(b);
+  });
+  set.erase(std::unique(set.begin(), set.end()), set.end());
+  return set;
+}
+
+int64_t MemoryComputingLast(const Graph& graph,
+                            const std::vector<NodeId>& set, int64_t set_bytes,
+                            NodeId x, std::vector<uint8_t>& scratch) {
+  for (NodeId v : set) scratch[v] = 1;
+  int64_t live = set_bytes - memory_model::ResidentBytes(graph, x);
+  for (NodeId u : graph.inputs(x)) {
+    if (!scratch[u]) live += memory_model::ResidentBytes(graph, u);
+  }
+  for (NodeId v : set) scratch[v] = 0;
+  return memory_model::MemoryAtCompute(graph, live, x);
+}
+
+std::vector<NodeId> SetBefore(const Graph& graph,
+                              const std::vector<NodeId>& set, NodeId x) {
+  std::vector<NodeId> before;
+  before.reserve(set.size() + graph.inputs(x).size());
+  for (NodeId v : set) {
+    if (v != x) before.push_back(v);
+  }
+  for (NodeId u : graph.inputs(x)) before.push_back(u);
+  return before;
 }
 
 ReachBound ReachLowerBound(const Graph& graph, const ReachBoundLimits& limits) {
