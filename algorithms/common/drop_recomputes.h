@@ -6,11 +6,14 @@
 // after it: InsertFrees then keeps that instance live until them, which can
 // only raise the memory in between. The computes that nobody reads any more
 // (the inputs brought back only for the removed compute, and theirs) go
-// with it, so one removal can save a whole recomputed branch. The pass tries
-// the recomputations from the last to the first, keeps each removal whose
-// schedule still peaks within the budget, and repeats until a round removes
-// nothing or the deadline comes. For algorithms that choose memory first
-// and leave the cost alone (reach_search).
+// with it, so one removal can save a whole recomputed branch. Each round
+// ranks the recomputations by the cost their removal saves, tries them
+// largest saving first, keeps each removal whose schedule still peaks
+// within the budget, and the pass repeats until a round removes nothing or
+// the deadline comes. Each removal uses up memory slack that later ones may
+// need, so the order decides where the pass ends: the largest savings
+// first spend it where it pays most. For algorithms that choose memory
+// first and leave the cost alone (reach_search).
 #pragma once
 
 #include <cstdint>
