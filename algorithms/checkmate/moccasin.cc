@@ -42,6 +42,9 @@
 // checkmate_milp's in the same stage order, and equal to it whenever an
 // optimal staged schedule computes no value more than C times. The bound
 // is reported as staged_lower_bound_cost, a bound for this class only.
+// Where a warm-start heuristic's schedule fits but is outside the class,
+// and the class has no schedule or a dearer one, that schedule is the
+// answer (CheaperOutsideClass), not optimal, with the class's bound kept.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
