@@ -107,7 +107,7 @@ TEST_P(Moccasin, EqualsRevolveWhereTwoComputesSuffice) {
 // computes a forward value 4 times, and no schedule fits with fewer (the
 // gradient of f_i needs f_i, which only the input's chain rebuilds). With
 // its default warm starts the answer is then a heuristic's schedule outside
-// the class: revolve's, the optimum over all schedules.
+// the class, at the optimum over all schedules (revolve's cost).
 TEST_P(Moccasin, ProvesTheCapInfeasibleAndLiftsIt) {
   const Graph g = LoadGraph("chain:n=4");
   const Revolve revolve = RevolveOptimum(4, 3);
