@@ -28,7 +28,6 @@
 #include "harness/memory_model.h"
 #include "harness/reach_bound.h"
 #include "harness/registry.h"
-#include "harness/simulator.h"
 
 namespace remat {
 namespace {
