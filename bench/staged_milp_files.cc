@@ -31,6 +31,7 @@
 #include "harness/graph_source.h"
 #include "harness/params.h"
 #include "harness/registry.h"
+#include "harness/runner.h"
 #include "harness/simulator.h"
 
 namespace remat {
@@ -42,6 +43,8 @@ int Write(const std::string& graph_spec, int64_t budget,
   const std::string owner = max_computes > 0 ? "moccasin" : "checkmate_milp";
   SolveRequest request;
   request.budget_bytes = budget;
+  // The warm start runs the heuristics as the runner would.
+  request.sub_solver = &RunnerSubSolver();
   // The staged options as both algorithms declare them, at their defaults.
   const Options<CheckmateOptions> options(CheckmateOptionFields(
       owner, std::string("checkmate_lp+") + kStagedHeuristics, kMilpLimits));

@@ -28,6 +28,7 @@ Points above --max-overhead are drawn on the top edge as arrows.
     scripts/plot_tradeoff.py results/default/sweep.json --out results/default/plots
 """
 import argparse
+import concurrent.futures
 import math
 import os
 import re
@@ -358,9 +359,14 @@ def main():
                         "build/remat)")
     parser.add_argument("--formats", default="png,pdf",
                         help="comma-separated output formats (default png,pdf)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="graphs drawn at once, each in its own process "
+                        "(default: the number of CPUs)")
     args = parser.parse_args()
     if args.max_curves < 1:
         parser.error("--max-curves must be at least 1")
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
 
     results = rematbench.results.load("plot_tradeoff", args.results)
     try:
@@ -384,11 +390,19 @@ def plot_all(results, args):
                            [r["algorithm"] for r in results["runs"]],
                            "plot_tradeoff")
     os.makedirs(args.out, exist_ok=True)
-    for graph in graphs:
-        runs = [r for r in results["runs"] if r["graph"] == graph["name"]]
-        for path in plot_graph(graph, runs, order, args.out,
-                               args.include_static, args.formats.split(","),
-                               args.max_overhead, args.max_curves):
+    # Drawing is matplotlib's work, one graph at a time, so graphs go to
+    # separate processes; the paths are printed in the graphs' order.
+    tasks = [(graph, [r for r in results["runs"] if r["graph"] == graph["name"]],
+              order, args.out, args.include_static, args.formats.split(","),
+              args.max_overhead, args.max_curves) for graph in graphs]
+    jobs = min(args.jobs, len(tasks))
+    if jobs <= 1:
+        done = [plot_graph(*task) for task in tasks]
+    else:
+        with concurrent.futures.ProcessPoolExecutor(jobs) as pool:
+            done = list(pool.map(plot_graph, *zip(*tasks)))
+    for paths in done:
+        for path in paths:
             print(path)
     return 0
 

@@ -269,6 +269,44 @@ TEST(MilpSolvers, AutoIsCbcFirstThenHighs) {
       << handed_on.message;
 }
 
+// A model beyond what the solvers settle in the time left
+// (settle_nonzeros_per_second) is answered without them: HiGHS is broken
+// here, so a valid answer shows that it was not run. On a chain the
+// warm start is revolve's optimum; at the NoRemat peak the LP bound is
+// the base cost and proves it, below it the bound is checkmate_lp's LP
+// value at the budget (on a chain both stage in the one order there is).
+TEST(MilpSolvers, BeyondTheSettleRateTheWarmStartAnswersWithTheLpBound) {
+  const ScopedEnv broken("REMAT_HIGHS", "/bin/false");
+  const Graph chain = LoadGraph("chain:n=5");
+  const std::vector<std::string> skip = {"solver=highs",
+                                         "settle_nonzeros_per_second=1"};
+  const int64_t peak = NoRematPeak(chain);
+  const SolveResult at_peak = Solve("checkmate_milp", chain, peak, skip);
+  ASSERT_EQ(at_peak.status, Status::kFeasible) << at_peak.message;
+  EXPECT_TRUE(at_peak.optimal);
+  EXPECT_EQ(at_peak.cost, BaseCost(chain));
+  EXPECT_EQ(at_peak.staged_lower_bound_cost, BaseCost(chain));
+  EXPECT_EQ(at_peak.extra["milp_solver"], "none");
+  EXPECT_NE(at_peak.message.find("HiGHS not run"), std::string::npos)
+      << at_peak.message;
+
+  const SolveResult below = Solve("checkmate_milp", chain, 3, skip);
+  ASSERT_EQ(below.status, Status::kTimeout) << below.message;
+  EXPECT_FALSE(below.optimal);
+  EXPECT_TRUE(below.valid);
+  EXPECT_EQ(below.cost, BinomialCheckpointingCost(5, 3));
+  const SolveResult lp = Solve("checkmate_lp", chain, 3);
+  ASSERT_TRUE(lp.staged_lower_bound_cost.has_value()) << lp.message;
+  EXPECT_EQ(below.staged_lower_bound_cost, lp.staged_lower_bound_cost);
+  EXPECT_LT(*below.staged_lower_bound_cost, below.cost);
+
+  // With the rule off the broken solver runs, and says so.
+  const SolveResult run =
+      Solve("checkmate_milp", chain, 3,
+            {"solver=highs", "settle_nonzeros_per_second=0"});
+  EXPECT_EQ(run.status, Status::kError) << run.message;
+}
+
 // A solve without a time limit runs its solver's child without one: the
 // unbounded deadline's 1e18 s once overflowed the kill time, and every
 // child was killed at once ("ran past its 1000000000000000000.0 s limit").

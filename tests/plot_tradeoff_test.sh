@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/plot_tradeoff.py: on a real sweep it writes one PNG per graph and
-# refuses a file that is not a results file with status 2; on a tiny inline
+# refuses a file that is not a results file with status 2; drawn one graph
+# at a time (--jobs 1) the files are the same; on a tiny inline
 # results file, known answers for what it draws (timeouts with a schedule,
 # clipping, the proven optimum, colours in registry order, a linear axis,
 # the legend outside the data; at most 8 curves a panel, the Pareto-relevant
@@ -17,6 +18,12 @@ trap 'rm -rf "$work"' EXIT
   --out "$work/plots" --formats png --remat "$remat" >/dev/null
 test -s "$work/plots/chain_n=6.png"
 test -s "$work/plots/diamond.png"
+# The graphs are drawn in separate processes (--jobs); one at a time the
+# files are the same.
+"$REMAT_PYTHON" "$source_dir/scripts/plot_tradeoff.py" "$work/r.json" \
+  --out "$work/plots1" --formats png --remat "$remat" --jobs 1 >/dev/null
+cmp "$work/plots/chain_n=6.png" "$work/plots1/chain_n=6.png"
+cmp "$work/plots/diamond.png" "$work/plots1/diamond.png"
 echo '{"format": "other"}' > "$work/bad.json"
 status=0
 "$REMAT_PYTHON" "$source_dir/scripts/plot_tradeoff.py" "$work/bad.json" \

@@ -90,11 +90,7 @@ class CheckmateLp : public Algorithm {
     lp.messageHandler()->setLogLevel(0);
     lp.getModelPtr()->setMaximumWallSeconds(
         std::min(lp_deadline.SecondsLeft(), 1e9));
-    lp.loadProblem(model.num_cols(), model.num_rows(),
-                   model.col_starts().data(), model.row_index().data(),
-                   model.values().data(), model.col_lower().data(),
-                   model.col_upper().data(), model.objective().data(),
-                   model.row_lower().data(), model.row_upper().data());
+    LoadRelaxation(model, lp);
     lp.initialSolve();
     if (lp.isProvenPrimalInfeasible()) {
       return AlgorithmOutput::NoSchedule(

@@ -4,6 +4,7 @@
 #include "algorithms/checkmate/checkmate_model.h"
 
 #include <fmt/format.h>
+#include <OsiClpSolverInterface.hpp>
 
 #include <algorithm>
 #include <climits>
@@ -664,6 +665,14 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
           std::move(source),
           std::move(outside),
           std::move(cheapest_outside)};
+}
+
+void LoadRelaxation(const CheckmateModel& model, OsiClpSolverInterface& lp) {
+  lp.loadProblem(model.num_cols(), model.num_rows(), model.col_starts().data(),
+                 model.row_index().data(), model.values().data(),
+                 model.col_lower().data(), model.col_upper().data(),
+                 model.objective().data(), model.row_lower().data(),
+                 model.row_upper().data());
 }
 
 }  // namespace remat

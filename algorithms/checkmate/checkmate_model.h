@@ -31,6 +31,8 @@
 #include "harness/options.h"
 #include "harness/schedule.h"
 
+class OsiClpSolverInterface;
+
 namespace remat {
 
 // The needed nodes in the order `schedule` first computes them (a
@@ -216,6 +218,11 @@ inline constexpr CheckmateLimits kLpLimits{.max_nodes = 150};
 // 30,000 nonzeros per second of its time limit, just under the smallest
 // size measured to fail (300,000 at run.sh's 10 s, 1.8 million at 60 s).
 inline constexpr CheckmateLimits kMilpLimits{.nonzeros_per_second = 30000};
+
+// Loads the model with its integrality dropped (the LP relaxation) into
+// `lp`: checkmate_lp rounds its solution; the staged MILP's bound without
+// a MILP solver is its value.
+void LoadRelaxation(const CheckmateModel& model, OsiClpSolverInterface& lp);
 
 // The options checkmate_milp, checkmate_lp and moccasin share: the three
 // BestStagedStart reads and the two limits RefuseCheckmateRequest checks.

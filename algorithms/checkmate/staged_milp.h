@@ -34,9 +34,14 @@ enum class CbcPreprocess { kAuto, kOn, kOff };
 struct StagedMilpOptions {
   CbcPreprocess preprocess;
   int64_t cost_target;  // 0: minimize
+  // Where a warm start fits and the model has more nonzeros than this
+  // times the seconds left, the MILP solver is not run (0: always run):
+  // the answer is the warm start with the LP relaxation's bound.
+  double settle_nonzeros_per_second;
   int threads;
 };
-// Their declaration: preprocess, cost_target, threads.
+// Their declaration: preprocess, cost_target, settle_nonzeros_per_second,
+// threads.
 std::vector<OptionField<StagedMilpOptions>> StagedMilpOptionFields();
 
 // Refuses as RefuseCheckmateRequest does, builds the model in the order of
