@@ -129,6 +129,28 @@ TEST_P(Moccasin, ProvesTheCapInfeasibleAndLiftsIt) {
   EXPECT_EQ(lifted.cost, revolve.cost);
 }
 
+// Where no warm start fits (here none has time to run) and reach_search is
+// among them, reach_search runs once more with more time and memory, and
+// its schedule, which computes a forward value more than twice, answers
+// outside the class; without it in the list the class's proof stands.
+TEST_P(Moccasin, ReachSearchIsTheLastResort) {
+  const Graph g = LoadGraph("chain:n=4");
+  const SolveResult last = SolveMoccasin(
+      g, 3, {"warm_start=reach_search", "warm_start_seconds=0"});
+  ASSERT_EQ(last.status, Status::kFeasible) << last.message;
+  EXPECT_FALSE(last.optimal);
+  EXPECT_TRUE(last.valid);
+  EXPECT_LE(last.peak_bytes, 3);
+  EXPECT_GE(last.cost, RevolveOptimum(4, 3).cost);
+  EXPECT_EQ(last.extra["outside_class"].get<std::string>().rfind(
+                "reach_search (memory_mib=", 0),
+            0u)
+      << last.message;
+  const SolveResult none =
+      SolveMoccasin(g, 3, {"warm_start=noremat", "warm_start_seconds=0"});
+  EXPECT_EQ(none.status, Status::kInfeasible) << none.message;
+}
+
 // Moccasin's class is the staged class with a cap. In the same stage
 // order (the graph's here: by default each stages in the order of its own
 // warm start, which the cap can change) it is never cheaper than
