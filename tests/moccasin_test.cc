@@ -135,8 +135,8 @@ TEST_P(Moccasin, ProvesTheCapInfeasibleAndLiftsIt) {
 // outside the class; without it in the list the class's proof stands.
 TEST_P(Moccasin, ReachSearchIsTheLastResort) {
   const Graph g = LoadGraph("chain:n=4");
-  const SolveResult last = SolveMoccasin(
-      g, 3, {"warm_start=reach_search", "warm_start_seconds=0"});
+  const SolveResult last =
+      SolveMoccasin(g, 3, {"warm_start=reach_search", "warm_start_seconds=0"});
   ASSERT_EQ(last.status, Status::kFeasible) << last.message;
   EXPECT_FALSE(last.optimal);
   EXPECT_TRUE(last.valid);

@@ -44,7 +44,9 @@
 // is reported as staged_lower_bound_cost, a bound for this class only.
 // Where a warm-start heuristic's schedule fits but is outside the class,
 // and the class has no schedule or a dearer one, that schedule is the
-// answer (CheaperOutsideClass), not optimal, with the class's bound kept.
+// answer (CheaperOutsideClass), not optimal, with the class's bound kept;
+// where none fits at all, reach_search gets more time and memory first
+// (LastResort).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -123,9 +125,9 @@ std::optional<AlgorithmOutput> Refuse(const Graph& graph,
 // budget wherever one exists and its remembered sets fit, once more with a
 // quarter of the time left and kLastResortMib of memory (at most a quarter
 // of the memory limit; as a warm start among thirteen it has 64 MiB and at
-// most 5 s). On Checkmate's
-// 500-node random layered graph at 70% of the NoRemat peak it needs about
-// 53 s and 1 GiB, and CP-SAT finds nothing there in 10 minutes
+// most 5 s). On Checkmate's 500-node random layered graph at 70% of the
+// NoRemat peak it gives up at 64 MiB and finds a schedule in 53 s with
+// 1 GiB, where CP-SAT finds none of the class in 10 minutes
 // (results/moccasin_scale). Its schedule counts as outside the class only
 // where it computes a value more than C times, so that the answer's
 // message is true; else it is not used.
@@ -139,8 +141,7 @@ std::optional<Incumbent> LastResort(const Graph& graph,
   SubSolution found = SubSolverOf(request).Solve(
       graph, "reach_search", {fmt::format("memory_mib={}", mib)},
       request.budget_bytes, seconds);
-  if (!found.output.schedule || !found.simulation ||
-      !found.simulation->valid ||
+  if (!found.output.schedule || !found.simulation || !found.simulation->valid ||
       found.simulation->peak_bytes > request.budget_bytes) {
     return std::nullopt;
   }
@@ -150,10 +151,10 @@ std::optional<Incumbent> LastResort(const Graph& graph,
     if (e.op == Event::Op::kCompute) most = std::max(most, ++computes[e.node]);
   }
   if (most <= c) return std::nullopt;
-  return Incumbent{.schedule = std::move(*found.output.schedule),
-                   .cost = found.simulation->cost,
-                   .algorithm = fmt::format("reach_search (memory_mib={})",
-                                            mib)};
+  return Incumbent{
+      .schedule = std::move(*found.output.schedule),
+      .cost = found.simulation->cost,
+      .algorithm = fmt::format("reach_search (memory_mib={})", mib)};
 }
 
 class Moccasin : public Algorithm {
@@ -187,9 +188,9 @@ class Moccasin : public Algorithm {
         std::find(warm.begin(), warm.end(), "reach_search") != warm.end()) {
       start.cheapest_outside = LastResort(graph, request, c);
       if (start.cheapest_outside) {
-        start.outside_class.push_back(fmt::format(
-            "{} (it computes a value more than {} times)",
-            start.cheapest_outside->algorithm, c));
+        start.outside_class.push_back(
+            fmt::format("{} (it computes a value more than {} times)",
+                        start.cheapest_outside->algorithm, c));
       }
     }
     // A heuristic that fits but is outside the class is no start: the
