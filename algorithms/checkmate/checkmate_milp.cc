@@ -13,12 +13,15 @@
 // becomes the model's stage order, and stops at the request's deadline;
 // CBC may overrun it during its root node, so the warm start is offered as
 // the standby answer (StandbyAnswer) that the isolated process's watchdog
-// gives instead (the CBC wiring is staged_milp.h, shared with moccasin). The
-// result carries CBC's proven bound and gap; `optimal` means optimal among
-// staged schedules only, so the bound is reported as staged_lower_bound_cost
-// and never as a bound on other algorithms (exact_search tells what the staged
-// class gives away). The schedule is extracted stage by stage from R and S
-// and simulated like every other.
+// gives instead (the CBC wiring is staged_milp.h, shared with moccasin).
+// Where that start fits and the model has more nonzeros than the solvers
+// were measured to settle in the time left (settle_nonzeros_per_second),
+// no solver runs: the answer is the start with the LP relaxation's bound.
+// The result carries the solver's proven bound and gap; `optimal` means
+// optimal among staged schedules only, so the bound is reported as
+// staged_lower_bound_cost and never as a bound on other algorithms
+// (exact_search tells what the staged class gives away). The schedule is
+// extracted stage by stage from R and S and simulated like every other.
 #include "algorithms/checkmate/checkmate_model.h"
 #include "algorithms/checkmate/staged_milp.h"
 #include "harness/registry.h"
