@@ -315,9 +315,12 @@ TEST(CheckmateMilp, StagedClassNeverBeatsExact) {
       const Attempt exact_run = RunAlgorithm(
           graph, info, Params::Parse({}, info.params, info.name), budget, 60);
       const SolveResult exact = Judge(exact_run, budget);
-      // Staged in the graph's own order, the class PointOf tests below.
+      // Staged in the graph's own order, the class PointOf tests below;
+      // warm-started from noremat alone, whose schedule is staged, so that
+      // no heuristic's schedule outside the class is the answer.
       const SolveResult milp =
-          Solve("checkmate_milp", graph, budget, {"stage_order=graph"});
+          Solve("checkmate_milp", graph, budget,
+                {"stage_order=graph", "warm_start=noremat"});
       const SolveResult lp =
           Solve("checkmate_lp", graph, budget, {"stage_order=graph"});
       ASSERT_NE(milp.status, Status::kError) << milp.message;

@@ -14,6 +14,9 @@
 // CBC may overrun it during its root node, so the warm start is offered as
 // the standby answer (StandbyAnswer) that the isolated process's watchdog
 // gives instead (the CBC wiring is staged_milp.h, shared with moccasin).
+// Where a warm-start heuristic's schedule fits but is outside the staged
+// class, and the class has no schedule or a dearer one, that schedule is
+// the answer (ClassAnswer), not optimal, with the class's bound kept.
 // Where that start fits and the model has more nonzeros than the solvers
 // were measured to settle in the time left (settle_nonzeros_per_second),
 // no solver runs: the answer is the start with the LP relaxation's bound.
@@ -49,8 +52,18 @@ class CheckmateMilp : public Algorithm {
   AlgorithmOutput Run(const Graph& graph,
                       const SolveRequest& request) override {
     const CheckmateMilpOptions options = kOptions.Read(request.params);
-    return SolveStagedMilp(graph, request, options.checkmate, options.milp,
-                           {.name = "staged schedules"}, options.solver);
+    if (auto refused =
+            RefuseCheckmateRequest(graph, request, options.checkmate)) {
+      return std::move(*refused);
+    }
+    // The staged class, and so the MILP's optimum, depends on the stage
+    // order (BestStagedStart).
+    StagedStart start = BestStagedStart(graph, request, options.checkmate);
+    const ClassAnswer answer(graph, request, start,
+                             MilpSolverName(options.solver));
+    return answer.Answer(SolveStagedMilp(
+        request, options.checkmate, options.milp, {.name = "staged schedules"},
+        std::move(start), options.solver));
   }
 };
 

@@ -4,8 +4,9 @@
 #include "algorithms/checkmate/checkmate_model.h"
 
 #include <fmt/format.h>
-#include <OsiClpSolverInterface.hpp>
+#include <fmt/ranges.h>
 
+#include <OsiClpSolverInterface.hpp>
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -550,13 +551,36 @@ std::vector<OptionField<CheckmateOptions>> CheckmateOptionFields(
                    "(together at most a quarter of the time left)")};
 }
 
-AlgorithmOutput CheaperOutsideClass(const Graph& graph, int64_t budget_bytes,
-                                    AlgorithmOutput in_class,
-                                    const std::optional<Incumbent>& outside) {
+ClassAnswer::ClassAnswer(const Graph& graph, const SolveRequest& request,
+                         const StagedStart& start, std::string_view solver)
+    : graph_(graph),
+      budget_bytes_(request.budget_bytes),
+      cheapest_outside_(start.cheapest_outside) {
+  if (!start.outside_class.empty()) {
+    outside_names_ = fmt::format("; fitting heuristics outside the class: {}",
+                                 fmt::join(start.outside_class, ", "));
+  }
+  const Incumbent* fallback = start.incumbent ? &*start.incumbent : nullptr;
+  if (cheapest_outside_ &&
+      (!fallback || cheapest_outside_->cost < fallback->cost)) {
+    fallback = &*cheapest_outside_;
+  }
+  if (request.standby && fallback) {
+    AlgorithmOutput standby = AlgorithmOutput::Found(
+        fallback->schedule, fmt::format("{} did not finish; warm start: {}",
+                                        solver, fallback->algorithm));
+    standby.status = Status::kTimeout;
+    request.standby->Offer(std::move(standby));
+  }
+}
+
+AlgorithmOutput ClassAnswer::Answer(AlgorithmOutput in_class) const {
+  in_class.message += outside_names_;
+  const std::optional<Incumbent>& outside = cheapest_outside_;
   if (!outside || in_class.status == Status::kError) return in_class;
   if (in_class.schedule) {
-    const SimulationResult sim = Simulate(graph, *in_class.schedule);
-    if (sim.valid && sim.peak_bytes <= budget_bytes &&
+    const SimulationResult sim = Simulate(graph_, *in_class.schedule);
+    if (sim.valid && sim.peak_bytes <= budget_bytes_ &&
         sim.cost <= outside->cost) {
       return in_class;
     }

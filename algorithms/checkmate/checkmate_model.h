@@ -23,6 +23,7 @@
 #include <random>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "algorithms/common/warm_start.h"
@@ -291,15 +292,29 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
                             const CheckmateOptions& options,
                             int max_computes = 0, bool with_milp = true);
 
-// A method's answer within its class, or the cheapest warm-start schedule
-// outside the class (StagedStart::cheapest_outside) where that fits and
-// the class's answer is dearer or has no schedule: an exact method never
-// answers dearer than a heuristic it ran, nor nothing when one fits (an
-// error stays the answer, since it may hide a bug). The
-// class's bound (staged_lower_bound_cost) stays, a bound on its class only;
-// `optimal` goes, since the answer is not the class's optimum.
-AlgorithmOutput CheaperOutsideClass(const Graph& graph, int64_t budget_bytes,
-                                    AlgorithmOutput in_class,
-                                    const std::optional<Incumbent>& outside);
+// What an exact method in a class of schedules (checkmate_milp, moccasin)
+// answers around its solve, made once its start is known. It offers the
+// watchdog (request.standby) the cheaper of the class's start and the
+// cheapest fitting schedule outside the class (StagedStart::
+// cheapest_outside), as "`solver` did not finish". Answer() is the class's
+// answer with the fitting heuristics outside the class named in its
+// message; or the cheapest of those, where it fits and the class's answer
+// is dearer or has no schedule: an exact method never answers dearer than
+// a heuristic it ran, nor nothing when one fits (an error stays the
+// answer, since it may hide a bug). The class's bound
+// (staged_lower_bound_cost) stays, a bound on its class only; `optimal`
+// goes, since the answer is not the class's optimum.
+class ClassAnswer {
+ public:
+  ClassAnswer(const Graph& graph, const SolveRequest& request,
+              const StagedStart& start, std::string_view solver);
+  AlgorithmOutput Answer(AlgorithmOutput in_class) const;
+
+ private:
+  const Graph& graph_;
+  int64_t budget_bytes_;
+  std::string outside_names_;
+  std::optional<Incumbent> cheapest_outside_;
+};
 
 }  // namespace remat

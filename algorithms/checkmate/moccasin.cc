@@ -44,7 +44,7 @@
 // is reported as staged_lower_bound_cost, a bound for this class only.
 // Where a warm-start heuristic's schedule fits but is outside the class,
 // and the class has no schedule or a dearer one, that schedule is the
-// answer (CheaperOutsideClass), not optimal, with the class's bound kept;
+// answer (ClassAnswer), not optimal, with the class's bound kept;
 // where none fits at all, reach_search gets more time and memory first
 // (LastResort).
 #include <fmt/format.h>
@@ -195,40 +195,18 @@ class Moccasin : public Algorithm {
     }
     // A heuristic that fits but is outside the class is no start: the
     // answer names it, and is its schedule where that is cheaper than the
-    // class's answer or the only one that fits (issue 32).
-    const std::string outside =
-        start.outside_class.empty()
-            ? std::string()
-            : fmt::format("; fitting heuristics outside the class: {}",
-                          fmt::join(start.outside_class, ", "));
-    const std::optional<Incumbent> cheapest_outside = start.cheapest_outside;
-    auto answer = [&](AlgorithmOutput in_class) {
-      in_class.message += outside;
-      return CheaperOutsideClass(graph, request.budget_bytes,
-                                 std::move(in_class), cheapest_outside);
-    };
-    // A solver's process can overrun the deadline (CBC's root node;
-    // Python's start and the model's construction under load): the
-    // watchdog then answers with the cheapest warm start, not with nothing.
-    // The MILP's path offers its own start where it has one.
-    const Incumbent* fallback = start.incumbent ? &*start.incumbent : nullptr;
-    if (cheapest_outside &&
-        (!fallback || cheapest_outside->cost < fallback->cost)) {
-      fallback = &*cheapest_outside;
-    }
-    if (request.standby && fallback) {
-      AlgorithmOutput standby = AlgorithmOutput::Found(
-          fallback->schedule,
-          fmt::format("{} did not finish; warm start: {}",
-                      cpsat ? "CP-SAT" : "the solver", fallback->algorithm));
-      standby.status = Status::kTimeout;
-      request.standby->Offer(std::move(standby));
-    }
+    // class's answer or the only one that fits (issue 32). A solver's
+    // process can overrun the deadline (CBC's root node; Python's start and
+    // the model's construction under load): the watchdog then answers with
+    // the cheapest warm start, not with nothing. The MILP's path offers its
+    // own start where it has one.
+    const ClassAnswer answer(graph, request, start,
+                             cpsat ? "CP-SAT" : "the solver");
     if (cpsat) {
-      return answer(SolveMoccasinCpSat(graph, request.budget_bytes, c,
-                                       options.milp.threads, start,
-                                       request.deadline)
-                        .output);
+      return answer.Answer(SolveMoccasinCpSat(graph, request.budget_bytes, c,
+                                              options.milp.threads, start,
+                                              request.deadline)
+                               .output);
     }
     std::string gecode_note;
     if (solver == MoccasinSolver::kAuto || solver == MoccasinSolver::kGecode) {
@@ -240,7 +218,7 @@ class Moccasin : public Algorithm {
       CpAnswer cp = SolveMoccasinCp(graph, request, c, options.milp.threads,
                                     start, deadline);
       if (solver == MoccasinSolver::kGecode || cp.settled) {
-        return answer(std::move(cp.output));
+        return answer.Answer(std::move(cp.output));
       }
       gecode_note = fmt::format("; Gecode first: {}", cp.output.message);
     }
@@ -255,7 +233,7 @@ class Moccasin : public Algorithm {
         : solver == MoccasinSolver::kHighs ? MilpSolver::kHighs
                                            : kDefaultMilpSolver);
     out.message += gecode_note;
-    return answer(std::move(out));
+    return answer.Answer(std::move(out));
   }
 };
 

@@ -3,8 +3,8 @@
 
 #include <Cbc_C_Interface.h>
 #include <fmt/format.h>
-#include <OsiClpSolverInterface.hpp>
 
+#include <OsiClpSolverInterface.hpp>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -59,22 +59,6 @@ std::string_view MilpSolverName(MilpSolver solver) {
       return "CBC then HiGHS";
   }
   return "";
-}
-
-AlgorithmOutput SolveStagedMilp(const Graph& graph, const SolveRequest& request,
-                                const CheckmateOptions& checkmate,
-                                const StagedMilpOptions& milp,
-                                const StagedMilpClass& schedule_class,
-                                MilpSolver solver) {
-  if (auto refused = RefuseCheckmateRequest(graph, request, checkmate)) {
-    return std::move(*refused);
-  }
-  // The staged class, and so the MILP's optimum, depends on the stage
-  // order (BestStagedStart).
-  return SolveStagedMilp(
-      request, checkmate, milp, schedule_class,
-      BestStagedStart(graph, request, checkmate, schedule_class.max_computes),
-      solver);
 }
 
 namespace {

@@ -11,7 +11,6 @@
 
 #include "algorithms/checkmate/checkmate_model.h"
 #include "harness/algorithm.h"
-#include "harness/graph.h"
 
 namespace remat {
 
@@ -44,18 +43,13 @@ struct StagedMilpOptions {
 // threads.
 std::vector<OptionField<StagedMilpOptions>> StagedMilpOptionFields();
 
-// Refuses as RefuseCheckmateRequest does, builds the model in the order of
-// BestStagedStart and solves it with `solver` until the request's
-// deadline, with the options `checkmate` and `milp`. The result is optimal
-// within `schedule_class` when the solver proves it; its bound is reported as
-// staged_lower_bound_cost, never as a bound on other algorithms. A solver that
-// cannot run (HiGHS's executable missing) makes status error, with the reason.
-AlgorithmOutput SolveStagedMilp(const Graph& graph, const SolveRequest& request,
-                                const CheckmateOptions& checkmate,
-                                const StagedMilpOptions& milp,
-                                const StagedMilpClass& schedule_class,
-                                MilpSolver solver);
-// The same from a warm start and model already built (BestStagedStart).
+// Solves the model of `staged_start` (BestStagedStart: the staged class,
+// and so the MILP's optimum, depends on its stage order) with `solver`
+// until the request's deadline, with the options `checkmate` and `milp`.
+// The result is optimal within `schedule_class` when the solver proves it;
+// its bound is reported as staged_lower_bound_cost, never as a bound on
+// other algorithms. A solver that cannot run (HiGHS's executable missing)
+// makes status error, with the reason.
 AlgorithmOutput SolveStagedMilp(const SolveRequest& request,
                                 const CheckmateOptions& checkmate,
                                 const StagedMilpOptions& milp,
