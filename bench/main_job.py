@@ -8,7 +8,7 @@ graphs/corpus/default.json), the plots and the report.
 
 Writes <out>/cpu.json (results/SCHEMA.md): the wall time of each step and in all (issue 32's
 goal is under 5 minutes on two idle cores), the load average before and
-after, the commit, and per algorithm the summed solve time and the points
+after, the share of CPU time the host took away (steal), the commit, and per algorithm the summed solve time and the points
 by status, so that a change's share of the time can be read off. The
 sweep's own output goes to a temporary folder (--keep DIR keeps it).
 """
@@ -30,6 +30,23 @@ def timed(command):
     started = time.monotonic()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
     return round(time.monotonic() - started, 1)
+
+
+def cpu_times():
+    """The machine's CPU time counters (/proc/stat's first line), to tell
+    how much of a run the host took away (steal) on a shared machine."""
+    try:
+        with open("/proc/stat") as f:
+            return [int(x) for x in f.readline().split()[1:]]
+    except OSError:
+        return None
+
+
+def steal_fraction(before, after):
+    if not before or not after or len(before) < 8:
+        return None
+    total = sum(after) - sum(before)
+    return round((after[7] - before[7]) / total, 3) if total > 0 else None
 
 
 def per_algorithm(sweep):
@@ -65,6 +82,7 @@ def main():
         os.makedirs(work, exist_ok=True)
         sweep_path = os.path.join(work, "sweep.json")
         load_before = files.load_average()
+        cpu_before = cpu_times()
         steps = {
             "sweep": timed([
                 args.remat, "sweep", "--corpus",
@@ -80,6 +98,7 @@ def main():
                 sys.executable, os.path.join(ROOT, "scripts", "report.py"),
                 sweep_path, "-o", os.path.join(work, "report.html")]),
         }
+        steal = steal_fraction(cpu_before, cpu_times())
         with open(sweep_path) as f:
             sweep = json.load(f)
     commit = subprocess.run(["git", "-C", ROOT, "describe", "--always",
@@ -89,7 +108,8 @@ def main():
         "version": 1,
         "context": files.run_context(
             commit=commit.stdout.strip(), budgets=args.budgets,
-            timeout_seconds=args.timeout, load_average_before=load_before),
+            timeout_seconds=args.timeout, load_average_before=load_before,
+            cpu_steal_fraction=steal),
         "seconds": {**steps, "total": round(sum(steps.values()), 1)},
         "algorithms": per_algorithm(sweep),
     }
