@@ -6,11 +6,12 @@ graphs/corpus/default.json), the plots and the report.
     $REMAT_PYTHON bench/main_job.py [--budgets 8] [--timeout 10]
         [--out results/main_job] [--keep DIR]
 
-Writes <out>/cpu.json (results/SCHEMA.md): the wall time of each step and in all (issue 32's
-goal is under 5 minutes on two idle cores), the load average before and
-after, the share of CPU time the host took away (steal), the commit, and per algorithm the summed solve time and the points
-by status, so that a change's share of the time can be read off. The
-sweep's own output goes to a temporary folder (--keep DIR keeps it).
+Writes <out>/cpu.json (results/SCHEMA.md): the wall time of each step
+and in all (issue 32's goal is under 5 minutes on two idle cores), the
+load average before and after, the share of CPU time the host took away
+(steal), the commit, and per algorithm the summed solve time and the
+points by status, so that a change's share of the time can be read off.
+The sweep's own output goes to a temporary folder (--keep DIR keeps it).
 """
 import argparse
 import collections
