@@ -38,8 +38,9 @@ constexpr int kPreprocessMaxCols = 10000;
 // batch 379 (114,399 nonzeros) at 80% of its NoRemat peak in 9.3 s, 12,300
 // nonzeros a second, and at 70% in 14.9 s; on the default corpus's U-Nets
 // (169,000-174,000 nonzeros) neither solver improved on the warm start in
-// 10 s at 19 of 21 budgets (by 0.01% at the other 2), nor HiGHS in 30-40 s
-// at 3 of 4 budgets tried, while its root bound came within 1-3 s
+// 10 s at 11 of the 13 budgets where they stopped at the limit (by 0.01%
+// at the other 2), nor HiGHS in 30-40 s at 3 of 4 budgets tried, while its
+// root bound came within 1-3 s
 // (docs/algorithms.md, "When the MILP solver is not run").
 constexpr double kSettleNonzerosPerSecond = 12000;
 
