@@ -5,8 +5,9 @@
 #   results/default/report.html (interactive, self-contained: scripts/report.py)
 # REMAT_BUDGETS (default 8) and REMAT_TIMEOUT (seconds per task, default
 # 10) tune the sweep; extra arguments go to `remat sweep` (e.g. --threads 1).
-# The Checkmate MILP dominates the running time: its CBC solves run one at a
-# time and use their whole time limit on the larger graphs.
+# The exact methods (moccasin, checkmate_milp, checkmate_lp) take most of
+# the running time, about 4 minutes on two cores: bench/main_job.py times
+# these steps (results/main_job/cpu.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
