@@ -21,6 +21,18 @@
 
 namespace remat {
 
+MostComputed MostComputedNode(const Graph& graph,
+                              std::span<const Event> schedule) {
+  std::vector<int> computes(graph.num_nodes(), 0);
+  MostComputed most;
+  for (const Event& e : schedule) {
+    if (e.op == Event::Op::kCompute && ++computes[e.node] > most.times) {
+      most = {e.node, computes[e.node]};
+    }
+  }
+  return most;
+}
+
 std::optional<std::vector<NodeId>> FirstComputeOrder(
     const Graph& graph, std::span<const Event> schedule) {
   const std::vector<uint8_t> needed = NeededNodes(graph);
@@ -620,16 +632,10 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
       return s;
     }
     if (max_computes <= 0) return s;
-    std::vector<int> computes(graph.num_nodes(), 0);
-    NodeId most = 0;
-    for (const Event& e : *s) {
-      if (e.op == Event::Op::kCompute && ++computes[e.node] > computes[most]) {
-        most = e.node;
-      }
-    }
-    if (computes[most] > max_computes) {
-      why = fmt::format("staged, it computes node {} {} times", most,
-                        computes[most]);
+    if (const MostComputed most = MostComputedNode(graph, *s);
+        most.times > max_computes) {
+      why = fmt::format("staged, it computes node {} {} times", most.node,
+                        most.times);
       return std::nullopt;
     }
     return s;

@@ -42,6 +42,16 @@ namespace remat {
 std::optional<std::vector<NodeId>> FirstComputeOrder(
     const Graph& graph, std::span<const Event> schedule);
 
+// The node `schedule` computes most often, and how many times (the first
+// such node; node 0 and 0 times when it computes nothing): a schedule that
+// computes a value more than C times is outside Moccasin's class.
+struct MostComputed {
+  NodeId node = 0;
+  int times = 0;
+};
+MostComputed MostComputedNode(const Graph& graph,
+                              std::span<const Event> schedule);
+
 class CheckmateModel {
  public:
   // Stages in NoRematOrder(graph).

@@ -145,12 +145,9 @@ std::optional<Incumbent> LastResort(const Graph& graph,
       found.simulation->peak_bytes > request.budget_bytes) {
     return std::nullopt;
   }
-  std::vector<int> computes(graph.num_nodes(), 0);
-  int most = 0;
-  for (const Event& e : *found.output.schedule) {
-    if (e.op == Event::Op::kCompute) most = std::max(most, ++computes[e.node]);
+  if (MostComputedNode(graph, *found.output.schedule).times <= c) {
+    return std::nullopt;
   }
-  if (most <= c) return std::nullopt;
   return Incumbent{
       .schedule = std::move(*found.output.schedule),
       .cost = found.simulation->cost,
