@@ -40,30 +40,83 @@ class LevelProof {
     return LatestFirst(graph_, std::move(set));
   }
 
-  // Whether reach(set) >= level is proven.
-  bool Reaches(const std::vector<NodeId>& set) {
-    if (auto it = memo_.find(set); it != memo_.end()) return it->second;
+  // Whether reach(set) >= level is proven: the recursion of the header,
+  // with its frames on the heap, since a chain of sets is as long as a
+  // schedule.
+  bool Reaches(std::vector<NodeId> set) {
+    std::vector<Frame> stack;
+    bool result = false;
+    if (Settled(set, result)) return result;
+    stack.push_back(MakeFrame(std::move(set)));
+    // `result` is what the frame above the top answered; a frame starts
+    // with true, as if its last child had held.
+    result = true;
+    while (!stack.empty()) {
+      Frame& top = stack.back();
+      bool descended = false;
+      if (result) {
+        // The next member computed last below the level: its set before.
+        while (top.next < top.set.size()) {
+          const NodeId x = top.set[top.next++];
+          if (MemoryComputingLast(graph_, top.set, top.live, x, in_set_) >=
+              level_) {
+            continue;
+          }
+          std::vector<NodeId> before = Kept(SetBefore(graph_, top.set, x));
+          bool settled = false;
+          if (Settled(before, settled)) {
+            if (settled) continue;
+            result = false;
+            break;
+          }
+          stack.push_back(MakeFrame(std::move(before)));
+          descended = true;
+          break;
+        }
+        if (descended) continue;
+      }
+      // Every member holds (result true), or one does not: the frame is
+      // decided, unless the search was cut short, which proves nothing.
+      if (gave_up_) return false;
+      memo_[std::move(top.set)] = result;
+      stack.pop_back();
+    }
+    return result;
+  }
+
+  struct Frame {
+    std::vector<NodeId> set;
+    int64_t live = 0;
+    size_t next = 0;  // the next member to try as the last computed
+  };
+
+  Frame MakeFrame(std::vector<NodeId> set) const {
+    Frame frame{.set = std::move(set)};
+    for (NodeId v : frame.set) {
+      frame.live += memory_model::ResidentBytes(graph_, v);
+    }
+    return frame;
+  }
+
+  // Whether `set` is decided without a search of its own (remembered, above
+  // the level, empty, or past the limits: not proven), and then `holds`.
+  bool Settled(const std::vector<NodeId>& set, bool& holds) {
+    if (auto it = memo_.find(set); it != memo_.end()) {
+      holds = it->second;
+      return true;
+    }
     if (gave_up_ || ++states_ > max_states_) {
       gave_up_ = true;
-      return false;
+      holds = false;
+      return true;
     }
     int64_t live = 0;
     for (NodeId v : set) live += memory_model::ResidentBytes(graph_, v);
-    if (live >= level_) return memo_[set] = true;
-    if (set.empty()) return memo_[set] = false;
-    bool holds = true;
-    for (NodeId x : set) {
-      if (MemoryComputingLast(graph_, set, live, x, in_set_) >= level_) {
-        continue;
-      }
-      if (!Reaches(Kept(SetBefore(graph_, set, x)))) {
-        holds = false;
-        break;
-      }
+    if (live >= level_ || set.empty()) {
+      holds = memo_[set] = live >= level_;
+      return true;
     }
-    // A search cut short proves nothing about this set.
-    if (gave_up_) return false;
-    return memo_[set] = holds;
+    return false;
   }
 
   const Graph& graph_;
