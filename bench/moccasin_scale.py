@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The exact methods at the size of real graphs: moccasin on each of its
 solvers and checkmate_milp, beside the best heuristic, on Checkmate's
-random layered graphs (100 to 1,000 nodes) and ResNet-50, at fractions of
-the NoRemat peak.
+random layered graphs (100 to 1,000 nodes) and ResNet-50, and the PyTorch
+ResNet-50 export (ATen ops, batch 2 at 64x64), at fractions of the NoRemat
+peak.
 
     $REMAT_PYTHON bench/moccasin_scale.py [--seconds 60] [--jobs 2]
         [--fractions 0.9,0.8,0.7] [--solvers moccasin:solver=cpsat,...]
@@ -37,7 +38,8 @@ GRAPHS = [os.path.join(PEER, f) for f in (
     "random_layered_n250_w0.43_nlv0.75_ed0.2_scd0.14.json",
     "random_layered_n500_w0.36_nlv0.75_ed0.2_scd0.14.json",
     "random_layered_n1000_w0.31_nlv0.75_ed0.2_scd0.14.json",
-    "ResNet50_256_224x224_train.json")]
+    "ResNet50_256_224x224_train.json")] + [
+    os.path.join(ROOT, "graphs", "corpus", "torch", "resnet50_b2_i64_aten.json")]
 SOLVERS = ["moccasin:solver=cpsat", "moccasin", "checkmate_milp"]
 # Schedules that move values to host memory are another model's.
 OFFLOADING = ("vdnn", "swap_remat")
