@@ -8,6 +8,7 @@ peak.
     $REMAT_PYTHON bench/moccasin_scale.py [--seconds 60] [--jobs 2]
         [--fractions 0.9,0.8,0.7] [--solvers moccasin:solver=cpsat,...]
         [--graphs G1.json,...] [--out results/moccasin_scale]
+    $REMAT_PYTHON bench/moccasin_scale.py --latest results/moccasin_scale
 
 Each (graph, budget, solver) is one `remat solve --json` process with the
 time limit (run `--jobs` at a time); the best heuristic is the cheapest
@@ -146,6 +147,61 @@ def report(doc, path):
     files.write_text(path, "\n".join(lines) + "\n")
 
 
+def graph_label(path):
+    return os.path.basename(path).split("_w")[0].replace(".json", "")
+
+
+def latest(folder):
+    """<folder>/latest.md: for each graph, budget and solver, the newest run
+    among the cpu.json files under `folder` (runs are made one part at a
+    time, each at its commit), with that file, commit and limit."""
+    newest = {}
+    for root, _, names in os.walk(folder):
+        if "cpu.json" not in names:
+            continue
+        path = os.path.join(root, "cpu.json")
+        with open(path) as f:
+            doc = json.load(f)
+        for p in doc["points"]:
+            for r in p["runs"]:
+                key = (p["graph"], p["fraction"], r["solver"])
+                if key not in newest or doc["date"] > newest[key][0]["date"]:
+                    newest[key] = (doc, p, r, os.path.relpath(path, folder))
+    base = {graph_label(g): rb.load_graph(g).base_cost for g in GRAPHS}
+    order = {graph_label(g): i for i, g in enumerate(GRAPHS)}
+    lines = ["# Exact methods at the size of real graphs: the latest run of "
+             "each point", "",
+             f"Written by `bench/moccasin_scale.py --latest {folder}` from "
+             "the cpu.json files below this folder: for each graph, budget "
+             "(fraction of the NoRemat peak) and solver, the newest run, "
+             "with the file, the commit and the time limit it ran at (each "
+             "file's cpu.md gives its command, machine and load). Costs "
+             "over the graph's base cost (each needed node computed once), "
+             "which bounds every schedule's cost; `bound`: the class's "
+             "lower bound (`staged_lower_bound_cost`); `answered`: the "
+             "heuristic whose schedule, outside the class, is the answer.",
+             "",
+             "| graph | budget | solver | limit s | status | cost / base | "
+             "bound / base | gap | answered | s | commit | file |",
+             "|---|---|---|---:|---|---:|---:|---:|---|---:|---|---|"]
+    for key in sorted(newest, key=lambda k: (order.get(k[0], len(order)),
+                                              k[0], -k[1], k[2])):
+        doc, p, r, path = newest[key]
+        b = p.get("base_cost") or base.get(p["graph"])
+        cost, lb = r["cost"], r["lower_bound_cost"]
+        lines.append(
+            f"| {p['graph']} | {p['fraction']:.0%} | {r['solver']} | "
+            f"{doc['seconds']:g} | {r['status']}"
+            + (" (optimal)" if r.get("optimal") else "") + " | "
+            + (f"{cost / b:.4f}" if cost and b else "-") + " | "
+            + (f"{lb / b:.4f}" if lb is not None and b else "-") + " | "
+            + (f"{(cost - lb) / cost:.2%}" if cost and lb is not None
+               else "-")
+            + f" | {r.get('outside_class') or ''} | {r['wall_seconds']} | "
+            f"{doc['git_commit']} | {path} |")
+    files.write_text(os.path.join(folder, "latest.md"), "\n".join(lines) + "\n")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--graphs", default=",".join(GRAPHS))
@@ -162,7 +218,14 @@ def main():
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default=os.path.join(ROOT, "results",
                                                   "moccasin_scale"))
+    ap.add_argument("--latest", metavar="FOLDER",
+                    help="measure nothing: write FOLDER/latest.md, the "
+                         "newest run of each point in the cpu.json files "
+                         "below FOLDER")
     args = ap.parse_args()
+    if args.latest:
+        latest(args.latest)
+        return
     remat = os.environ.get("REMAT_BINARY", os.path.join(ROOT, "build",
                                                         "remat"))
     only = {(int(n), float(f)) for n, f in
@@ -187,8 +250,7 @@ def main():
                 if only and (g.num_nodes, f) not in only:
                     continue
                 budget = int(g.noremat_peak_bytes * f)
-                point = {"graph": os.path.basename(path).split("_w")[0]
-                         .replace(".json", ""), "nodes": g.num_nodes,
+                point = {"graph": graph_label(path), "nodes": g.num_nodes,
                          "fraction": f, "budget_bytes": budget,
                          "memory_lower_bound_bytes": g.lower_bound_bytes,
                          "base_cost": g.base_cost,
