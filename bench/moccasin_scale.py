@@ -40,7 +40,8 @@ GRAPHS = [os.path.join(PEER, f) for f in (
     "random_layered_n500_w0.36_nlv0.75_ed0.2_scd0.14.json",
     "random_layered_n1000_w0.31_nlv0.75_ed0.2_scd0.14.json",
     "ResNet50_256_224x224_train.json")] + [
-    os.path.join(ROOT, "graphs", "corpus", "torch", "resnet50_b2_i64_aten.json")]
+    os.path.join(ROOT, "graphs", "corpus", "torch",
+                 "resnet50_b2_i64_aten.json")]
 SOLVERS = ["moccasin:solver=cpsat", "moccasin", "checkmate_milp"]
 # Schedules that move values to host memory are another model's.
 OFFLOADING = ("vdnn", "swap_remat")
@@ -199,7 +200,8 @@ def latest(folder):
                else "-")
             + f" | {r.get('outside_class') or ''} | {r['wall_seconds']} | "
             f"{doc['git_commit']} | {path} |")
-    files.write_text(os.path.join(folder, "latest.md"), "\n".join(lines) + "\n")
+    files.write_text(os.path.join(folder, "latest.md"),
+                     "\n".join(lines) + "\n")
 
 
 def main():
