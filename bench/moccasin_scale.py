@@ -148,6 +148,12 @@ def report(doc, path):
     files.write_text(path, "\n".join(lines) + "\n")
 
 
+def bad_input(message):
+    """One line on stderr; the exit status 2 of bad input."""
+    print(f"moccasin_scale: {message}", file=sys.stderr)
+    return 2
+
+
 def graph_label(path):
     return os.path.basename(path).split("_w")[0].replace(".json", "")
 
@@ -156,13 +162,18 @@ def latest(folder):
     """<folder>/latest.md: for each graph, budget and solver, the newest run
     among the cpu.json files under `folder` (runs are made one part at a
     time, each at its commit), with that file, commit and limit."""
+    if not os.path.isdir(folder):
+        sys.exit(bad_input(f"{folder}: not a folder"))
     newest = {}
     for root, _, names in os.walk(folder):
         if "cpu.json" not in names:
             continue
         path = os.path.join(root, "cpu.json")
-        with open(path) as f:
-            doc = json.load(f)
+        try:
+            with open(path) as f:
+                doc = json.load(f)
+        except (OSError, ValueError) as e:
+            sys.exit(bad_input(f"{path}: {e}"))
         for p in doc["points"]:
             for r in p["runs"]:
                 key = (p["graph"], p["fraction"], r["solver"])
