@@ -2,6 +2,8 @@
 # Runs bench/torch_options.py on a lent GPU machine, from the repository
 # root there, with .gpu/ (bench/gpu_bundle.sh) carried along:
 #   run(command="bash bench/gpu_run.sh", carry=[".gpu"])
+# or, given arguments, that script and its options instead (--out $OUT is
+# added), e.g. bash bench/gpu_run.sh bench/compiled_profile.py --level 0.5
 # Environment: MODELS (default gpt2), DTYPE (bfloat16), T (seconds the
 # bench may take; SIGTERM then, and what was measured is written), D (its
 # --deadline: no measurement starts after it), EXTRA (more options).
@@ -27,12 +29,17 @@ fi
 nvidia-smi -L
 python3 -c "import torch, torchvision, rematbench; print(torch.__version__, torchvision.__version__, rematbench.__file__, torch.cuda.get_device_name())" || exit 3
 start=$(date +%s)
-# shellcheck disable=SC2086  # EXTRA is a list of options
-timeout -s TERM -k 20 "${T:-420}" python3 bench/torch_options.py \
-  --device cuda --dtype "${DTYPE:-bfloat16}" --models "${MODELS:-gpt2}" \
-  --repeats 3 --warmup 1 --pairs 5 --ladder 3 --compiled-max 2 \
-  --calibrate-compiled 1 --solve-threads 8 --deadline "${D:-280}" \
-  --out "$OUT" ${EXTRA:-} 2>&1 | tee "$OUT/bench.log"
+if [ $# -gt 0 ]; then
+  timeout -s TERM -k 20 "${T:-420}" python3 "$@" --out "$OUT" 2>&1 |
+    tee "$OUT/bench.log"
+else
+  # shellcheck disable=SC2086  # EXTRA is a list of options
+  timeout -s TERM -k 20 "${T:-420}" python3 bench/torch_options.py \
+    --device cuda --dtype "${DTYPE:-bfloat16}" --models "${MODELS:-gpt2}" \
+    --repeats 3 --warmup 1 --pairs 5 --ladder 3 --compiled-max 2 \
+    --calibrate-compiled 1 --solve-threads 8 --deadline "${D:-280}" \
+    --out "$OUT" ${EXTRA:-} 2>&1 | tee "$OUT/bench.log"
+fi
 echo "bench $(($(date +%s) - start)) s"
 tar -C /tmp -cf - inductor | xz -T0 -3 | split -b 15M - "$OUT/inductor.tar.xz."
 ls -la "$OUT"

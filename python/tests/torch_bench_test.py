@@ -224,3 +224,25 @@ def test_smallest_budget_that_fits_fits():
                    .split(" ")[0])
     fitted = plan.at(smallest)
     assert fitted.predicted_peak_bytes <= smallest
+
+
+def test_compiled_profile_names_the_three_variants(tmp_path):
+    subprocess.run([sys.executable, os.path.join(BENCH,
+                                                 "compiled_profile.py"),
+                    "--device", "cpu", "--dtype", "float32", "--sizes",
+                    "quick", "--repeats", "1", "--out", str(tmp_path)],
+                   check=True, capture_output=True, text=True, timeout=600)
+    with open(tmp_path / "compiled-profile-cpu-float32.json") as f:
+        doc = json.load(f)
+    assert doc["format"] == "rematbench-compiled-profile"
+    rows = {r["variant"]: r for r in doc["rows"]}
+    assert set(rows) == {"compile", "compile_fallback", "rematbench"}
+    # By default rematbench is planned at torch.compile's measured peak.
+    assert rows["rematbench"]["budget_bytes"] == doc["compile_peak_bytes"]
+    for r in rows.values():
+        assert r["kernels"] > 0 and r["step_seconds"] > 0
+        assert 0 < r["kernel_seconds"] and len(r["top"]) <= 8
+        assert sum(k["seconds"] for k in r["top"]) <= \
+            r["kernel_seconds"] * (1 + 1e-9)
+    md = (tmp_path / "compiled-profile-cpu-float32.md").read_text()
+    assert "| rematbench |" in md and "## compile: top kernels" in md

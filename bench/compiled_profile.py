@@ -1,0 +1,177 @@
+#!/usr/bin/env python3
+"""Where a rematbench compiled program's step time goes, beside
+torch.compile's at the same level: kernels run, GPU (or CPU) time in them,
+and the wall time around them.
+
+bench/torch_options.py measures that rematbench's compiled program is
+slower than torch.compile on a GPU at the options' own levels; this says
+why. Three steps of one model are profiled (torch.profiler, after a
+warm-up) and timed (median of --repeats, synchronized):
+  compile           torch.compile at activation_memory_budget (--level),
+  compile_fallback  the same with inductor's fallback_random, the setting
+                    rematbench's programs compile with (random ops run as
+                    eager's, so dropout masks equal plain training's),
+  rematbench        rematbench's plan at --budget bytes (default: the
+                    first variant's measured peak), compiled by inductor.
+Writes <out>/compiled-profile-<device>-<dtype>.{json,md}.
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_options as to  # noqa: E402  (the models and their sizes)
+import rematbench.torch as rt  # noqa: E402
+from rematbench import measure  # noqa: E402
+
+
+def sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def timed(step, device, repeats):
+    step()  # warm-up (compiles)
+    sync(device)
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        step()
+        sync(device)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def profiled(step, device, top):
+    """Kernel count, time in kernels and the `top` kernels by time of one
+    step (the device's kernels on CUDA; on the CPU, ATen ops by their own
+    time, which leaves out inductor's generated C++ kernels)."""
+    acts = [torch.profiler.ProfilerActivity.CPU]
+    if device.type == "cuda":
+        acts.append(torch.profiler.ProfilerActivity.CUDA)
+    with torch.profiler.profile(activities=acts) as prof:
+        step()
+        sync(device)
+    kern = {}
+    for e in prof.events():
+        on_device = e.device_type == torch.autograd.DeviceType.CUDA
+        if device.type == "cuda" and not on_device:
+            continue
+        if device.type != "cuda" and not e.name.startswith("aten::"):
+            continue
+        t = e.device_time if on_device else e.self_cpu_time_total
+        n, s = kern.get(e.name, (0, 0.0))
+        kern[e.name] = (n + 1, s + t)
+    total = sum(s for _, s in kern.values())
+    best = sorted(kern.items(), key=lambda kv: -kv[1][1])[:top]
+    return {"kernels": sum(n for n, _ in kern.values()),
+            "kernel_seconds": total / 1e6,
+            "top": [{"name": k[:90], "count": n, "seconds": s / 1e6}
+                    for k, (n, s) in best]}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available()
+                    else "cpu")
+    ap.add_argument("--dtype", default="bfloat16",
+                    choices=["float32", "bfloat16"])
+    ap.add_argument("--model", default="gpt2")
+    ap.add_argument("--sizes", choices=["quick", "cpu", "gpu"])
+    ap.add_argument("--level", type=float, default=1.0,
+                    help="torch.compile's activation_memory_budget")
+    ap.add_argument("--budget", type=int,
+                    help="rematbench's budget in bytes (default: the "
+                         "torch.compile variant's measured peak)")
+    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--top", type=int, default=8)
+    ap.add_argument("--out", default=".")
+    args = ap.parse_args()
+    device = torch.device(args.device)
+    sizes = args.sizes or ("gpu" if device.type == "cuda" else "cpu")
+    build, desc = to.models(sizes)[args.model]
+    torch.manual_seed(0)
+    model, batch, loss_fn, _, _ = build()
+    x, y = to.placed(model, batch, device, getattr(torch, args.dtype))
+    model.train()
+    fconfig = torch._functorch.config
+    icfg = torch._inductor.config
+    rows = []
+
+    def record(name, step, **extra):
+        for p in model.parameters():
+            p.grad = None
+        t = timed(step, device, args.repeats)
+        prof = profiled(step, device, args.top)
+        rows.append(dict({"variant": name, "step_seconds": t}, **prof,
+                         **extra))
+        print(f"{name}: step {t * 1e3:.1f} ms, {prof['kernels']} kernels, "
+              f"{prof['kernel_seconds'] * 1e3:.1f} ms in them", flush=True)
+
+    def measured_peak(step):
+        r = measure.measure_step(step, model=model, repeats=1, warmup=1,
+                                 seed=0)
+        return r["peak_bytes"]
+
+    peak = None
+    for name, fallback in (("compile", False), ("compile_fallback", True)):
+        torch._dynamo.reset()
+        with fconfig.patch(activation_memory_budget=args.level), \
+                icfg.patch(fallback_random=fallback):
+            cm = torch.compile(model)
+
+            def step():
+                loss_fn(cm(x), y).backward()
+            record(name, step)
+            if peak is None:
+                peak = measured_peak(step)
+    torch._dynamo.reset()
+    budget = args.budget or peak
+    plan = rt.plan(model, (x, y), loss_fn, budget=1.0,
+                   algorithms=to.HEURISTICS, repeats=2,
+                   threads=os.cpu_count())
+    p = plan.at(budget)
+    p.compile(True)
+    record("rematbench", lambda: p.step(x, y), algorithm=p.algorithm,
+           budget_bytes=budget)
+    prog = p.program()
+    counts = getattr(prog, "compiled_op_counts", None)
+    doc = {"format": "rematbench-compiled-profile", "version": 1,
+           "model": desc, "device": torch.cuda.get_device_name()
+           if device.type == "cuda" else "cpu", "dtype": args.dtype,
+           "torch": torch.__version__, "level": args.level,
+           "compile_peak_bytes": peak, "rows": rows,
+           "rematbench_compiled_ops": sum(counts.values()) if counts
+           else None}
+    os.makedirs(args.out, exist_ok=True)
+    stem = os.path.join(args.out,
+                        f"compiled-profile-{device.type}-{args.dtype}")
+    with open(stem + ".json", "w") as f:
+        json.dump(doc, f, indent=1)
+    lines = [f"# Compiled step profile: {desc}", "",
+             f"{doc['device']}, {args.dtype}, torch {torch.__version__}, "
+             f"torch.compile at activation_memory_budget={args.level} "
+             f"(measured peak {peak} B); rematbench at {budget} B "
+             f"({p.algorithm}). Step: median of {args.repeats}.", "",
+             "| variant | step ms | kernels | ms in kernels |",
+             "|---|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['variant']} | {r['step_seconds'] * 1e3:.1f} | "
+                     f"{r['kernels']} | {r['kernel_seconds'] * 1e3:.1f} |")
+    for r in rows:
+        lines += ["", f"## {r['variant']}: top kernels", "",
+                  "| kernel | count | ms |", "|---|---:|---:|"]
+        lines += [f"| `{k['name']}` | {k['count']} | "
+                  f"{k['seconds'] * 1e3:.2f} |" for k in r["top"]]
+    with open(stem + ".md", "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("wrote", stem + ".{json,md}")
+
+
+if __name__ == "__main__":
+    main()
