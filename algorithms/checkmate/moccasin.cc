@@ -73,13 +73,13 @@ struct MoccasinOptions {
   CheckmateOptions checkmate;
 };
 
-// The staged methods' warm starts (kStagedHeuristics), checkmate_lp,
-// dtr and reach_search: on Checkmate's ResNet-50 at 90% and 70% of the
-// NoRemat peak dtr's is the cheapest heuristic schedule, it computes no
-// value more than twice staged, and without it moccasin on CP-SAT answered
-// 0.5-0.8% dearer than dtr after 60 s (results/moccasin_scale);
-// reach_search fits where no other heuristic does (Checkmate's random
-// layered graphs at 70%), mostly outside the class, and then is the answer.
+// The staged methods' warm starts (kStagedHeuristics), checkmate_lp and
+// reach_search. dtr's schedule on Checkmate's ResNet-50 at 90% and 70% of
+// the NoRemat peak is the cheapest heuristic's and computes no value more
+// than twice staged; without it moccasin on CP-SAT answered 0.5-0.8%
+// dearer than dtr after 60 s (results/moccasin_scale). reach_search fits
+// where no other heuristic does (Checkmate's random layered graphs at
+// 70%), mostly outside the class, and then is the answer.
 inline constexpr const char* kMoccasinWarmStart =
     "checkmate_lp+checkpoint_last+chen_greedy+chen_recursive+chen_sqrtn+"
     "dp_approx+dp_exact+dtr+noremat+reach_search+revolve+rotor+twremat";
