@@ -47,6 +47,22 @@ SOLVERS = ["moccasin:solver=cpsat", "moccasin", "checkmate_milp"]
 OFFLOADING = ("vdnn", "swap_remat")
 
 
+def solver_specs(text):
+    """The algorithm[:key=value,...] specs of --solvers: pieces separated
+    by ',' or ';', where a key=value piece (an '=' with no ':' before it)
+    is one more parameter of the spec before it."""
+    specs = []
+    for piece in filter(None, text.replace(";", ",").split(",")):
+        if "=" in piece.split(":")[0]:
+            if not specs:
+                sys.exit(bad_input(f"--solvers: '{piece}' is a parameter "
+                                   "with no algorithm before it"))
+            specs[-1] += "," + piece
+        else:
+            specs.append(piece)
+    return specs
+
+
 def solve(remat, graph, spec, budget, seconds):
     """One `remat solve --json`: its record, with the process's wall time."""
     name, _, params = spec.partition(":")
@@ -224,8 +240,9 @@ def main():
                          "(250@0.7: the 250-node graph at 70%%); default: "
                          "every graph at every fraction")
     ap.add_argument("--solvers", default=",".join(SOLVERS),
-                    help="algorithm[:key=value,...] specs, ';'-separated "
-                         "when a spec has several parameters")
+                    help="algorithm[:key=value,...] specs, separated by "
+                         "',' or ';' (a key=value goes with the spec "
+                         "before it)")
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--heuristic-seconds", type=float, default=10)
     ap.add_argument("--jobs", type=int, default=2)
@@ -243,8 +260,7 @@ def main():
                                                         "remat"))
     only = {(int(n), float(f)) for n, f in
             (p.split("@") for p in args.points.split(",") if p)}
-    solvers = [s for s in args.solvers.split(";" if ";" in args.solvers else ",")
-               if s]
+    solvers = solver_specs(args.solvers)
     git = subprocess.run(["git", "-C", ROOT, "describe", "--always",
                           "--dirty"], capture_output=True,
                          text=True).stdout.strip()
