@@ -46,8 +46,9 @@ class LevelProof {
   bool Reaches(std::vector<NodeId> set) {
     std::vector<Frame> stack;
     bool result = false;
-    if (Settled(set, result)) return result;
-    stack.push_back(MakeFrame(std::move(set)));
+    int64_t live = 0;
+    if (Settled(set, result, live)) return result;
+    stack.push_back({.set = std::move(set), .live = live});
     // `result` is what the frame above the top answered; a frame starts
     // with true, as if its last child had held.
     result = true;
@@ -64,12 +65,12 @@ class LevelProof {
           }
           std::vector<NodeId> before = Kept(SetBefore(graph_, top.set, x));
           bool settled = false;
-          if (Settled(before, settled)) {
+          if (Settled(before, settled, live)) {
             if (settled) continue;
             result = false;
             break;
           }
-          stack.push_back(MakeFrame(std::move(before)));
+          stack.push_back({.set = std::move(before), .live = live});
           descended = true;
           break;
         }
@@ -90,17 +91,10 @@ class LevelProof {
     size_t next = 0;  // the next member to try as the last computed
   };
 
-  Frame MakeFrame(std::vector<NodeId> set) const {
-    Frame frame{.set = std::move(set)};
-    for (NodeId v : frame.set) {
-      frame.live += memory_model::ResidentBytes(graph_, v);
-    }
-    return frame;
-  }
-
   // Whether `set` is decided without a search of its own (remembered, above
-  // the level, empty, or past the limits: not proven), and then `holds`.
-  bool Settled(const std::vector<NodeId>& set, bool& holds) {
+  // the level, empty, or past the limits: not proven), and then `holds`;
+  // if not, `live` is the bytes of its values, its frame's.
+  bool Settled(const std::vector<NodeId>& set, bool& holds, int64_t& live) {
     if (auto it = memo_.find(set); it != memo_.end()) {
       holds = it->second;
       return true;
@@ -110,7 +104,7 @@ class LevelProof {
       holds = false;
       return true;
     }
-    int64_t live = 0;
+    live = 0;
     for (NodeId v : set) live += memory_model::ResidentBytes(graph_, v);
     if (live >= level_ || set.empty()) {
       holds = memo_[set] = live >= level_;
