@@ -35,6 +35,7 @@ alone (a transposed weight) are emitted before their first use.
 """
 
 import collections
+import functools
 import operator
 
 import torch
@@ -240,8 +241,9 @@ class BuiltProgram:
         inductor must not touch runs in Python between compiled segments:
         clones of written buffers and buffer updates. Inductor's
         reordering passes (for locality, for peak memory) are turned off
-        so that each recomputation runs where the schedule puts it. The
-        ATen op counts of every graph inductor lowers (after its own
+        so that each recomputation runs where the schedule puts it; its
+        padding of unaligned matrix products runs, as in torch.compile
+        (_padding_pass). The ATen op counts of every graph inductor lowers (after its own
         passes) are added up in `compiled_op_counts`:
         `recomputations_kept()` checks them."""
         if self._compiled is None:
@@ -319,6 +321,65 @@ def _compile(prog, example_inputs):
     return run
 
 
+@functools.cache
+def _padding_pass(device_type):
+    """Inductor's pad_mm pass alone (torch/_inductor/fx_passes/pad_mm.py):
+    a matrix product whose sizes are not multiples of the alignment the
+    device's kernels want (a vocabulary of 50,257) is computed on
+    zero-padded copies where inductor measures that to be faster. Without
+    it cuBLAS runs such products in kernels for unaligned operands: on an
+    H200, GPT-2 small's two products of its output head took 11.6 ms of a
+    37 ms step (results/torch_options/gpu-2026-11-28/README.md).
+    torch.compile runs this pass among its joint-graph patterns, which
+    compile_fx_inner alone does not; the others stay off here (fusing
+    attention would draw dropout's masks anew)."""
+    from torch._inductor.fx_passes import pad_mm
+    from torch._inductor.pattern_matcher import (PatternMatcherPass,
+                                                 fwd_only,
+                                                 register_replacement)
+    patterns = PatternMatcherPass()
+
+    def empty(*size):
+        return torch.empty(size, device=device_type)
+
+    # (addmm's scalars are traced as these values, pad_mm's own.)
+    for search, replace, example, check, scalars in (
+            (pad_mm.mm_pattern, pad_mm.mm_replace, [empty(4, 4), empty(4, 4)],
+             pad_mm.should_pad_mm, {}),
+            (pad_mm.bmm_pattern, pad_mm.bmm_replace,
+             [empty(4, 4, 4), empty(4, 4, 4)], pad_mm.should_pad_bmm, {}),
+            (pad_mm.addmm_pattern, pad_mm.addmm_replace,
+             [empty(4), empty(4, 4), empty(4, 4)], pad_mm.should_pad_addmm,
+             {"beta": 0.213377, "alpha": 0.113377})):
+        register_replacement(search, replace, example, fwd_only, patterns,
+                             extra_check=check, scalar_workaround=scalars)
+    return patterns
+
+
+# The devices whose operands pad_mm pads (elsewhere the pass would cost
+# compile time, 6% of GPT-2's on the CPU, and change nothing).
+_PADDED_DEVICES = ("cuda", "xpu")
+
+
+def _pad_matmuls(graph, args):
+    """_padding_pass on `graph` (make_fx's, of ATen ops) for `args`."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+    devices = sorted({a.device.type for a in args
+                      if isinstance(a, torch.Tensor)} & set(_PADDED_DEVICES))
+    if not devices:
+        return
+    # The pattern matcher reads each node's meta["val"] as fake tensors of
+    # one mode; make_fx on real inputs gives each value a mode of its own.
+    FakeTensorProp(graph, FakeTensorMode(allow_non_fake_inputs=True)) \
+        .propagate(*args)
+    # (No dead-code pass after it: this pass changes the products only. A
+    # recomputed node's ops whose results the graph does not read stay, as
+    # they do without it; recomputations_kept counts them.)
+    if _padding_pass(devices[0]).apply(graph.graph):
+        graph.recompile()
+
+
 class _BoxedRunner:
     """Runs the split program, compiling each of its graphs with inductor
     when it is first reached. A value nothing later reads is freed as soon
@@ -385,6 +446,7 @@ class _BoxedRunner:
                                    fallback_random=True):
             graph = make_fx(sub, decomposition_table=select_decomp_table())(
                 *args)
+            _pad_matmuls(graph, args)
             fn = compile_fx_inner(graph, list(args))
         return fn, single
 
