@@ -37,6 +37,7 @@ alone (a transposed weight) are emitted before their first use.
 import collections
 import functools
 import operator
+import warnings
 
 import torch
 import torch.fx
@@ -332,25 +333,32 @@ def _padding_pass(device_type):
     37 ms step (results/torch_options/gpu-2026-11-28/README.md).
     torch.compile runs this pass among its joint-graph patterns, which
     compile_fx_inner alone does not; the others stay off here (fusing
-    attention would draw dropout's masks anew)."""
-    from torch._inductor.fx_passes import pad_mm
-    from torch._inductor.pattern_matcher import (PatternMatcherPass,
-                                                 fwd_only,
-                                                 register_replacement)
-    patterns = PatternMatcherPass()
-
+    attention would draw dropout's masks anew). None, with a warning,
+    where this torch's inductor has no such pass (its private API)."""
     def empty(*size):
         return torch.empty(size, device=device_type)
 
-    # (addmm's scalars are traced as these values, pad_mm's own.)
-    for search, replace, example, check, scalars in (
+    try:
+        from torch._inductor.fx_passes import pad_mm
+        from torch._inductor.pattern_matcher import (PatternMatcherPass,
+                                                     fwd_only,
+                                                     register_replacement)
+        # (addmm's scalars are traced as these values, pad_mm's own.)
+        rules = (
             (pad_mm.mm_pattern, pad_mm.mm_replace, [empty(4, 4), empty(4, 4)],
              pad_mm.should_pad_mm, {}),
             (pad_mm.bmm_pattern, pad_mm.bmm_replace,
              [empty(4, 4, 4), empty(4, 4, 4)], pad_mm.should_pad_bmm, {}),
             (pad_mm.addmm_pattern, pad_mm.addmm_replace,
              [empty(4), empty(4, 4), empty(4, 4)], pad_mm.should_pad_addmm,
-             {"beta": 0.213377, "alpha": 0.113377})):
+             {"beta": 0.213377, "alpha": 0.113377}))
+    except (ImportError, AttributeError) as e:
+        warnings.warn(f"rematbench: inductor's pad_mm pass is not available "
+                      f"in torch {torch.__version__} ({e}); compiled "
+                      "programs run unaligned matrix products unpadded")
+        return None
+    patterns = PatternMatcherPass()
+    for search, replace, example, check, scalars in rules:
         register_replacement(search, replace, example, fwd_only, patterns,
                              extra_check=check, scalar_workaround=scalars)
     return patterns
@@ -367,7 +375,7 @@ def _pad_matmuls(graph, args):
     from torch.fx.passes.fake_tensor_prop import FakeTensorProp
     devices = sorted({a.device.type for a in args
                       if isinstance(a, torch.Tensor)} & set(_PADDED_DEVICES))
-    if not devices:
+    if not devices or _padding_pass(devices[0]) is None:
         return
     # The pattern matcher reads each node's meta["val"] as fake tensors of
     # one mode; make_fx on real inputs gives each value a mode of its own.
