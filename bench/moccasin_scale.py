@@ -63,6 +63,13 @@ def solver_specs(text):
     return specs
 
 
+def class_bound(run):
+    """The run's lower bound on its class's cost, or None: a bound of 0 is
+    what checkmate_milp reports when neither a solver nor the LP
+    relaxation gave one in time, and every cost bounds it."""
+    return run["lower_bound_cost"] or None
+
+
 def solve(remat, graph, spec, budget, seconds):
     """One `remat solve --json`: its record, with the process's wall time."""
     name, _, params = spec.partition(":")
@@ -144,7 +151,7 @@ def report(doc, path):
         best = p["best_heuristic"]
         ref = best["cost"] if best else None
         for r in p["runs"]:
-            cost, lb = r["cost"], r["lower_bound_cost"]
+            cost, lb = r["cost"], class_bound(r)
             lines.append(
                 f"| {p['graph']} | {p['fraction']:.0%} | "
                 + (f"{p['memory_lower_bound_bytes'] / p['budget_bytes']:.2f}"
@@ -216,7 +223,7 @@ def latest(folder):
                                               k[0], -k[1], k[2])):
         doc, p, r, path = newest[key]
         b = p.get("base_cost") or base.get(p["graph"])
-        cost, lb = r["cost"], r["lower_bound_cost"]
+        cost, lb = r["cost"], class_bound(r)
         lines.append(
             f"| {p['graph']} | {p['fraction']:.0%} | {r['solver']} | "
             f"{doc['seconds']:g} | {r['status']}"

@@ -42,3 +42,9 @@ def test_parameter_with_no_algorithm_is_one_line_and_status_2(tmp_path):
     assert r.returncode == 2
     assert r.stderr.strip().count("\n") == 0 and "threads=2" in r.stderr
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("bound, shown", [(0, None), (None, None),
+                                          (4000, 4000)])
+def test_class_bound_zero_is_none(bound, shown):
+    assert load().class_bound({"lower_bound_cost": bound}) == shown
