@@ -58,7 +58,8 @@ def settle(point, tools, workdir):
         [highs, "--model_file", prefix + ".mps", "--read_solution_file",
          prefix + ".start.sol", "--options_file", options, "--time_limit",
          seconds, "--threads", "1"], capture_output=True, text=True,
-        env=dict(os.environ, LD_LIBRARY_PATH=lib))
+        env=dict(os.environ, LD_LIBRARY_PATH=lib),
+        cwd=workdir)  # (where HiGHS writes its Highs.log)
     r = report(run.stdout)
     return (f"| {graph} | {budget} | {model['nonzeros']} | "
             f"{model['start_algorithm']} {model['start_objective']:g} | "
