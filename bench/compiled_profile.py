@@ -3,10 +3,10 @@
 torch.compile's at the same level: kernels run, GPU (or CPU) time in them,
 and the wall time around them.
 
-bench/torch_options.py measures that rematbench's compiled program is
-slower than torch.compile on a GPU at the options' own levels; this says
-why. Three steps of one model are profiled (torch.profiler, after a
-warm-up) and timed (median of --repeats, synchronized):
+bench/torch_options.py compares the two step times at the options' own
+levels; this shows where a difference comes from. One model's training
+step, run three ways, is timed (median of --repeats after a warm-up,
+synchronized) and one step of each is profiled (torch.profiler):
   compile           torch.compile at activation_memory_budget (--level),
   compile_fallback  the same with inductor's fallback_random, the setting
                     rematbench's programs compile with (random ops run as

@@ -64,9 +64,9 @@ def solver_specs(text):
 
 
 def class_bound(run):
-    """The run's lower bound on its class's cost, or None: a bound of 0 is
-    what checkmate_milp reports when neither a solver nor the LP
-    relaxation gave one in time, and every cost bounds it."""
+    """The run's lower bound on its class's cost, or None. A bound of 0,
+    which checkmate_milp reports when neither a solver nor the LP
+    relaxation gave one in time, says nothing: no cost is below 0."""
     return run["lower_bound_cost"] or None
 
 
