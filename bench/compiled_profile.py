@@ -5,8 +5,9 @@ and the wall time around them.
 
 bench/torch_options.py compares the two step times at the options' own
 levels; this shows where a difference comes from. One model's training
-step, run three ways, is timed (median of --repeats after a warm-up,
-synchronized) and one step of each is profiled (torch.profiler):
+step, run three ways, is measured with rematbench.measure (the median
+time of --repeats synchronized steps after a warm-up, and the
+allocator-level peak) and one step of each is profiled (torch.profiler):
   compile           torch.compile at activation_memory_budget (--level),
   compile_fallback  the same with inductor's fallback_random, the setting
                     rematbench's programs compile with (random ops run as
@@ -18,9 +19,7 @@ Writes <out>/compiled-profile-<device>-<dtype>.{json,md}.
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 
 import torch
 
@@ -33,18 +32,6 @@ from rematbench import measure  # noqa: E402
 def sync(device):
     if device.type == "cuda":
         torch.cuda.synchronize()
-
-
-def timed(step, device, repeats):
-    step()  # warm-up (compiles)
-    sync(device)
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        step()
-        sync(device)
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def profiled(step, device, top):
@@ -104,21 +91,17 @@ def main():
     rows = []
 
     def record(name, step, **extra):
-        for p in model.parameters():
-            p.grad = None
-        t = timed(step, device, args.repeats)
+        """Times `step` and measures its peak (rematbench.measure, the
+        instrument of bench/torch_options.py), then profiles one step."""
+        r = measure.measure_step(step, model=model, repeats=args.repeats,
+                                 warmup=1, seed=0)
         prof = profiled(step, device, args.top)
-        rows.append(dict({"variant": name, "step_seconds": t}, **prof,
-                         **extra))
-        print(f"{name}: step {t * 1e3:.1f} ms, {prof['kernels']} kernels, "
+        rows.append(dict({"variant": name, "step_seconds": r["step_seconds"],
+                          "peak_bytes": r["peak_bytes"]}, **prof, **extra))
+        print(f"{name}: step {r['step_seconds'] * 1e3:.1f} ms, peak "
+              f"{r['peak_bytes']} B, {prof['kernels']} kernels, "
               f"{prof['kernel_seconds'] * 1e3:.1f} ms in them", flush=True)
 
-    def measured_peak(step):
-        r = measure.measure_step(step, model=model, repeats=1, warmup=1,
-                                 seed=0)
-        return r["peak_bytes"]
-
-    peak = None
     for name, fallback in (("compile", False), ("compile_fallback", True)):
         torch._dynamo.reset()
         with fconfig.patch(activation_memory_budget=args.level), \
@@ -128,8 +111,7 @@ def main():
             def step():
                 loss_fn(cm(x), y).backward()
             record(name, step)
-            if peak is None:
-                peak = measured_peak(step)
+    peak = rows[0]["peak_bytes"]
     torch._dynamo.reset()
     budget = args.budget or peak
     plan = rt.plan(model, (x, y), loss_fn, budget=1.0,
@@ -158,11 +140,12 @@ def main():
              f"torch.compile at activation_memory_budget={args.level} "
              f"(measured peak {peak} B); rematbench at {budget} B "
              f"({p.algorithm}). Step: median of {args.repeats}.", "",
-             "| variant | step ms | kernels | ms in kernels |",
-             "|---|---:|---:|---:|"]
+             "| variant | step ms | peak MiB | kernels | ms in kernels |",
+             "|---|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['variant']} | {r['step_seconds'] * 1e3:.1f} | "
-                     f"{r['kernels']} | {r['kernel_seconds'] * 1e3:.1f} |")
+                     f"{r['peak_bytes'] / 2**20:.2f} | {r['kernels']} | "
+                     f"{r['kernel_seconds'] * 1e3:.1f} |")
     for r in rows:
         lines += ["", f"## {r['variant']}: top kernels", "",
                   "| kernel | count | ms |", "|---|---:|---:|"]
