@@ -21,6 +21,7 @@ every schedule), and the wall time of each run.
 import argparse
 import concurrent.futures
 import datetime
+import functools
 import json
 import os
 import platform
@@ -61,6 +62,12 @@ def solver_specs(text):
         else:
             specs.append(piece)
     return specs
+
+
+def gap_text(cost, bound):
+    """(cost - bound) / cost as a percentage, or '-' without both."""
+    return f"{(cost - bound) / cost:.2%}" if cost and bound is not None \
+        else "-"
 
 
 def class_bound(run):
@@ -162,10 +169,8 @@ def report(doc, path):
                 + (f"{cost / ref:.4f}" if cost and ref else
                    "-" if cost is None else f"{cost}") + " | "
                 + (f"{lb / ref:.4f}" if lb is not None and ref else "-")
-                + " | " + (f"{(cost - lb) / cost:.2%}"
-                           if cost and lb is not None else "-")
-                + " | " + (f"{(cost - p['base_cost']) / cost:.2%}"
-                           if cost and "base_cost" in p else "-")
+                + " | " + gap_text(cost, lb)
+                + " | " + gap_text(cost, p.get("base_cost"))
                 + f" | {r['wall_seconds']} | {outside_class(r['message'])} | "
                 + (r.get("outside_class") or "") + " |")
     files.write_text(path, "\n".join(lines) + "\n")
@@ -202,8 +207,14 @@ def latest(folder):
                 key = (p["graph"], p["fraction"], r["solver"])
                 if key not in newest or doc["date"] > newest[key][0]["date"]:
                     newest[key] = (doc, p, r, os.path.relpath(path, folder))
-    base = {graph_label(g): rb.load_graph(g).base_cost for g in GRAPHS}
-    order = {graph_label(g): i for i, g in enumerate(GRAPHS)}
+    paths = {graph_label(g): g for g in GRAPHS}
+    order = {label: i for i, label in enumerate(paths)}
+
+    @functools.cache
+    def base_cost(label):
+        """For runs written before points carried their base cost."""
+        path = paths.get(label)
+        return rb.load_graph(path).base_cost if path else None
     lines = ["# Exact methods at the size of real graphs: the latest run of "
              "each point", "",
              f"Written by `bench/moccasin_scale.py --latest {folder}` from "
@@ -222,7 +233,7 @@ def latest(folder):
     for key in sorted(newest, key=lambda k: (order.get(k[0], len(order)),
                                               k[0], -k[1], k[2])):
         doc, p, r, path = newest[key]
-        b = p.get("base_cost") or base.get(p["graph"])
+        b = p.get("base_cost") or base_cost(p["graph"])
         cost, lb = r["cost"], class_bound(r)
         lines.append(
             f"| {p['graph']} | {p['fraction']:.0%} | {r['solver']} | "
@@ -230,8 +241,7 @@ def latest(folder):
             + (" (optimal)" if r.get("optimal") else "") + " | "
             + (f"{cost / b:.4f}" if cost and b else "-") + " | "
             + (f"{lb / b:.4f}" if lb is not None and b else "-") + " | "
-            + (f"{(cost - lb) / cost:.2%}" if cost and lb is not None
-               else "-")
+            + gap_text(cost, lb)
             + f" | {r.get('outside_class') or ''} | {r['wall_seconds']} | "
             f"{doc['git_commit']} | {path} |")
     files.write_text(os.path.join(folder, "latest.md"),
