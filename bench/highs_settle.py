@@ -43,11 +43,20 @@ def report(log):
     return out
 
 
+def fail(message):
+    """One line on stderr and exit status 2."""
+    print(f"highs_settle: {message}", file=sys.stderr)
+    sys.exit(2)
+
+
 def settle(point, tools, workdir):
     graph, budget, seconds = point.rsplit("@", 2)
     prefix = os.path.join(workdir, "model")
-    subprocess.run([tools, "write", graph, budget, prefix], check=True,
-                   capture_output=True)
+    write = subprocess.run([tools, "write", graph, budget, prefix],
+                           capture_output=True, text=True)
+    if write.returncode != 0:
+        why = (write.stderr.strip() or "no model").splitlines()[-1]
+        fail(f"{point}: {why}")
     with open(prefix + ".json") as f:
         model = json.load(f)
     options = os.path.join(workdir, "options.txt")
@@ -60,6 +69,9 @@ def settle(point, tools, workdir):
          seconds, "--threads", "1"], capture_output=True, text=True,
         env=dict(os.environ, LD_LIBRARY_PATH=lib),
         cwd=workdir)  # (where HiGHS writes its Highs.log)
+    if "Solving report" not in run.stdout:
+        fail(f"{point}: HiGHS gave no solving report (exit "
+             f"{run.returncode})")
     r = report(run.stdout)
     return (f"| {graph} | {budget} | {model['nonzeros']} | "
             f"{model['start_algorithm']} {model['start_objective']:g} | "
@@ -74,15 +86,15 @@ def main():
     args = ap.parse_args()
     for p in args.points:
         if p.count("@") < 2:
-            print(f"highs_settle: '{p}' is not GRAPH@BUDGET@SECONDS",
-                  file=sys.stderr)
-            return 2
-    print("| graph | budget | nonzeros | start | primal | dual | gap | "
-          "time (s) |")
-    print("|---|---:|---:|---|---:|---:|---:|---:|")
-    for p in args.points:
+            fail(f"'{p}' is not GRAPH@BUDGET@SECONDS")
+    for i, p in enumerate(args.points):
         with tempfile.TemporaryDirectory() as work:
-            print(settle(p, args.tools, work), flush=True)
+            row = settle(p, args.tools, work)
+        if i == 0:  # (after the first row is sure: no table without one)
+            print("| graph | budget | nonzeros | start | primal | dual | "
+                  "gap | time (s) |")
+            print("|---|---:|---:|---|---:|---:|---:|---:|")
+        print(row, flush=True)
     return 0
 
 

@@ -38,7 +38,8 @@ def test_one_row_per_point():
     assert cells[6] == "0%"
 
 
-@pytest.mark.parametrize("point", ["chain:n=4@100", "chain:n=4"])
+@pytest.mark.parametrize("point", ["chain:n=4@100", "chain:n=4",
+                                   "nosuch:n=4@100@10"])
 def test_malformed_point_is_one_line_and_status_2(point):
     r = settle(point)
     assert r.returncode == 2 and r.stdout == ""
