@@ -46,14 +46,52 @@ const Options<ReachSearchOptions> kOptions(
                "then remove recomputations while the schedule stays within "
                "the budget, until none can go or the deadline"));
 
-// What one remembered set takes: its node ids, and about this much for the
-// vector and the hash set's node around them.
-constexpr int64_t kBytesPerRememberedSet = 80;
+// A remembered set is kept as a 128-bit fingerprint of its members, not the
+// members themselves: sets of a few hundred values would take a kilobyte
+// each, and the search's reach is the number of sets it can remember. Two
+// different sets share a fingerprint with a probability near 2^-128 per
+// pair; among the 10^8 sets a search remembers at most, the chance that any
+// two collide (and a set is taken for a dead end it is not) is below 10^-22.
+struct Fingerprint {
+  uint64_t high = 0;
+  uint64_t low = 0;
+  bool operator==(const Fingerprint&) const = default;
+};
+
+struct FingerprintHash {
+  size_t operator()(const Fingerprint& print) const { return print.low; }
+};
+
+// splitmix64's finalizer: every bit of the result depends on every bit of
+// the argument.
+uint64_t Mix(uint64_t x) {
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Of a set in its one order (latest first); two chains with different seeds.
+Fingerprint FingerprintOf(const std::vector<NodeId>& set) {
+  Fingerprint print{.high = 0x9e3779b97f4a7c15ULL,
+                    .low = 0x632be59bd9b4e019ULL};
+  for (NodeId v : set) {
+    const auto id = static_cast<uint64_t>(static_cast<uint32_t>(v));
+    print.high = Mix(print.high ^ id);
+    print.low = Mix(print.low + id * 0xd6e8feb86659fd93ULL);
+  }
+  return print;
+}
+
+// What one remembered set takes in the hash set: the fingerprint, the
+// node's link and cached hash, the allocator's header and a bucket.
+constexpr int64_t kBytesPerRememberedSet = 64;
 
 enum class Found { kSchedule, kNone, kGaveUp };
 
 // The search for one target's inputs; frames on the heap, since a chain of
-// choices is as long as the schedule.
+// choices is as long as the schedule. `in_set_` marks the top frame's set,
+// so that trying a member as the last computed costs its inputs, not the
+// set.
 class Search {
  public:
   Search(const Graph& graph, int64_t budget, int64_t max_bytes,
@@ -66,9 +104,10 @@ class Search {
 
   // kSchedule: computes() brings `set` live from an empty memory, every
   // compute within the budget.
-  Found Run(std::vector<NodeId> set) {
+  Found Run(const std::vector<NodeId>& set) {
     std::vector<Frame> stack;
-    stack.push_back(MakeFrame(std::move(set)));
+    stack.push_back(MakeFrame(LatestFirst(graph_, set)));
+    for (NodeId v : stack.back().set) in_set_[v] = 1;
     while (!stack.empty()) {
       Frame& top = stack.back();
       if (top.set.empty()) {
@@ -79,24 +118,21 @@ class Search {
         return Found::kSchedule;
       }
       if (top.next == top.set.size() || top.live > budget_) {
-        remembered_bytes_ +=
-            kBytesPerRememberedSet +
-            static_cast<int64_t>(top.set.size() * sizeof(NodeId));
+        remembered_bytes_ += kBytesPerRememberedSet;
         if (remembered_bytes_ > max_bytes_) return Found::kGaveUp;
-        dead_ends_.insert(std::move(top.set));
-        stack.pop_back();
+        dead_ends_.insert(FingerprintOf(top.set));
+        Pop(stack);
         continue;
       }
       const NodeId x = top.set[top.next++];
-      if (MemoryComputingLast(graph_, top.set, top.live, x, in_set_) >
-          budget_) {
-        continue;
-      }
-      Frame child = MakeFrame(SetBefore(graph_, top.set, x));
-      if (dead_ends_.contains(child.set)) continue;
+      if (MemoryComputingLast(top, x) > budget_) continue;
+      Frame child = MakeFrame(SetBefore(top.set, x));
+      if (dead_ends_.contains(FingerprintOf(child.set))) continue;
       if ((++states_ & 1023) == 0 && deadline_.Expired()) {
         return Found::kGaveUp;
       }
+      in_set_[x] = 0;
+      for (NodeId u : child.added) in_set_[u] = 1;
       stack.push_back(std::move(child));
     }
     return Found::kNone;
@@ -110,14 +146,64 @@ class Search {
     std::vector<NodeId> set;  // latest in topological order first
     int64_t live = 0;
     size_t next = 0;  // the next member to try as the last computed
+    // The inputs of the parent's chosen member that were not in its set.
+    std::vector<NodeId> added;
   };
 
-  Frame MakeFrame(std::vector<NodeId> set) const {
-    Frame frame{.set = LatestFirst(graph_, std::move(set))};
+  // MemoryComputingLast of harness/reach_bound.h, for the top frame.
+  int64_t MemoryComputingLast(const Frame& top, NodeId x) const {
+    int64_t live = top.live - memory_model::ResidentBytes(graph_, x);
+    for (NodeId u : graph_.inputs(x)) {
+      if (!in_set_[u]) live += memory_model::ResidentBytes(graph_, u);
+    }
+    return memory_model::MemoryAtCompute(graph_, live, x);
+  }
+
+  // The top frame's set without x and with x's inputs, latest first: the
+  // set merged with the new inputs, sorted.
+  Frame SetBefore(const std::vector<NodeId>& set, NodeId x) const {
+    Frame child;
+    for (NodeId u : graph_.inputs(x)) {
+      if (!in_set_[u]) child.added.push_back(u);
+    }
+    child.added = LatestFirst(graph_, std::move(child.added));
+    child.set.reserve(set.size() + child.added.size());
+    auto later = [&](NodeId a, NodeId b) {
+      return graph_.topo_rank(a) > graph_.topo_rank(b);
+    };
+    auto added = child.added.begin();
+    for (NodeId v : set) {
+      if (v == x) continue;
+      while (added != child.added.end() && later(*added, v)) {
+        child.set.push_back(*added++);
+      }
+      child.set.push_back(v);
+    }
+    child.set.insert(child.set.end(), added, child.added.end());
+    return child;
+  }
+
+  Frame MakeFrame(Frame frame) const {
     for (NodeId v : frame.set) {
       frame.live += memory_model::ResidentBytes(graph_, v);
     }
     return frame;
+  }
+  Frame MakeFrame(std::vector<NodeId> set) const {
+    return MakeFrame(Frame{.set = std::move(set)});
+  }
+
+  // Leaves the parent's set marked.
+  void Pop(std::vector<Frame>& stack) {
+    const Frame& top = stack.back();
+    for (NodeId u : top.added) in_set_[u] = 0;
+    if (stack.size() > 1) {
+      const Frame& parent = stack[stack.size() - 2];
+      in_set_[parent.set[parent.next - 1]] = 1;
+    } else {
+      for (NodeId v : top.set) in_set_[v] = 0;
+    }
+    stack.pop_back();
   }
 
   const Graph& graph_;
@@ -125,7 +211,7 @@ class Search {
   const int64_t max_bytes_;
   const Deadline& deadline_;
   std::vector<uint8_t> in_set_;
-  std::unordered_set<std::vector<NodeId>, NodeSetHash> dead_ends_;
+  std::unordered_set<Fingerprint, FingerprintHash> dead_ends_;
   std::vector<NodeId> computes_;
   int64_t states_ = 0;
   int64_t remembered_bytes_ = 0;
@@ -187,8 +273,7 @@ class ReachSearch : public Algorithm {
           DropRecomputes(graph, std::move(computes), budget, request.deadline);
       computes = std::move(dropped.computes);
       message = fmt::format(
-          "{} of the search's {} computes removed{}", dropped.removed,
-          searched,
+          "{} of the search's {} computes removed{}", dropped.removed, searched,
           dropped.finished ? "" : " before the deadline stopped the pass");
     }
     AlgorithmOutput out =
