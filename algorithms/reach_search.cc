@@ -20,6 +20,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <iterator>
+#include <limits>
+#include <optional>
+#include <random>
 #include <unordered_set>
 #include <vector>
 
@@ -34,6 +38,9 @@ namespace {
 
 struct ReachSearchOptions {
   int64_t memory_mib;
+  int64_t restart_states;
+  int64_t jitter;
+  int64_t seed;
   bool drop_recomputes;
 };
 
@@ -42,49 +49,60 @@ const Options<ReachSearchOptions> kOptions(
               "MiB for the sets the search remembers, per target; past it "
               "the search gives up (too_large)",
               1),
+    IntOption(&ReachSearchOptions::restart_states, "restart_states", 100000,
+              "sets the first run may search before the search starts "
+              "again in another order, each run 1.5 times the last's, "
+              "keeping the dead ends found (0: one run)",
+              0),
+    IntOption(&ReachSearchOptions::jitter, "jitter", 10,
+              "in the runs after the first, each value's place in the "
+              "order the members are tried moves later by up to this many "
+              "places of the topological order, at random",
+              0),
+    IntOption(&ReachSearchOptions::seed, "seed", 0, "seed of the runs' orders",
+              0),
     BoolOption(&ReachSearchOptions::drop_recomputes, "drop_recomputes", true,
                "then remove recomputations while the schedule stays within "
                "the budget, until none can go or the deadline"));
 
-// A remembered set is kept as a 128-bit fingerprint of its members, not the
-// members themselves: sets of a few hundred values would take a kilobyte
-// each, and the search's reach is the number of sets it can remember. Two
-// different sets share a fingerprint with a probability near 2^-128 per
-// pair; among the 10^8 sets a search remembers at most, the chance that any
-// two collide (and a set is taken for a dead end it is not) is below 10^-22.
+// A remembered set is kept as a 128-bit fingerprint, the exclusive or of
+// its members' random keys (Zobrist hashing), not as its members: sets of
+// a few hundred values would take a kilobyte each, the search's reach is
+// the number of sets it can remember, and a set's fingerprint follows from
+// its parent's by the members that change, in whatever order a run keeps
+// them. Two different sets share a fingerprint with a probability of
+// 2^-128; among the 10^8 sets a search remembers at most, the chance that
+// any two collide (and a set is taken for a dead end it is not) is below
+// 10^-22.
 struct Fingerprint {
   uint64_t high = 0;
   uint64_t low = 0;
   bool operator==(const Fingerprint&) const = default;
+  Fingerprint& operator^=(const Fingerprint& other) {
+    high ^= other.high;
+    low ^= other.low;
+    return *this;
+  }
 };
 
 struct FingerprintHash {
   size_t operator()(const Fingerprint& print) const { return print.low; }
 };
 
-// splitmix64's finalizer: every bit of the result depends on every bit of
-// the argument.
-uint64_t Mix(uint64_t x) {
+// splitmix64: a well-mixed sequence of 64-bit values from a counter.
+uint64_t SplitMix(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
   return x ^ (x >> 31);
 }
 
-// Of a set in its one order (latest first); two chains with different seeds.
-Fingerprint FingerprintOf(const std::vector<NodeId>& set) {
-  Fingerprint print{.high = 0x9e3779b97f4a7c15ULL,
-                    .low = 0x632be59bd9b4e019ULL};
-  for (NodeId v : set) {
-    const auto id = static_cast<uint64_t>(static_cast<uint32_t>(v));
-    print.high = Mix(print.high ^ id);
-    print.low = Mix(print.low + id * 0xd6e8feb86659fd93ULL);
-  }
-  return print;
-}
-
 // What one remembered set takes in the hash set: the fingerprint, the
 // node's link and cached hash, the allocator's header and a bucket.
 constexpr int64_t kBytesPerRememberedSet = 64;
+
+// Each run after the first searches this many times as many sets.
+constexpr double kRestartGrowth = 1.5;
 
 enum class Found { kSchedule, kNone, kGaveUp };
 
@@ -92,22 +110,101 @@ enum class Found { kSchedule, kNone, kGaveUp };
 // choices is as long as the schedule. `in_set_` marks the top frame's set,
 // so that trying a member as the last computed costs its inputs, not the
 // set.
+//
+// A depth-first search that chose badly near its root can spend long below
+// it: its time to a schedule varies widely with the order it tries the
+// members in. So it runs again and again from the root, each run searching
+// 1.5 times as many sets as the last, in an order perturbed at random
+// (randomized restarts, Gomes, Selman and Kautz, "Boosting Combinatorial
+// Search Through Randomization", AAAI 1998). A dead end stays one in every
+// order, so all runs share what they remembered and each later run skips
+// it; a run that ends without a schedule proves that none exists, as a
+// single run would.
 class Search {
  public:
   Search(const Graph& graph, int64_t budget, int64_t max_bytes,
-         const Deadline& deadline)
+         const ReachSearchOptions& options, const Deadline& deadline)
       : graph_(graph),
         budget_(budget),
         max_bytes_(max_bytes),
+        options_(options),
         deadline_(deadline),
-        in_set_(graph.num_nodes(), 0) {}
+        in_set_(graph.num_nodes(), 0),
+        keys_(graph.num_nodes()),
+        place_(graph.num_nodes()) {
+    for (NodeId v = 0; v < graph.num_nodes(); ++v) {
+      const auto id = static_cast<uint64_t>(v);
+      keys_[v] = {.high = SplitMix(2 * id), .low = SplitMix(2 * id + 1)};
+    }
+  }
 
   // kSchedule: computes() brings `set` live from an empty memory, every
   // compute within the budget.
   Found Run(const std::vector<NodeId>& set) {
+    double run_states = static_cast<double>(options_.restart_states);
+    for (int64_t run = 0;; ++run) {
+      OrderMembers(run);
+      const int64_t cutoff = options_.restart_states == 0
+                                 ? std::numeric_limits<int64_t>::max()
+                                 : states_ + static_cast<int64_t>(run_states);
+      const std::optional<Found> found = RunOnce(set, cutoff);
+      if (found) return *found;
+      std::fill(in_set_.begin(), in_set_.end(), 0);
+      ++restarts_;
+      run_states *= kRestartGrowth;
+    }
+  }
+
+  const std::vector<NodeId>& computes() const { return computes_; }
+  int64_t states() const { return states_; }
+  int64_t restarts() const { return restarts_; }
+
+ private:
+  struct Frame {
+    std::vector<NodeId> set;  // in the order a run tries its members
+    Fingerprint print;
+    int64_t live = 0;
+    size_t next = 0;  // the next member to try as the last computed
+    // The inputs of the parent's chosen member that were not in its set.
+    std::vector<NodeId> added;
+  };
+
+  // The order a run tries a set's members in as the last computed: latest
+  // in topological order first, which read forwards keeps what a schedule
+  // without recomputation would; after the first run, each place moved
+  // later by up to `jitter` places at random.
+  void OrderMembers(int64_t run) {
+    std::mt19937_64 random(SplitMix(static_cast<uint64_t>(options_.seed)) ^
+                           static_cast<uint64_t>(run));
+    std::uniform_real_distribution<double> shift(
+        0, static_cast<double>(options_.jitter));
+    for (NodeId v = 0; v < graph_.num_nodes(); ++v) {
+      place_[v] = static_cast<double>(graph_.topo_rank(v)) +
+                  (run == 0 ? 0.0 : shift(random));
+    }
+  }
+  bool TriedFirst(NodeId a, NodeId b) const {
+    return place_[a] != place_[b] ? place_[a] > place_[b]
+                                  : graph_.topo_rank(a) > graph_.topo_rank(b);
+  }
+
+  // One run, until a schedule, a proof that none exists, a limit
+  // (kGaveUp), or `cutoff` states (nullopt).
+  std::optional<Found> RunOnce(const std::vector<NodeId>& set, int64_t cutoff) {
     std::vector<Frame> stack;
-    stack.push_back(MakeFrame(LatestFirst(graph_, set)));
-    for (NodeId v : stack.back().set) in_set_[v] = 1;
+    {
+      Frame root;
+      for (NodeId v : set) {
+        if (in_set_[v]) continue;
+        in_set_[v] = 1;
+        root.set.push_back(v);
+        root.print ^= keys_[v];
+        root.live += memory_model::ResidentBytes(graph_, v);
+      }
+      std::sort(root.set.begin(), root.set.end(),
+                [&](NodeId a, NodeId b) { return TriedFirst(a, b); });
+      stack.push_back(std::move(root));
+    }
     while (!stack.empty()) {
       Frame& top = stack.back();
       if (top.set.empty()) {
@@ -120,35 +217,24 @@ class Search {
       if (top.next == top.set.size() || top.live > budget_) {
         remembered_bytes_ += kBytesPerRememberedSet;
         if (remembered_bytes_ > max_bytes_) return Found::kGaveUp;
-        dead_ends_.insert(FingerprintOf(top.set));
+        dead_ends_.insert(top.print);
         Pop(stack);
         continue;
       }
       const NodeId x = top.set[top.next++];
       if (MemoryComputingLast(top, x) > budget_) continue;
-      Frame child = MakeFrame(SetBefore(top.set, x));
-      if (dead_ends_.contains(FingerprintOf(child.set))) continue;
+      Frame child = SetBefore(top, x);
+      if (dead_ends_.contains(child.print)) continue;
       if ((++states_ & 1023) == 0 && deadline_.Expired()) {
         return Found::kGaveUp;
       }
+      if (states_ > cutoff) return std::nullopt;
       in_set_[x] = 0;
       for (NodeId u : child.added) in_set_[u] = 1;
       stack.push_back(std::move(child));
     }
     return Found::kNone;
   }
-
-  const std::vector<NodeId>& computes() const { return computes_; }
-  int64_t states() const { return states_; }
-
- private:
-  struct Frame {
-    std::vector<NodeId> set;  // latest in topological order first
-    int64_t live = 0;
-    size_t next = 0;  // the next member to try as the last computed
-    // The inputs of the parent's chosen member that were not in its set.
-    std::vector<NodeId> added;
-  };
 
   // MemoryComputingLast of harness/reach_bound.h, for the top frame.
   int64_t MemoryComputingLast(const Frame& top, NodeId x) const {
@@ -159,38 +245,28 @@ class Search {
     return memory_model::MemoryAtCompute(graph_, live, x);
   }
 
-  // The top frame's set without x and with x's inputs, latest first: the
-  // set merged with the new inputs, sorted.
-  Frame SetBefore(const std::vector<NodeId>& set, NodeId x) const {
-    Frame child;
+  // The top frame's set without x and with x's inputs, in the run's order:
+  // the set merged with the new inputs, sorted.
+  Frame SetBefore(const Frame& top, NodeId x) const {
+    Frame child{.print = top.print, .live = top.live};
+    child.print ^= keys_[x];
+    child.live -= memory_model::ResidentBytes(graph_, x);
     for (NodeId u : graph_.inputs(x)) {
-      if (!in_set_[u]) child.added.push_back(u);
-    }
-    child.added = LatestFirst(graph_, std::move(child.added));
-    child.set.reserve(set.size() + child.added.size());
-    auto later = [&](NodeId a, NodeId b) {
-      return graph_.topo_rank(a) > graph_.topo_rank(b);
-    };
-    auto added = child.added.begin();
-    for (NodeId v : set) {
-      if (v == x) continue;
-      while (added != child.added.end() && later(*added, v)) {
-        child.set.push_back(*added++);
+      if (in_set_[u] || std::find(child.added.begin(), child.added.end(), u) !=
+                            child.added.end()) {
+        continue;
       }
-      child.set.push_back(v);
+      child.added.push_back(u);
+      child.print ^= keys_[u];
+      child.live += memory_model::ResidentBytes(graph_, u);
     }
-    child.set.insert(child.set.end(), added, child.added.end());
+    const auto first = [&](NodeId a, NodeId b) { return TriedFirst(a, b); };
+    std::sort(child.added.begin(), child.added.end(), first);
+    child.set.reserve(top.set.size() + child.added.size());
+    std::merge(top.set.begin(), top.set.end(), child.added.begin(),
+               child.added.end(), std::back_inserter(child.set), first);
+    child.set.erase(std::find(child.set.begin(), child.set.end(), x));
     return child;
-  }
-
-  Frame MakeFrame(Frame frame) const {
-    for (NodeId v : frame.set) {
-      frame.live += memory_model::ResidentBytes(graph_, v);
-    }
-    return frame;
-  }
-  Frame MakeFrame(std::vector<NodeId> set) const {
-    return MakeFrame(Frame{.set = std::move(set)});
   }
 
   // Leaves the parent's set marked.
@@ -209,11 +285,15 @@ class Search {
   const Graph& graph_;
   const int64_t budget_;
   const int64_t max_bytes_;
+  const ReachSearchOptions& options_;
   const Deadline& deadline_;
   std::vector<uint8_t> in_set_;
+  std::vector<Fingerprint> keys_;  // each node's random key
+  std::vector<double> place_;      // the run's order: the larger, the first
   std::unordered_set<Fingerprint, FingerprintHash> dead_ends_;
   std::vector<NodeId> computes_;
   int64_t states_ = 0;
+  int64_t restarts_ = 0;
   int64_t remembered_bytes_ = 0;
 };
 
@@ -226,6 +306,7 @@ class ReachSearch : public Algorithm {
     const int64_t budget = request.budget_bytes;
     std::vector<NodeId> computes;
     int64_t states = 0;
+    int64_t restarts = 0;
     for (NodeId t : graph.topological_order()) {
       if (!graph.is_target(t)) continue;
       if (memory_model::LeastMemoryToCompute(graph, t) > budget) {
@@ -238,10 +319,11 @@ class ReachSearch : public Algorithm {
       // More than a pebibyte is no limit.
       Search search(graph, budget,
                     std::min<int64_t>(memory_mib, int64_t{1} << 30) << 20,
-                    request.deadline);
+                    options, request.deadline);
       const auto in = graph.inputs(t);
       const Found found = search.Run({in.begin(), in.end()});
       states += search.states();
+      restarts += search.restarts();
       if (found == Found::kGaveUp) {
         if (request.deadline.Expired()) {
           return AlgorithmOutput::NoSchedule(
@@ -279,6 +361,7 @@ class ReachSearch : public Algorithm {
     AlgorithmOutput out =
         AlgorithmOutput::Found(InsertFrees(graph, computes), message);
     out.extra["states"] = states;
+    out.extra["restarts"] = restarts;
     return out;
   }
 };
