@@ -307,6 +307,12 @@ class ReachSearch : public Algorithm {
     std::vector<NodeId> computes;
     int64_t states = 0;
     int64_t restarts = 0;
+    // Every answer after a search says how far it went.
+    const auto searched = [&](AlgorithmOutput out) {
+      out.extra["states"] = states;
+      out.extra["restarts"] = restarts;
+      return out;
+    };
     for (NodeId t : graph.topological_order()) {
       if (!graph.is_target(t)) continue;
       if (memory_model::LeastMemoryToCompute(graph, t) > budget) {
@@ -326,23 +332,23 @@ class ReachSearch : public Algorithm {
       restarts += search.restarts();
       if (found == Found::kGaveUp) {
         if (request.deadline.Expired()) {
-          return AlgorithmOutput::NoSchedule(
+          return searched(AlgorithmOutput::NoSchedule(
               Status::kTimeout,
               fmt::format("deadline reached searching for {}'s inputs",
-                          graph.node_name(t)));
+                          graph.node_name(t))));
         }
-        return AlgorithmOutput::NoSchedule(
+        return searched(AlgorithmOutput::NoSchedule(
             Status::kTooLarge,
             fmt::format("the sets remembered searching for {}'s inputs "
                         "outgrew memory_mib={} ({} sets searched)",
-                        graph.node_name(t), memory_mib, search.states()));
+                        graph.node_name(t), memory_mib, search.states())));
       }
       if (found == Found::kNone) {
-        return AlgorithmOutput::NoSchedule(
+        return searched(AlgorithmOutput::NoSchedule(
             Status::kInfeasible,
             fmt::format("no schedule brings {}'s inputs live within the "
                         "budget ({} sets searched, all)",
-                        graph.node_name(t), search.states()));
+                        graph.node_name(t), search.states())));
       }
       computes.insert(computes.end(), search.computes().begin(),
                       search.computes().end());
@@ -350,19 +356,17 @@ class ReachSearch : public Algorithm {
     }
     std::string message;
     if (options.drop_recomputes) {
-      const size_t searched = computes.size();
+      const size_t found_computes = computes.size();
       DroppedRecomputes dropped =
           DropRecomputes(graph, std::move(computes), budget, request.deadline);
       computes = std::move(dropped.computes);
       message = fmt::format(
-          "{} of the search's {} computes removed{}", dropped.removed, searched,
+          "{} of the search's {} computes removed{}", dropped.removed,
+          found_computes,
           dropped.finished ? "" : " before the deadline stopped the pass");
     }
-    AlgorithmOutput out =
-        AlgorithmOutput::Found(InsertFrees(graph, computes), message);
-    out.extra["states"] = states;
-    out.extra["restarts"] = restarts;
-    return out;
+    return searched(
+        AlgorithmOutput::Found(InsertFrees(graph, computes), message));
   }
 };
 
