@@ -45,7 +45,7 @@ struct ReachSearchOptions {
 };
 
 const Options<ReachSearchOptions> kOptions(
-    IntOption(&ReachSearchOptions::memory_mib, "memory_mib", 64,
+    IntOption(&ReachSearchOptions::memory_mib, "memory_mib", 128,
               "MiB for the sets the search remembers, per target; past it "
               "the search gives up (too_large)",
               1),
@@ -55,9 +55,9 @@ const Options<ReachSearchOptions> kOptions(
               "keeping the dead ends found (0: one run)",
               0),
     IntOption(&ReachSearchOptions::jitter, "jitter", 10,
-              "in the runs after the first, each value's place in the "
-              "order the members are tried moves later by up to this many "
-              "places of the topological order, at random",
+              "in the runs after the first, each value is tried as if up "
+              "to this many places later in the topological order, at "
+              "random",
               0),
     IntOption(&ReachSearchOptions::seed, "seed", 0, "seed of the runs' orders",
               0),
@@ -171,8 +171,8 @@ class Search {
 
   // The order a run tries a set's members in as the last computed: latest
   // in topological order first, which read forwards keeps what a schedule
-  // without recomputation would; after the first run, each place moved
-  // later by up to `jitter` places at random.
+  // without recomputation would; after the first run, each value as if up
+  // to `jitter` places later, at random.
   void OrderMembers(int64_t run) {
     std::mt19937_64 random(SplitMix(static_cast<uint64_t>(options_.seed)) ^
                            static_cast<uint64_t>(run));

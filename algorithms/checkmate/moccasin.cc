@@ -124,13 +124,13 @@ std::optional<AlgorithmOutput> Refuse(const Graph& graph,
 // is among the warm starts: reach_search, which finds a schedule within the
 // budget wherever one exists and its remembered sets fit, once more with a
 // quarter of the time left and kLastResortMib of memory (at most a quarter
-// of the memory limit; as a warm start among thirteen it has 64 MiB and at
-// most 5 s). On Checkmate's 500-node random layered graph at 70% of the
-// NoRemat peak it gives up at 64 MiB and finds a schedule in 53 s with
-// 1 GiB, where CP-SAT finds none of the class in 10 minutes
-// (results/moccasin_scale). Its schedule counts as outside the class only
-// where it computes a value more than C times, so that the answer's
-// message is true; else it is not used.
+// of the memory limit; as a warm start among thirteen it has its default
+// memory and at most 5 s). On Checkmate's 1,000-node random layered graph
+// at 70% of the NoRemat peak no warm start fits in 5 s, and the last
+// resort's schedule is the answer, where CP-SAT finds none of the class in
+// 10 minutes (results/moccasin_scale). Its schedule counts as outside the
+// class only where it computes a value more than C times, so that the
+// answer's message is true; else it is not used.
 constexpr int64_t kLastResortMib = 1024;
 
 std::optional<Incumbent> LastResort(const Graph& graph,
