@@ -30,7 +30,6 @@
 #include "algorithms/common/drop_recomputes.h"
 #include "harness/liveness.h"
 #include "harness/memory_model.h"
-#include "harness/reach_bound.h"
 #include "harness/registry.h"
 
 namespace remat {
@@ -236,7 +235,8 @@ class Search {
     return Found::kNone;
   }
 
-  // MemoryComputingLast of harness/reach_bound.h, for the top frame.
+  // The memory while x, a member of the top frame's set, is computed last:
+  // the set live but x, x's inputs, and x's step.
   int64_t MemoryComputingLast(const Frame& top, NodeId x) const {
     int64_t live = top.live - memory_model::ResidentBytes(graph_, x);
     for (NodeId u : graph_.inputs(x)) {

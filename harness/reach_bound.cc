@@ -12,6 +12,57 @@ namespace remat {
 
 namespace {
 
+// The steps of the recursion.
+
+// FNV-1a over a set of nodes kept as a vector in one order: the key of the
+// sets the search remembers.
+struct NodeSetHash {
+  size_t operator()(const std::vector<NodeId>& set) const {
+    uint64_t h = 1469598103934665603ULL;
+    for (NodeId v : set) h = (h ^ static_cast<uint32_t>(v)) * 1099511628211ULL;
+    return static_cast<size_t>(h);
+  }
+};
+
+// `set` without repeats, latest in topological order first: the order in
+// which the search tries the members as the last computed, which is the
+// order a schedule bringing the set live computes them in reverse.
+std::vector<NodeId> LatestFirst(const Graph& graph, std::vector<NodeId> set) {
+  std::sort(set.begin(), set.end(), [&](NodeId a, NodeId b) {
+    return graph.topo_rank(a) > graph.topo_rank(b);
+  });
+  set.erase(std::unique(set.begin(), set.end()), set.end());
+  return set;
+}
+
+// The memory while x, a member of `set`, is computed last: `set` live
+// (`set_bytes` resident in all) but x itself, x's inputs, and x's step
+// (MemoryAtCompute). `scratch` has one zero byte per node, and is left so.
+int64_t MemoryComputingLast(const Graph& graph, const std::vector<NodeId>& set,
+                            int64_t set_bytes, NodeId x,
+                            std::vector<uint8_t>& scratch) {
+  for (NodeId v : set) scratch[v] = 1;
+  int64_t live = set_bytes - memory_model::ResidentBytes(graph, x);
+  for (NodeId u : graph.inputs(x)) {
+    if (!scratch[u]) live += memory_model::ResidentBytes(graph, u);
+  }
+  for (NodeId v : set) scratch[v] = 0;
+  return memory_model::MemoryAtCompute(graph, live, x);
+}
+
+// The set just before x, a member of `set`, is computed: the rest of `set`
+// and x's inputs (unsorted, possibly with repeats).
+std::vector<NodeId> SetBefore(const Graph& graph,
+                              const std::vector<NodeId>& set, NodeId x) {
+  std::vector<NodeId> before;
+  before.reserve(set.size() + graph.inputs(x).size());
+  for (NodeId v : set) {
+    if (v != x) before.push_back(v);
+  }
+  for (NodeId u : graph.inputs(x)) before.push_back(u);
+  return before;
+}
+
 // Decides one level: whether some needed node's inputs cannot be brought
 // live together below `level` bytes.
 class LevelProof {
@@ -124,43 +175,6 @@ class LevelProof {
 };
 
 }  // namespace
-
-size_t NodeSetHash::operator()(const std::vector<NodeId>& set) const {
-  uint64_t h = 1469598103934665603ULL;
-  for (NodeId v : set) h = (h ^ static_cast<uint32_t>(v)) * 1099511628211ULL;
-  return static_cast<size_t>(h);
-}
-
-std::vector<NodeId> LatestFirst(const Graph& graph, std::vector<NodeId> set) {
-  std::sort(set.begin(), set.end(), [&](NodeId a, NodeId b) {
-    return graph.topo_rank(a) > graph.topo_rank(b);
-  });
-  set.erase(std::unique(set.begin(), set.end()), set.end());
-  return set;
-}
-
-int64_t MemoryComputingLast(const Graph& graph,
-                            const std::vector<NodeId>& set, int64_t set_bytes,
-                            NodeId x, std::vector<uint8_t>& scratch) {
-  for (NodeId v : set) scratch[v] = 1;
-  int64_t live = set_bytes - memory_model::ResidentBytes(graph, x);
-  for (NodeId u : graph.inputs(x)) {
-    if (!scratch[u]) live += memory_model::ResidentBytes(graph, u);
-  }
-  for (NodeId v : set) scratch[v] = 0;
-  return memory_model::MemoryAtCompute(graph, live, x);
-}
-
-std::vector<NodeId> SetBefore(const Graph& graph,
-                              const std::vector<NodeId>& set, NodeId x) {
-  std::vector<NodeId> before;
-  before.reserve(set.size() + graph.inputs(x).size());
-  for (NodeId v : set) {
-    if (v != x) before.push_back(v);
-  }
-  for (NodeId u : graph.inputs(x)) before.push_back(u);
-  return before;
-}
 
 ReachBound ReachLowerBound(const Graph& graph, const ReachBoundLimits& limits) {
   const auto deadline =

@@ -65,29 +65,4 @@ struct ReachBound {
 ReachBound ReachLowerBound(const Graph& graph,
                            const ReachBoundLimits& limits = {});
 
-// The steps of the recursion that this search and reach_search share.
-
-// FNV-1a over a set of nodes kept as a vector in one order: the key of the
-// sets both remember.
-struct NodeSetHash {
-  size_t operator()(const std::vector<NodeId>& set) const;
-};
-
-// `set` without repeats, latest in topological order first: the order in
-// which both try the members as the last computed, which is the order a
-// schedule bringing the set live computes them in reverse.
-std::vector<NodeId> LatestFirst(const Graph& graph, std::vector<NodeId> set);
-
-// The memory while x, a member of `set`, is computed last: `set` live
-// (`set_bytes` resident in all) but x itself, x's inputs, and x's step
-// (MemoryAtCompute). `scratch` has one zero byte per node, and is left so.
-int64_t MemoryComputingLast(const Graph& graph,
-                            const std::vector<NodeId>& set, int64_t set_bytes,
-                            NodeId x, std::vector<uint8_t>& scratch);
-
-// The set just before x, a member of `set`, is computed: the rest of `set`
-// and x's inputs (unsorted, possibly with repeats).
-std::vector<NodeId> SetBefore(const Graph& graph,
-                              const std::vector<NodeId>& set, NodeId x);
-
 }  // namespace remat
