@@ -132,6 +132,24 @@ TEST(ReachSearch, FitsSeventyPercentOfCheckmates250NodeGraph) {
   EXPECT_LE(r.peak_bytes, budget);
 }
 
+// Where one run of the search outgrew 1 GiB of remembered sets: Checkmate's
+// random layered graph of 1,000 nodes at 70% of its NoRemat peak. The
+// restarts find a schedule within the default memory.
+TEST(ReachSearch, FitsSeventyPercentOfCheckmates1000NodeGraph) {
+  const std::string path =
+      testing::SourceDir() +
+      "/../shared/peer-graphs/checkmate2020/"
+      "random_layered_n1000_w0.31_nlv0.75_ed0.2_scd0.14.json";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not found";
+  const Graph graph = LoadGraph(path);
+  const auto budget = static_cast<int64_t>(0.7 * NoRematPeak(graph));
+  const SolveResult r = testing::Solve("reach_search", graph, budget,
+                                       {"drop_recomputes=false"}, 600);
+  EXPECT_EQ(r.status, Status::kFeasible) << r.message;
+  EXPECT_LE(r.peak_bytes, budget);
+  EXPECT_GT(r.extra.value("restarts", 0), 0);
+}
+
 // Sizes spread over two orders of magnitude, so that the sets leave small
 // values out.
 TEST(ReachBound, NeverAboveTheLeastPeak) {
