@@ -77,6 +77,13 @@ def class_bound(run):
     return run["lower_bound_cost"] or None
 
 
+def answer_bound(run, base_cost):
+    """What bounds the answer's cost: the class's bound where the answer
+    is in the class; the base cost where it is a heuristic's schedule
+    outside the class, which the class's bound does not bound."""
+    return base_cost if run.get("outside_class") else class_bound(run)
+
+
 def solve(remat, graph, spec, budget, seconds):
     """One `remat solve --json`: its record, with the process's wall time."""
     name, _, params = spec.partition(":")
@@ -138,7 +145,9 @@ def report(doc, path):
              "where none fits. `bound`: the class's lower bound on the "
              "cost (`staged_lower_bound_cost`: optimal among staged "
              "schedules, in moccasin's case computing each value at most "
-             "twice) over the same; `gap`: (cost - bound) / cost. `mem LB`: "
+             "twice) over the same; `gap`: (cost - bound) / cost, where the "
+             "answer is in the class (`base gap` bounds the others). "
+             "`mem LB`: "
              "the memory lower bound (`remat graph info`'s "
              "lower_bound_bytes, no schedule peaks lower) over the budget. "
              "`base gap`: (cost - base cost) / cost, where the base cost "
@@ -169,7 +178,8 @@ def report(doc, path):
                 + (f"{cost / ref:.4f}" if cost and ref else
                    "-" if cost is None else f"{cost}") + " | "
                 + (f"{lb / ref:.4f}" if lb is not None and ref else "-")
-                + " | " + gap_text(cost, lb)
+                + " | " + gap_text(cost, None if r.get("outside_class")
+                                   else lb)
                 + " | " + gap_text(cost, p.get("base_cost"))
                 + f" | {r['wall_seconds']} | {outside_class(r['message'])} | "
                 + (r.get("outside_class") or "") + " |")
@@ -225,7 +235,10 @@ def latest(folder):
              "over the graph's base cost (each needed node computed once), "
              "which bounds every schedule's cost; `bound`: the class's "
              "lower bound (`staged_lower_bound_cost`); `answered`: the "
-             "heuristic whose schedule, outside the class, is the answer.",
+             "heuristic whose schedule, outside the class, is the answer; "
+             "`gap`: (cost - bound) / cost, to the base cost where the "
+             "answer is outside the class, which the class's bound does "
+             "not bound.",
              "",
              "| graph | budget | solver | limit s | status | cost / base | "
              "bound / base | gap | answered | s | commit | file |",
@@ -241,7 +254,7 @@ def latest(folder):
             + (" (optimal)" if r.get("optimal") else "") + " | "
             + (f"{cost / b:.4f}" if cost and b else "-") + " | "
             + (f"{lb / b:.4f}" if lb is not None and b else "-") + " | "
-            + gap_text(cost, lb)
+            + gap_text(cost, answer_bound(r, b))
             + f" | {r.get('outside_class') or ''} | {r['wall_seconds']} | "
             f"{doc['git_commit']} | {path} |")
     files.write_text(os.path.join(folder, "latest.md"),
