@@ -115,14 +115,18 @@ TEST(ReachSearch, FitsExactlyFromTheLeastPeak) {
   EXPECT_NE(below.message.find("all"), std::string::npos) << below.message;
 }
 
+// One of Checkmate's random layered graphs in ../shared/peer-graphs, by
+// file name.
+std::string CheckmateGraphPath(const std::string& file) {
+  return testing::SourceDir() + "/../shared/peer-graphs/checkmate2020/" + file;
+}
+
 // Where no other heuristic and neither staged solver found a schedule in 10
 // minutes (results/moccasin_scale/least-peak/cpu.md): Checkmate's random
 // layered graph of 250 nodes at 70% of its NoRemat peak.
 TEST(ReachSearch, FitsSeventyPercentOfCheckmates250NodeGraph) {
-  const std::string path =
-      testing::SourceDir() +
-      "/../shared/peer-graphs/checkmate2020/"
-      "random_layered_n250_w0.43_nlv0.75_ed0.2_scd0.14.json";
+  const std::string path = CheckmateGraphPath(
+      "random_layered_n250_w0.43_nlv0.75_ed0.2_scd0.14.json");
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not found";
   const Graph graph = LoadGraph(path);
   const int64_t budget =
@@ -136,10 +140,8 @@ TEST(ReachSearch, FitsSeventyPercentOfCheckmates250NodeGraph) {
 // random layered graph of 1,000 nodes at 70% of its NoRemat peak. The
 // restarts find a schedule within the default memory.
 TEST(ReachSearch, FitsSeventyPercentOfCheckmates1000NodeGraph) {
-  const std::string path =
-      testing::SourceDir() +
-      "/../shared/peer-graphs/checkmate2020/"
-      "random_layered_n1000_w0.31_nlv0.75_ed0.2_scd0.14.json";
+  const std::string path = CheckmateGraphPath(
+      "random_layered_n1000_w0.31_nlv0.75_ed0.2_scd0.14.json");
   if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not found";
   const Graph graph = LoadGraph(path);
   const auto budget = static_cast<int64_t>(0.7 * NoRematPeak(graph));
