@@ -24,10 +24,10 @@
 #include <limits>
 #include <optional>
 #include <random>
-#include <unordered_set>
 #include <vector>
 
 #include "algorithms/common/drop_recomputes.h"
+#include "algorithms/common/fingerprint.h"
 #include "harness/liveness.h"
 #include "harness/memory_model.h"
 #include "harness/registry.h"
@@ -64,42 +64,6 @@ const Options<ReachSearchOptions> kOptions(
                "then remove recomputations while the schedule stays within "
                "the budget, until none can go or the deadline"));
 
-// A remembered set is kept as a 128-bit fingerprint, the exclusive or of
-// its members' random keys (Zobrist hashing), not as its members: sets of
-// a few hundred values would take a kilobyte each, the search's reach is
-// the number of sets it can remember, and a set's fingerprint follows from
-// its parent's by the members that change, in whatever order a run keeps
-// them. Two different sets share a fingerprint with a probability of
-// 2^-128; among the 10^8 sets a search remembers at most, the chance that
-// any two collide (and a set is taken for a dead end it is not) is below
-// 10^-22.
-struct Fingerprint {
-  uint64_t high = 0;
-  uint64_t low = 0;
-  bool operator==(const Fingerprint&) const = default;
-  Fingerprint& operator^=(const Fingerprint& other) {
-    high ^= other.high;
-    low ^= other.low;
-    return *this;
-  }
-};
-
-struct FingerprintHash {
-  size_t operator()(const Fingerprint& print) const { return print.low; }
-};
-
-// splitmix64: a well-mixed sequence of 64-bit values from a counter.
-uint64_t SplitMix(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-// What one remembered set takes in the hash set: the fingerprint, the
-// node's link and cached hash, the allocator's header and a bucket.
-constexpr int64_t kBytesPerRememberedSet = 64;
-
 // Each run after the first searches this many times as many sets.
 constexpr double kRestartGrowth = 1.5;
 
@@ -125,17 +89,12 @@ class Search {
          const ReachSearchOptions& options, const Deadline& deadline)
       : graph_(graph),
         budget_(budget),
-        max_bytes_(max_bytes),
         options_(options),
         deadline_(deadline),
         in_set_(graph.num_nodes(), 0),
-        keys_(graph.num_nodes()),
-        place_(graph.num_nodes()) {
-    for (NodeId v = 0; v < graph.num_nodes(); ++v) {
-      const auto id = static_cast<uint64_t>(v);
-      keys_[v] = {.high = SplitMix(2 * id), .low = SplitMix(2 * id + 1)};
-    }
-  }
+        keys_(FingerprintKeys(graph)),
+        place_(graph.num_nodes()),
+        dead_ends_(max_bytes) {}
 
   // kSchedule: computes() brings `set` live from an empty memory, every
   // compute within the budget.
@@ -214,9 +173,7 @@ class Search {
         return Found::kSchedule;
       }
       if (top.next == top.set.size() || top.live > budget_) {
-        remembered_bytes_ += kBytesPerRememberedSet;
-        if (remembered_bytes_ > max_bytes_) return Found::kGaveUp;
-        dead_ends_.insert(top.print);
+        if (!dead_ends_.Insert(top.print)) return Found::kGaveUp;
         Pop(stack);
         continue;
       }
@@ -284,17 +241,15 @@ class Search {
 
   const Graph& graph_;
   const int64_t budget_;
-  const int64_t max_bytes_;
   const ReachSearchOptions& options_;
   const Deadline& deadline_;
   std::vector<uint8_t> in_set_;
   std::vector<Fingerprint> keys_;  // each node's random key
   std::vector<double> place_;      // the run's order: the larger, the first
-  std::unordered_set<Fingerprint, FingerprintHash> dead_ends_;
+  DeadEnds dead_ends_;
   std::vector<NodeId> computes_;
   int64_t states_ = 0;
   int64_t restarts_ = 0;
-  int64_t remembered_bytes_ = 0;
 };
 
 class ReachSearch : public Algorithm {

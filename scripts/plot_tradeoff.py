@@ -48,7 +48,7 @@ from rematbench.curves import (  # noqa: E402
     registry_order, run_label)
 
 MARKERS = ["o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "p", "h", "d",
-           "H", "8", "x", "+", "1", "|"]
+           "H", "8", "x", "+", "1", "|", "4"]
 LINESTYLES = ["-", "--", "-.", ":"]
 DEFAULT_REMAT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                              "build", "remat")

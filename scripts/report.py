@@ -59,11 +59,12 @@ SHAPES = [
     "M-0.55,0L0,-1L0.55,0L0,1Z",
     "M-1,0L-0.5,-0.87L0.5,-0.87L1,0L0.5,0.87L-0.5,0.87Z",
     "M-0.41,-1L0.41,-1L1,-0.41L1,0.41L0.41,1L-0.41,1L-1,0.41L-1,-0.41Z",
-    # hourglass, house, trapezoid, bar
+    # hourglass, house, trapezoid, bar, arrow
     "M-1,-1L1,-1L0.15,0L1,1L-1,1L-0.15,0Z",
     "M-1,1L-1,-0.2L0,-1L1,-0.2L1,1Z",
     "M-1,0.7L-0.5,-0.7L0.5,-0.7L1,0.7Z",
     "M-0.35,-1L0.35,-1L0.35,1L-0.35,1Z",
+    "M0,-1L1,0L0.35,0L0.35,1L-0.35,1L-0.35,0L-1,0Z",
 ]
 STATUS_COLORS = {  # the status strip under each chart
     "feasible": "#4daf4a",

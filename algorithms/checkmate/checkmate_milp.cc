@@ -23,7 +23,9 @@
 // The result carries the solver's proven bound and gap; `optimal` means
 // optimal among staged schedules only, so the bound is reported as
 // staged_lower_bound_cost and never as a bound on other algorithms
-// (exact_search tells what the staged class gives away). The schedule is
+// (exact_search tells what the staged class gives away), except where the
+// start costs the base cost: it is then optimal among all schedules and
+// the answer without a solver (BaseCostAnswer). The schedule is
 // extracted stage by stage from R and S and simulated like every other.
 #include "algorithms/checkmate/checkmate_model.h"
 #include "algorithms/checkmate/staged_milp.h"
@@ -59,6 +61,7 @@ class CheckmateMilp : public Algorithm {
     // The staged class, and so the MILP's optimum, depends on the stage
     // order (BestStagedStart).
     StagedStart start = BestStagedStart(graph, request, options.checkmate);
+    if (auto optimal = BaseCostAnswer(graph, start)) return std::move(*optimal);
     const ClassAnswer answer(graph, request, start,
                              MilpSolverName(options.solver));
     return answer.Answer(SolveStagedMilp(

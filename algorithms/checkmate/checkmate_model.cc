@@ -563,6 +563,24 @@ std::vector<OptionField<CheckmateOptions>> CheckmateOptionFields(
                    "(together at most a quarter of the time left)")};
 }
 
+std::optional<AlgorithmOutput> BaseCostAnswer(const Graph& graph,
+                                              const StagedStart& start) {
+  const int64_t base_cost = BaseCost(graph);
+  if (!start.incumbent || start.incumbent->cost > base_cost) {
+    return std::nullopt;
+  }
+  AlgorithmOutput out = AlgorithmOutput::Found(
+      start.incumbent->schedule,
+      fmt::format("warm start {} costs the base cost, which bounds every "
+                  "schedule: optimal, no solver run",
+                  start.incumbent->algorithm));
+  out.optimal = true;
+  out.lower_bound_cost = base_cost;
+  out.staged_lower_bound_cost = base_cost;
+  out.extra["stage_order"] = start.order_source;
+  return out;
+}
+
 ClassAnswer::ClassAnswer(const Graph& graph, const SolveRequest& request,
                          const StagedStart& start, std::string_view solver)
     : graph_(graph),

@@ -46,7 +46,8 @@
 // and the class has no schedule or a dearer one, that schedule is the
 // answer (ClassAnswer), not optimal, with the class's bound kept;
 // where none fits at all, reach_search gets more time and memory first
-// (LastResort).
+// (LastResort). A start at the base cost is optimal among all schedules
+// and the answer without a solver (BaseCostAnswer).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -79,10 +80,12 @@ struct MoccasinOptions {
 // than twice staged; without it moccasin on CP-SAT answered 0.5-0.8%
 // dearer than dtr after 60 s (results/moccasin_scale). reach_search fits
 // where no other heuristic does (Checkmate's random layered graphs at
-// 70%), mostly outside the class, and then is the answer.
+// 70%), mostly outside the class, and then is the answer. order_search,
+// as in kStagedHeuristics.
 inline constexpr const char* kMoccasinWarmStart =
     "checkmate_lp+checkpoint_last+chen_greedy+chen_recursive+chen_sqrtn+"
-    "dp_approx+dp_exact+dtr+noremat+reach_search+revolve+rotor+twremat";
+    "dp_approx+dp_exact+dtr+noremat+order_search+reach_search+revolve+"
+    "rotor+twremat";
 
 const Options<MoccasinOptions> kOptions(
     NestedOptions(&MoccasinOptions::milp, StagedMilpOptionFields()),
@@ -169,6 +172,7 @@ class Moccasin : public Algorithm {
     // CP-SAT's interval model needs the stages, not the MILP's columns.
     StagedStart start =
         BestStagedStart(graph, request, options.checkmate, c, !cpsat);
+    if (auto optimal = BaseCostAnswer(graph, start)) return std::move(*optimal);
     // The greedy walk inside the class, where no heuristic fits in it or
     // where it is cheaper than the one that does (issue 32). Its repair
     // walks only where there is no start at all: beside a start they would

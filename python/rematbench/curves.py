@@ -21,7 +21,7 @@ UNITS = [("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30),
 COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
           "#e377c2", "#17becf", "#bcbd22", "#000075", "#469990", "#800000",
           "#f032e6", "#e6ab02", "#7cb518", "#9a6324", "#2f4f4f", "#42d4f4",
-          "#a9a9a9"]
+          "#a9a9a9", "#000000"]
 # Overheads above this are left out of the plots unless asked for.
 DEFAULT_MAX_OVERHEAD = 3.0
 
