@@ -22,6 +22,7 @@
 #include <concepts>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -130,13 +131,16 @@ OptionField<T> BytesOption(int64_t T::*member, std::string name,
 }
 
 template <typename T>
-OptionField<T> DoubleOption(double T::*member, std::string name,
-                            double default_value, std::string description) {
+OptionField<T> DoubleOption(
+    double T::*member, std::string name, double default_value,
+    std::string description,
+    double min = -std::numeric_limits<double>::infinity()) {
   std::string key = name;
   return {.spec = {.name = std::move(name),
                    .type = ParamSpec::Type::kDouble,
                    .default_value = fmt::format("{}", default_value),
-                   .description = std::move(description)},
+                   .description = std::move(description),
+                   .min_double = min},
           .read = [member, key](const Params& params, T& options) {
             options.*member = params.Double(key);
           }};

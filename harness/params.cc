@@ -60,6 +60,9 @@ void CheckValue(const ParamSpec& spec, const std::string& value,
     case ParamSpec::Type::kDouble: {
       double x;
       if (!ParseDouble(value, x)) fail("expected a number");
+      if (x < spec.min_double) {
+        fail(fmt::format("must be >= {}", spec.min_double));
+      }
       break;
     }
     case ParamSpec::Type::kChoice:

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@ struct ParamSpec {
   std::string description;
   std::vector<std::string> choices;  // kChoice only
   int64_t min_int = 0;               // kInt / kBytes lower bound
+  double min_double = -std::numeric_limits<double>::infinity();  // kDouble
   // kList only: the reason an item is refused, or empty when it is fine.
   std::function<std::string(const std::string& item)> check_item;
 };

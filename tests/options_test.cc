@@ -155,6 +155,8 @@ TEST(Options, RegisteredAlgorithmsRefuseBadValuesInOneLine) {
        "checkmate_lp: parameter lp_fraction=most: expected a number"},
       {"swap_remat", "levels=0",
        "swap_remat: parameter levels=0: must be >= 1"},
+      {"order_search", "jitter=-0.5",
+       "order_search: parameter jitter=-0.5: must be >= 0"},
       {"twremat", "elimination=random",
        "twremat: parameter elimination=random: expected one of min_fill, "
        "min_degree"},
