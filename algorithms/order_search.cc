@@ -7,8 +7,9 @@
 // it is optimal, whatever the class of the method that proves optima. How
 // much memory it needs depends only on the order: each value is live from
 // its compute to its last reader's. The NoRemat peak is that of one order
-// (Kahn's); other orders peak lower, often by more than the budgets at
-// which the staged methods recompute (Checkmate's random layered graph of
+// (Kahn's); other orders peak lower, on graphs with parallel branches by
+// more than the budgets at which the staged methods recompute
+// (Checkmate's random layered graph of
 // 100 nodes fits 80% of its NoRemat peak without recomputing, where
 // checkmate_milp had proven 1.0006x the base cost optimal in the stage
 // order it took from the other heuristics).
