@@ -9,10 +9,10 @@
 // its compute to its last reader's. The NoRemat peak is that of one order
 // (Kahn's); other orders peak lower, on graphs with parallel branches by
 // more than the budgets at which the staged methods recompute
-// (Checkmate's random layered graph of
-// 100 nodes fits 80% of its NoRemat peak without recomputing, where
-// checkmate_milp had proven 1.0006x the base cost optimal in the stage
-// order it took from the other heuristics).
+// (Checkmate's random layered graph of 100 nodes fits 80% of its NoRemat
+// peak without recomputing, where checkmate_milp had proven 1.0006x the
+// base cost optimal in the stage order it took from the other
+// heuristics).
 //
 // The state of the search is the set of values computed so far (a lower
 // set): it fixes which values are live. The search extends it one ready
