@@ -32,7 +32,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 #include <optional>
 #include <random>
 #include <vector>
@@ -70,9 +69,6 @@ const Options<OrderSearchOptions> kOptions(
     IntOption(&OrderSearchOptions::seed, "seed", 0, "seed of the runs' orders",
               0));
 
-// Each run after the first searches this many times as many sets.
-constexpr double kRestartGrowth = 1.5;
-
 enum class Found { kOrder, kNone, kGaveUp };
 
 class Search {
@@ -109,18 +105,14 @@ class Search {
   }
 
   Found Run() {
-    double run_states = static_cast<double>(options_.restart_states);
-    for (int64_t run = 0;; ++run) {
-      const int64_t cutoff = options_.restart_states == 0
-                                 ? std::numeric_limits<int64_t>::max()
-                                 : states_ + static_cast<int64_t>(run_states);
+    for (Restarts restarts(options_.restart_states);; restarts.Restart()) {
+      const auto run = static_cast<uint64_t>(restarts.count());
       std::mt19937_64 random(SplitMix(static_cast<uint64_t>(options_.seed)) ^
-                             static_cast<uint64_t>(run));
+                             run);
       const std::optional<Found> found =
-          RunOnce(cutoff, run == 0 ? nullptr : &random);
+          RunOnce(restarts.Cutoff(states_), run == 0 ? nullptr : &random);
+      restarts_ = restarts.count();
       if (found) return *found;
-      ++restarts_;
-      run_states *= kRestartGrowth;
     }
   }
 

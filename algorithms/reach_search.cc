@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <iterator>
-#include <limits>
 #include <optional>
 #include <random>
 #include <vector>
@@ -64,9 +63,6 @@ const Options<ReachSearchOptions> kOptions(
                "then remove recomputations while the schedule stays within "
                "the budget, until none can go or the deadline"));
 
-// Each run after the first searches this many times as many sets.
-constexpr double kRestartGrowth = 1.5;
-
 enum class Found { kSchedule, kNone, kGaveUp };
 
 // The search for one target's inputs; frames on the heap, since a chain of
@@ -99,17 +95,12 @@ class Search {
   // kSchedule: computes() brings `set` live from an empty memory, every
   // compute within the budget.
   Found Run(const std::vector<NodeId>& set) {
-    double run_states = static_cast<double>(options_.restart_states);
-    for (int64_t run = 0;; ++run) {
-      OrderMembers(run);
-      const int64_t cutoff = options_.restart_states == 0
-                                 ? std::numeric_limits<int64_t>::max()
-                                 : states_ + static_cast<int64_t>(run_states);
-      const std::optional<Found> found = RunOnce(set, cutoff);
+    for (Restarts restarts(options_.restart_states);; restarts.Restart()) {
+      OrderMembers(restarts.count());
+      const std::optional<Found> found = RunOnce(set, restarts.Cutoff(states_));
+      restarts_ = restarts.count();
       if (found) return *found;
       std::fill(in_set_.begin(), in_set_.end(), 0);
-      ++restarts_;
-      run_states *= kRestartGrowth;
     }
   }
 

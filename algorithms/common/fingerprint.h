@@ -1,9 +1,9 @@
-// Sets of nodes remembered by their fingerprints: the searches that
-// remember dead ends (reach_search's sets of values live together,
-// order_search's sets of values computed) keep a 128-bit fingerprint of
-// each set, the exclusive or of its members' random keys (Zobrist
-// hashing), not its members: sets of a few hundred values would take a
-// kilobyte each, a search's reach is the number of sets it can remember,
+// Sets of nodes remembered by their fingerprints, and the restarts that
+// share them: the searches that remember dead ends (reach_search's sets
+// of values live together, order_search's sets of values computed) keep a
+// 128-bit fingerprint of each set, the exclusive or of its members' random
+// keys (Zobrist hashing), not its members: sets of a few hundred values
+// would take a kilobyte each, a search's reach is the number of sets it can remember,
 // and a set's fingerprint follows from its parent's by the members that
 // change. Two different sets share a fingerprint with a probability of
 // 2^-128; among the 10^8 sets a search remembers at most, the chance that
@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <unordered_set>
 #include <vector>
 
@@ -75,6 +76,38 @@ class DeadEnds {
   const int64_t max_bytes_;
   int64_t bytes_ = 0;
   std::unordered_set<Fingerprint, Hash> prints_;
+};
+
+// When the runs of a restarting search stop (randomized restarts: Gomes,
+// Selman and Kautz, "Boosting Combinatorial Search Through
+// Randomization", AAAI 1998). A dead end is one in every order, so all
+// runs share the sets remembered, and a run that ends without an answer
+// is still a proof. The first run may search `first_run_states` sets (0:
+// one run, no cutoff), each later run kGrowth times as many as the last.
+class Restarts {
+ public:
+  explicit Restarts(int64_t first_run_states)
+      : run_states_(static_cast<double>(first_run_states)),
+        one_run_(first_run_states == 0) {}
+
+  // The count of sets searched at which the run that starts now, after
+  // `states` sets, stops.
+  int64_t Cutoff(int64_t states) const {
+    return one_run_ ? std::numeric_limits<int64_t>::max()
+                    : states + static_cast<int64_t>(run_states_);
+  }
+  void Restart() {
+    ++count_;
+    run_states_ *= kGrowth;
+  }
+  // Restarts so far: the run that starts now is run count().
+  int64_t count() const { return count_; }
+
+ private:
+  static constexpr double kGrowth = 1.5;
+  double run_states_;
+  const bool one_run_;
+  int64_t count_ = 0;
 };
 
 }  // namespace remat
