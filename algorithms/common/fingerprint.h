@@ -3,12 +3,12 @@
 // of values live together, order_search's sets of values computed) keep a
 // 128-bit fingerprint of each set, the exclusive or of its members' random
 // keys (Zobrist hashing), not its members: sets of a few hundred values
-// would take a kilobyte each, a search's reach is the number of sets it can remember,
-// and a set's fingerprint follows from its parent's by the members that
-// change. Two different sets share a fingerprint with a probability of
-// 2^-128; among the 10^8 sets a search remembers at most, the chance that
-// any two collide (and a set is taken for a dead end it is not) is below
-// 10^-22.
+// would take a kilobyte each, a search's reach is the number of sets it
+// can remember, and a set's fingerprint follows from its parent's by the
+// members that change. Two different sets share a fingerprint with a
+// probability of 2^-128; among the 10^8 sets a search remembers at most,
+// the chance that any two collide (and a set is taken for a dead end it
+// is not) is below 10^-22.
 #pragma once
 
 #include <cstdint>
