@@ -72,13 +72,10 @@ enum class Found { kSchedule, kNone, kGaveUp };
 //
 // A depth-first search that chose badly near its root can spend long below
 // it: its time to a schedule varies widely with the order it tries the
-// members in. So it runs again and again from the root, each run searching
-// 1.5 times as many sets as the last, in an order perturbed at random
-// (randomized restarts, Gomes, Selman and Kautz, "Boosting Combinatorial
-// Search Through Randomization", AAAI 1998). A dead end stays one in every
-// order, so all runs share what they remembered and each later run skips
-// it; a run that ends without a schedule proves that none exists, as a
-// single run would.
+// members in. So it runs again and again from the root, each run in an
+// order perturbed at random and sharing the dead ends found before
+// (Restarts, common/fingerprint.h): a run that ends without a schedule
+// proves that none exists, as a single run would.
 class Search {
  public:
   Search(const Graph& graph, int64_t budget, int64_t max_bytes,
