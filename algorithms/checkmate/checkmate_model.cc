@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "algorithms/common/compute_once_order.h"
 #include "harness/limits.h"
 #include "harness/memory_model.h"
 #include "harness/params.h"
@@ -548,7 +549,9 @@ std::vector<OptionField<CheckmateOptions>> CheckmateOptionFields(
                     {"graph", StageOrder::kGraph}},
                    "stage order of the model: incumbent (the first computes "
                    "of the cheapest heuristic schedule, which staged is the "
-                   "MILP's start) or graph (the graph's topological order)"),
+                   "MILP's start; where none is staged within the budget, "
+                   "the compute-once order of least peak found) or graph "
+                   "(the graph's topological order)"),
       IntOption(&CheckmateOptions::max_nodes, "max_nodes", limits.max_nodes,
                 "refuse (too_large) graphs with more needed nodes than this "
                 "(0: no such limit; the model grows with n^2)"),
@@ -585,6 +588,7 @@ ClassAnswer::ClassAnswer(const Graph& graph, const SolveRequest& request,
                          const StagedStart& start, std::string_view solver)
     : graph_(graph),
       budget_bytes_(request.budget_bytes),
+      stage_order_(start.order_source),
       cheapest_outside_(start.cheapest_outside) {
   if (!start.outside_class.empty()) {
     outside_names_ = fmt::format("; fitting heuristics outside the class: {}",
@@ -606,6 +610,7 @@ ClassAnswer::ClassAnswer(const Graph& graph, const SolveRequest& request,
 
 AlgorithmOutput ClassAnswer::Answer(AlgorithmOutput in_class) const {
   in_class.message += outside_names_;
+  in_class.extra["stage_order"] = stage_order_;
   const std::optional<Incumbent>& outside = cheapest_outside_;
   if (!outside || in_class.status == Status::kError) return in_class;
   if (in_class.schedule) {
@@ -696,10 +701,18 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
             std::move(cheapest_outside)};
   }
   if (!incumbent) {
+    // No heuristic offers an order with a schedule of the class: the
+    // compute-once order of least peak leaves the most memory for
+    // recomputing (docs/algorithms.md, "moccasin").
+    LeastPeakOrder least = FindLeastPeakOrder(
+        graph, OrderSearchOptions{},
+        Deadline::In(std::min(options.warm_start_seconds,
+                              request.deadline.SecondsLeft() / 10)));
+    const bool lower = least.peak_bytes < NoRematPeak(graph);
     return {order, std::nullopt,
-            CheckmateModel(graph, budget_bytes, NoRematOrder(graph),
+            CheckmateModel(graph, budget_bytes, std::move(least.order),
                            max_computes, with_milp),
-            "graph",
+            lower ? "least_peak" : "graph",
             std::move(outside),
             std::move(cheapest_outside)};
   }

@@ -285,7 +285,9 @@ std::optional<AlgorithmOutput> RefuseCheckmateRequest(
 // (BestWarmStart) after staging each (CheckmateModel::Staged) in
 // the graph's order or, for kIncumbent, in the order of its own first
 // computes; and the model staged in the incumbent's order (kIncumbent with
-// an incumbent) or the graph's.
+// an incumbent), the graph's (kGraph), or else the compute-once order of
+// least peak that FindLeastPeakOrder finds (compute_once_order.h) within
+// warm_start_seconds and a tenth of the time left.
 // In the incumbent's order the incumbent is a point of the model when its
 // memory rows hold, so the MILP starts no worse than the heuristics; in the
 // graph's order often no heuristic schedule is staged.
@@ -293,7 +295,9 @@ struct StagedStart {
   StageOrder order;
   std::optional<Incumbent> incumbent;
   CheckmateModel model;
-  // The heuristic whose first computes are the stage order, or "graph".
+  // The heuristic whose first computes are the stage order, "graph", or
+  // "least_peak" (FindLeastPeakOrder's order, where it peaks below the
+  // NoRemat order).
   std::string order_source = "graph";
   // The warm-start heuristics whose schedules fit the budget but are not
   // points of the model, each with why ("twremat (staged, it computes node
@@ -324,7 +328,7 @@ std::optional<AlgorithmOutput> BaseCostAnswer(const Graph& graph,
 // cheapest fitting schedule outside the class (StagedStart::
 // cheapest_outside), as "`solver` did not finish". Answer() is the class's
 // answer with the fitting heuristics outside the class named in its
-// message; or the cheapest of those, where it fits and the class's answer
+// message and its stage order in extra (stage_order); or the cheapest of those, where it fits and the class's answer
 // is dearer or has no schedule: an exact method never answers dearer than
 // a heuristic it ran, nor nothing when one fits (an error stays the
 // answer, since it may hide a bug). The class's bound
@@ -340,6 +344,7 @@ class ClassAnswer {
   const Graph& graph_;
   int64_t budget_bytes_;
   std::string outside_names_;
+  std::string stage_order_;
   std::optional<Incumbent> cheapest_outside_;
 };
 
