@@ -47,9 +47,8 @@ const Options<OrderSearchOptions> kOptions(
                  "in the runs after the first, each compute is tried as if "
                  "it left up to this many mean values more live, at random",
                  0),
-    IntOption(&OrderSearchOptions::seed, "seed",
-              OrderSearchOptions{}.seed, "seed of the runs' orders",
-              0));
+    IntOption(&OrderSearchOptions::seed, "seed", OrderSearchOptions{}.seed,
+              "seed of the runs' orders", 0));
 
 class OrderSearch : public Algorithm {
  private:

@@ -131,6 +131,27 @@ TEST_P(Moccasin, ProvesTheCapInfeasibleAndLiftsIt) {
   EXPECT_EQ(lifted.cost, revolve.cost);
 }
 
+// Where no heuristic's schedule is staged within the budget in its own
+// order, the model is staged in the compute-once order of least peak, not
+// the graph's: on random_layered:n=20,seed=4 at 25,448 bytes (the least
+// such peak is 26,096 and the NoRemat peak 32,826, so the class must
+// recompute) its class's optimum, 8,072, is cheaper than the graph order's,
+// 8,650, both proven.
+TEST_P(Moccasin, StagesInTheLeastPeakOrderWhereNoHeuristicIs) {
+  const Graph g = LoadGraph("random_layered:n=20,seed=4");
+  const SolveResult graph_order =
+      SolveMoccasin(g, 25448, {"stage_order=graph"});
+  ASSERT_EQ(graph_order.status, Status::kFeasible) << graph_order.message;
+  EXPECT_TRUE(graph_order.optimal) << graph_order.message;
+  EXPECT_EQ(graph_order.cost, 8650);
+  const SolveResult least = SolveMoccasin(g, 25448);
+  ASSERT_EQ(least.status, Status::kFeasible) << least.message;
+  EXPECT_TRUE(least.optimal) << least.message;
+  EXPECT_EQ(least.extra.value("stage_order", ""), "least_peak");
+  EXPECT_EQ(least.cost, 8072);
+  EXPECT_LE(least.peak_bytes, 25448);
+}
+
 // Where no warm start fits (here none has time to run) and reach_search is
 // among them, reach_search runs once more with more time and memory, and
 // its schedule, which computes a forward value more than twice, answers

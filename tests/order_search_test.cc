@@ -1,8 +1,8 @@
 // order_search: a hand-derived least peak over the orders that compute each
 // value once, on small random graphs exactly the budgets at or above the
 // least peak a dynamic program over every set of computed values finds,
-// and the staged solvers answering such an order as optimal among all
-// schedules.
+// FindLeastPeakOrder's bisection finding that least peak, and the staged
+// solvers answering such an order as optimal among all schedules.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,8 +14,10 @@
 #include <string>
 #include <vector>
 
+#include "algorithms/common/compute_once_order.h"
 #include "harness/graph.h"
 #include "harness/graph_source.h"
+#include "harness/liveness.h"
 #include "harness/simulator.h"
 #include "tests/test_support.h"
 
@@ -125,6 +127,44 @@ TEST(OrderSearch, FitsExactlyFromTheLeastOrderPeak) {
     }
   }
   EXPECT_GE(restarted, 20);
+}
+
+// The bisection over budgets finds the least peak of a compute-once order
+// where each search is exhaustive: the hand-derived 6 on TwoBranches, and
+// the dynamic program's least peak on random DAGs and training graphs.
+TEST(LeastPeakOrder, IsTheDynamicProgramsLeastPeak) {
+  const LeastPeakOrder two = FindLeastPeakOrder(
+      TwoBranches(), OrderSearchOptions{}, Deadline::Never());
+  EXPECT_EQ(two.peak_bytes, 6);
+  EXPECT_TRUE(two.least);
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 60; ++trial) {
+    const Graph graph =
+        trial % 2 == 0
+            ? LoadGraph("random_layered:n=" + std::to_string(10 + trial % 7) +
+                        ",seed=" + std::to_string(100 + trial))
+            : testing::RandomTrainingGraph(rng, 3 + trial % 4, 0.5);
+    const LeastPeakOrder found =
+        FindLeastPeakOrder(graph, OrderSearchOptions{}, Deadline::Never());
+    EXPECT_EQ(found.peak_bytes, LeastOrderPeak(graph)) << "trial " << trial;
+    EXPECT_TRUE(found.least) << "trial " << trial;
+    const SimulationResult sim =
+        Simulate(graph, InsertFrees(graph, found.order));
+    EXPECT_TRUE(sim.valid) << "trial " << trial;
+    EXPECT_EQ(sim.peak_bytes, found.peak_bytes) << "trial " << trial;
+    EXPECT_EQ(sim.cost, BaseCost(graph)) << "trial " << trial;
+  }
+}
+
+// Out of time it answers the best order found so far, NoRemat's at worst,
+// and does not claim it least.
+TEST(LeastPeakOrder, OutOfTimeKeepsNoRematsOrder) {
+  const Graph graph = TwoBranches();
+  const LeastPeakOrder found =
+      FindLeastPeakOrder(graph, OrderSearchOptions{}, Deadline::In(1e-9));
+  EXPECT_EQ(found.order, NoRematOrder(graph));
+  EXPECT_EQ(found.peak_bytes, NoRematPeak(graph));
+  EXPECT_FALSE(found.least);
 }
 
 // An order at the base cost is optimal among all schedules: the staged

@@ -709,7 +709,8 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
         Deadline::In(std::min(options.warm_start_seconds,
                               request.deadline.SecondsLeft() / 10)));
     const bool lower = least.peak_bytes < NoRematPeak(graph);
-    return {order, std::nullopt,
+    return {order,
+            std::nullopt,
             CheckmateModel(graph, budget_bytes, std::move(least.order),
                            max_computes, with_milp),
             lower ? "least_peak" : "graph",

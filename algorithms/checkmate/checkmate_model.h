@@ -328,12 +328,12 @@ std::optional<AlgorithmOutput> BaseCostAnswer(const Graph& graph,
 // cheapest fitting schedule outside the class (StagedStart::
 // cheapest_outside), as "`solver` did not finish". Answer() is the class's
 // answer with the fitting heuristics outside the class named in its
-// message and its stage order in extra (stage_order); or the cheapest of those, where it fits and the class's answer
-// is dearer or has no schedule: an exact method never answers dearer than
-// a heuristic it ran, nor nothing when one fits (an error stays the
-// answer, since it may hide a bug). The class's bound
-// (staged_lower_bound_cost) stays, a bound on its class only; `optimal`
-// goes, since the answer is not the class's optimum.
+// message and its stage order in extra (stage_order); or the cheapest of
+// those, where it fits and the class's answer is dearer or has no
+// schedule: an exact method never answers dearer than a heuristic it ran,
+// nor nothing when one fits (an error stays the answer, since it may hide a
+// bug). The class's bound (staged_lower_bound_cost) stays, a bound on its
+// class only; `optimal` goes, since the answer is not the class's optimum.
 class ClassAnswer {
  public:
   ClassAnswer(const Graph& graph, const SolveRequest& request,
