@@ -703,11 +703,14 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
   if (!incumbent) {
     // No heuristic offers an order with a schedule of the class: the
     // compute-once order of least peak leaves the most memory for
-    // recomputing (docs/algorithms.md, "moccasin").
+    // recomputing (docs/algorithms.md, "checkmate_milp"). It gets a
+    // heuristic's time, no time where the heuristics get none
+    // (warm_start_seconds=0; Deadline::In(0) would be no deadline).
     LeastPeakOrder least = FindLeastPeakOrder(
         graph, OrderSearchOptions{},
-        Deadline::In(std::min(options.warm_start_seconds,
-                              request.deadline.SecondsLeft() / 10)));
+        Deadline::In(std::max(std::min(options.warm_start_seconds,
+                                       request.deadline.SecondsLeft() / 10),
+                              1e-9)));
     const bool lower = least.peak_bytes < NoRematPeak(graph);
     return {order,
             std::nullopt,
