@@ -6,6 +6,7 @@
 #include <bit>
 #include <optional>
 #include <random>
+#include <span>
 #include <utility>
 #include <vector>
 
