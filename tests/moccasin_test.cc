@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "algorithms/checkmate/moccasin_cpsat.h"
+#include "algorithms/common/compute_once_order.h"
 #include "harness/graph_source.h"
 #include "harness/registry.h"
 #include "harness/runner.h"
@@ -139,6 +140,11 @@ TEST_P(Moccasin, ProvesTheCapInfeasibleAndLiftsIt) {
 // 8,650, both proven.
 TEST_P(Moccasin, StagesInTheLeastPeakOrderWhereNoHeuristicIs) {
   const Graph g = LoadGraph("random_layered:n=20,seed=4");
+  ASSERT_EQ(NoRematPeak(g), 32826);
+  const LeastPeakOrder order =
+      FindLeastPeakOrder(g, OrderSearchOptions{}, Deadline::Never());
+  ASSERT_EQ(order.peak_bytes, 26096);
+  ASSERT_TRUE(order.least);
   const SolveResult graph_order =
       SolveMoccasin(g, 25448, {"stage_order=graph"});
   ASSERT_EQ(graph_order.status, Status::kFeasible) << graph_order.message;

@@ -197,11 +197,11 @@ std::optional<double> RelaxationValue(const CheckmateModel& model,
   return lp.getObjValue();
 }
 
-// The details every answer from the model carries.
+// The details every answer from the model carries (its stage order is
+// ClassAnswer's, which every caller's answer passes through).
 void AddModelDetails(const StagedStart& staged_start,
                      const std::string& warm_start_names,
                      AlgorithmOutput& out) {
-  out.extra["stage_order"] = staged_start.order_source;
   out.extra["variables"] = staged_start.model.num_cols();
   out.extra["warm_start"] = warm_start_names;
   out.extra["constraints"] = staged_start.model.num_rows();
