@@ -158,6 +158,28 @@ TEST_P(Moccasin, StagesInTheLeastPeakOrderWhereNoHeuristicIs) {
   EXPECT_LE(least.peak_bytes, 25448);
 }
 
+// stage_order=least_peak stages in that order whatever the warm starts: at
+// the least peak, 26,096 bytes, the order's compute-once schedule is in
+// the class, so the solver answers the base cost from noremat's start,
+// which does not fit (its peak is 32,826); in the graph's order the class
+// must recompute.
+TEST_P(Moccasin, StageOrderLeastPeakIsTaken) {
+  const Graph g = LoadGraph("random_layered:n=20,seed=4");
+  const int64_t base = BaseCost(g);
+  const SolveResult least =
+      SolveMoccasin(g, 26096, {"stage_order=least_peak", "warm_start=noremat"});
+  ASSERT_EQ(least.status, Status::kFeasible) << least.message;
+  EXPECT_TRUE(least.optimal) << least.message;
+  EXPECT_EQ(least.extra.value("stage_order", ""), "least_peak");
+  EXPECT_EQ(least.cost, base);
+  EXPECT_LE(least.peak_bytes, 26096);
+  const SolveResult graph_order =
+      SolveMoccasin(g, 26096, {"stage_order=graph", "warm_start=noremat"});
+  ASSERT_EQ(graph_order.status, Status::kFeasible) << graph_order.message;
+  EXPECT_EQ(graph_order.extra.value("stage_order", ""), "graph");
+  EXPECT_GT(graph_order.cost, base);
+}
+
 // Where no warm start fits (here none has time to run) and reach_search is
 // among them, reach_search runs once more with more time and memory, and
 // its schedule, which computes a forward value more than twice, answers

@@ -546,12 +546,14 @@ std::vector<OptionField<CheckmateOptions>> CheckmateOptionFields(
       ChoiceOption(&CheckmateOptions::stage_order, "stage_order",
                    StageOrder::kIncumbent,
                    {{"incumbent", StageOrder::kIncumbent},
-                    {"graph", StageOrder::kGraph}},
+                    {"graph", StageOrder::kGraph},
+                    {"least_peak", StageOrder::kLeastPeak}},
                    "stage order of the model: incumbent (the first computes "
                    "of the cheapest heuristic schedule, which staged is the "
                    "MILP's start; where none is staged within the budget, "
-                   "the compute-once order of least peak found) or graph "
-                   "(the graph's topological order)"),
+                   "the compute-once order of least peak found), graph "
+                   "(the graph's topological order) or least_peak (the "
+                   "compute-once order of least peak found)"),
       IntOption(&CheckmateOptions::max_nodes, "max_nodes", limits.max_nodes,
                 "refuse (too_large) graphs with more needed nodes than this "
                 "(0: no such limit; the model grows with n^2)"),
@@ -640,10 +642,29 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
                             bool with_milp) {
   const int64_t budget_bytes = request.budget_bytes;
   const StageOrder order = options.stage_order;
-  std::optional<CheckmateModel> graph_order;
+  // The compute-once order of least peak found: below its peak every
+  // schedule of the class recomputes, and each byte it saves is a byte
+  // left for keeping values (docs/algorithms.md, "checkmate_milp"). It gets
+  // a heuristic's time, no time where the heuristics get none
+  // (warm_start_seconds=0; Deadline::In(0) would be no deadline).
+  auto least_peak = [&](std::string& source) {
+    LeastPeakOrder least = FindLeastPeakOrder(
+        graph, OrderSearchOptions{},
+        Deadline::In(std::max(std::min(options.warm_start_seconds,
+                                       request.deadline.SecondsLeft() / 10),
+                              1e-9)));
+    source = least.peak_bytes < NoRematPeak(graph) ? "least_peak" : "graph";
+    return CheckmateModel(graph, budget_bytes, std::move(least.order),
+                          max_computes, with_milp);
+  };
+  // The model's order where it does not follow the incumbent.
+  std::optional<CheckmateModel> fixed_order;
+  std::string fixed_source = "graph";
   if (order == StageOrder::kGraph) {
-    graph_order.emplace(graph, budget_bytes, NoRematOrder(graph), max_computes,
+    fixed_order.emplace(graph, budget_bytes, NoRematOrder(graph), max_computes,
                         with_milp);
+  } else if (order == StageOrder::kLeastPeak) {
+    fixed_order.emplace(least_peak(fixed_source));
   }
   // A staged schedule that computes a value more than max_computes times
   // is no point of the model, so it cannot be the MIP start: a dearer one
@@ -664,7 +685,7 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
     return s;
   };
   auto staged = [&](const Schedule& s) -> std::optional<Schedule> {
-    if (graph_order) return within_cap(graph_order->Staged(s));
+    if (fixed_order) return within_cap(fixed_order->Staged(s));
     std::optional<std::vector<NodeId>> first = FirstComputeOrder(graph, s);
     if (!first) {
       why = "it computes a node that is not needed or misses a needed one";
@@ -692,31 +713,22 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
       std::min(options.warm_start_seconds,
                request.deadline.SecondsLeft() / 4 / std::max(1.0, heuristics)),
       staged, dropped);
-  if (graph_order) {
+  if (fixed_order) {
     return {order,
             std::move(incumbent),
-            std::move(*graph_order),
-            "graph",
+            std::move(*fixed_order),
+            std::move(fixed_source),
             std::move(outside),
             std::move(cheapest_outside)};
   }
   if (!incumbent) {
-    // No heuristic offers an order with a schedule of the class: the
-    // compute-once order of least peak leaves the most memory for
-    // recomputing (docs/algorithms.md, "checkmate_milp"). It gets a
-    // heuristic's time, no time where the heuristics get none
-    // (warm_start_seconds=0; Deadline::In(0) would be no deadline).
-    LeastPeakOrder least = FindLeastPeakOrder(
-        graph, OrderSearchOptions{},
-        Deadline::In(std::max(std::min(options.warm_start_seconds,
-                                       request.deadline.SecondsLeft() / 10),
-                              1e-9)));
-    const bool lower = least.peak_bytes < NoRematPeak(graph);
+    // No heuristic offers an order with a schedule of the class.
+    std::string source;
+    CheckmateModel model = least_peak(source);
     return {order,
             std::nullopt,
-            CheckmateModel(graph, budget_bytes, std::move(least.order),
-                           max_computes, with_milp),
-            lower ? "least_peak" : "graph",
+            std::move(model),
+            std::move(source),
             std::move(outside),
             std::move(cheapest_outside)};
   }

@@ -195,9 +195,10 @@ CheckmateModelSize CountCheckmateModel(const Graph& graph,
                                        std::span<const NodeId> order,
                                        int max_computes = 0);
 
-// The stage order of a Checkmate model: the graph's topological order, or
-// the first computes of the cheapest heuristic schedule (the incumbent).
-enum class StageOrder { kGraph, kIncumbent };
+// The stage order of a Checkmate model: the graph's topological order, the
+// first computes of the cheapest heuristic schedule (the incumbent), or the
+// compute-once order of least peak found (FindLeastPeakOrder).
+enum class StageOrder { kGraph, kIncumbent, kLeastPeak };
 
 // The default warm start of the staged methods: these heuristics, in name
 // order, and for checkmate_milp and moccasin also checkmate_lp. A list
@@ -285,8 +286,9 @@ std::optional<AlgorithmOutput> RefuseCheckmateRequest(
 // (BestWarmStart) after staging each (CheckmateModel::Staged) in
 // the graph's order or, for kIncumbent, in the order of its own first
 // computes; and the model staged in the incumbent's order (kIncumbent with
-// an incumbent), the graph's (kGraph), or else the compute-once order of
-// least peak that FindLeastPeakOrder finds (compute_once_order.h) within
+// an incumbent), the graph's (kGraph), or else (kLeastPeak, or kIncumbent
+// without an incumbent) the compute-once order of least peak that
+// FindLeastPeakOrder finds (compute_once_order.h) within
 // warm_start_seconds and a tenth of the time left.
 // In the incumbent's order the incumbent is a point of the model when its
 // memory rows hold, so the MILP starts no worse than the heuristics; in the
