@@ -647,24 +647,28 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
   // left for keeping values (docs/algorithms.md, "checkmate_milp"). It gets
   // a heuristic's time, no time where the heuristics get none
   // (warm_start_seconds=0; Deadline::In(0) would be no deadline).
-  auto least_peak = [&](std::string& source) {
+  // With its order_source: "least_peak", or "graph" where it found none
+  // below NoRemat's.
+  using SourcedModel = std::pair<CheckmateModel, std::string>;
+  auto least_peak = [&]() -> SourcedModel {
     LeastPeakOrder least = FindLeastPeakOrder(
         graph, OrderSearchOptions{},
         Deadline::In(std::max(std::min(options.warm_start_seconds,
                                        request.deadline.SecondsLeft() / 10),
                               1e-9)));
-    source = least.peak_bytes < NoRematPeak(graph) ? "least_peak" : "graph";
-    return CheckmateModel(graph, budget_bytes, std::move(least.order),
-                          max_computes, with_milp);
+    const bool lower = least.peak_bytes < NoRematPeak(graph);
+    return {CheckmateModel(graph, budget_bytes, std::move(least.order),
+                           max_computes, with_milp),
+            lower ? "least_peak" : "graph"};
   };
-  // The model's order where it does not follow the incumbent.
-  std::optional<CheckmateModel> fixed_order;
-  std::string fixed_source = "graph";
+  // The model where its order does not follow the incumbent.
+  std::optional<SourcedModel> fixed_order;
   if (order == StageOrder::kGraph) {
-    fixed_order.emplace(graph, budget_bytes, NoRematOrder(graph), max_computes,
-                        with_milp);
+    fixed_order.emplace(CheckmateModel(graph, budget_bytes, NoRematOrder(graph),
+                                       max_computes, with_milp),
+                        "graph");
   } else if (order == StageOrder::kLeastPeak) {
-    fixed_order.emplace(least_peak(fixed_source));
+    fixed_order.emplace(least_peak());
   }
   // A staged schedule that computes a value more than max_computes times
   // is no point of the model, so it cannot be the MIP start: a dearer one
@@ -685,7 +689,7 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
     return s;
   };
   auto staged = [&](const Schedule& s) -> std::optional<Schedule> {
-    if (fixed_order) return within_cap(fixed_order->Staged(s));
+    if (fixed_order) return within_cap(fixed_order->first.Staged(s));
     std::optional<std::vector<NodeId>> first = FirstComputeOrder(graph, s);
     if (!first) {
       why = "it computes a node that is not needed or misses a needed one";
@@ -716,15 +720,14 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
   if (fixed_order) {
     return {order,
             std::move(incumbent),
-            std::move(*fixed_order),
-            std::move(fixed_source),
+            std::move(fixed_order->first),
+            std::move(fixed_order->second),
             std::move(outside),
             std::move(cheapest_outside)};
   }
   if (!incumbent) {
     // No heuristic offers an order with a schedule of the class.
-    std::string source;
-    CheckmateModel model = least_peak(source);
+    auto [model, source] = least_peak();
     return {order,
             std::nullopt,
             std::move(model),
