@@ -6,8 +6,8 @@
 # REMAT_BUDGETS (default 8) and REMAT_TIMEOUT (seconds per task, default
 # 10) tune the sweep; extra arguments go to `remat sweep` (e.g. --threads 1).
 # The exact methods (moccasin, checkmate_milp, checkmate_lp) take most of
-# the running time, about 4 minutes on two cores: bench/main_job.py times
-# these steps (results/main_job/cpu.json).
+# the running time, about 4 minutes on two cores:
+# bench/studies/main_job.py times these steps (results/main_job/cpu.json).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh

@@ -1,5 +1,5 @@
-"""bench/highs_settle.py on a model HiGHS proves at once: one row with the
-model's size, the warm start and HiGHS's report."""
+"""bench/studies/highs_settle.py on a model HiGHS proves at once: one row
+with the model's size, the warm start and HiGHS's report."""
 
 import os
 import subprocess
@@ -15,12 +15,13 @@ SOURCE = os.environ.get("REMAT_SOURCE_DIR", os.path.join(
     os.path.dirname(__file__), "..", ".."))
 TOOLS = os.path.join(os.path.dirname(os.environ.get(
     "REMAT_BINARY", os.path.join(SOURCE, "build", "remat"))), "bench",
-    "staged_milp_files")
+    "micro", "staged_milp_files")
 
 
 def settle(*points):
     return subprocess.run([sys.executable,
-                           os.path.join(SOURCE, "bench", "highs_settle.py"),
+                           os.path.join(SOURCE, "bench", "studies",
+                                        "highs_settle.py"),
                            "--tools", TOOLS, *points],
                           capture_output=True, text=True, timeout=120)
 

@@ -1,4 +1,5 @@
-"""bench/moccasin_scale.py's reading of its options (no solve is run)."""
+"""bench/studies/moccasin_scale.py's reading of its options (no solve is
+run)."""
 
 import importlib.util
 import os
@@ -8,7 +9,7 @@ import sys
 import pytest
 
 BENCH = os.path.join(os.environ.get("REMAT_SOURCE_DIR", os.path.join(
-    os.path.dirname(__file__), "..", "..")), "bench")
+    os.path.dirname(__file__), "..", "..")), "bench", "studies")
 
 
 def load():

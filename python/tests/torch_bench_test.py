@@ -1,4 +1,5 @@
-"""The PyTorch benches (bench/torch_options.py, bench/torch_peak_gap.py) on
+"""The PyTorch studies (bench/studies/torch_options.py,
+bench/studies/torch_peak_gap.py) on
 the small U-Net: they run, write what results/SCHEMA.md describes, and
 what they measure holds the plan's promises (no time is judged here)."""
 
@@ -14,7 +15,7 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("torchvision")
 
 BENCH = os.path.join(os.environ.get("REMAT_SOURCE_DIR", os.path.join(
-    os.path.dirname(__file__), "..", "..")), "bench")
+    os.path.dirname(__file__), "..", "..")), "bench", "studies")
 
 
 def run_bench(script, tmp_path, *args):
@@ -94,8 +95,8 @@ def test_options_side_by_side(tmp_path):
             r["measured_peak_bytes"] for r in doc["rows"]
             if r["method"] == "rematbench_eager" and
             r.get("measured_peak_bytes") is not None)
-    # bench/memory_bounds.py, against this run: the same graph's bounds,
-    # and the lowest peak the run measured.
+    # bench/studies/memory_bounds.py, against this run: the same graph's
+    # bounds, and the lowest peak the run measured.
     bounds, bounds_md = run_bench(
         "memory_bounds", tmp_path, "--against",
         str(tmp_path / "torch_options" / "cpu.json"))

@@ -3,7 +3,7 @@
 builds: the measurements behind settle_nonzeros_per_second
 (results/solver_choice/settle.md).
 
-For each GRAPH@BUDGET@SECONDS point: `build/bench/staged_milp_files write`
+For each GRAPH@BUDGET@SECONDS point: `build/bench/micro/staged_milp_files write`
 (the model and warm start as checkmate_milp builds them), then the HiGHS
 command line of the build's Python environment (highsbox) on it from that
 start, with mip_rel_gap 0 and random seed 0, one thread, and its solving
@@ -11,7 +11,7 @@ report read into one Markdown table row: nonzeros, the start's objective,
 HiGHS's primal and dual bounds, gap and time (objectives in the model's
 units: cost over its cost scale).
 
-    bench/highs_settle.py chain:n=16@10@40 unet_l4_c16_b2_i64_module@6527123@40
+    bench/studies/highs_settle.py chain:n=16@10@40 unet_l4_c16_b2_i64_module@6527123@40
 """
 import argparse
 import json
@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 REPORT = {"primal": "Primal bound", "dual": "Dual bound", "gap": "Gap",
           "time": "Timing"}
 
@@ -82,7 +82,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("points", nargs="+", metavar="GRAPH@BUDGET@SECONDS")
     ap.add_argument("--tools", default=os.path.join(
-        ROOT, "build", "bench", "staged_milp_files"))
+        ROOT, "build", "bench", "micro", "staged_milp_files"))
     args = ap.parse_args()
     for p in args.points:
         if p.count("@") < 2:

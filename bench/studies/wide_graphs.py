@@ -13,7 +13,7 @@ costs 1. Then, for example:
 
   build/remat solve -a checkmate_lp -g DIR/star.json --timeout 5 --json
 
-Usage: bench/wide_graphs.py DIR [--leaves N] [--training-leaves N]
+Usage: bench/studies/wide_graphs.py DIR [--leaves N] [--training-leaves N]
 """
 import argparse
 import json

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Runs bench/torch_options.py on a lent GPU machine, from the repository
-# root there, with .gpu/ (bench/gpu_bundle.sh) carried along:
-#   run(command="bash bench/gpu_run.sh", carry=[".gpu"])
+# Runs bench/studies/torch_options.py on a lent GPU machine, from the repository
+# root there, with .gpu/ (bench/studies/gpu_bundle.sh) carried along:
+#   run(command="bash bench/studies/gpu_run.sh", carry=[".gpu"])
 # or, given arguments, that script and its options instead (--out $OUT is
-# added), e.g. bash bench/gpu_run.sh bench/compiled_profile.py --level 0.5
+# added), e.g. bash bench/studies/gpu_run.sh bench/studies/compiled_profile.py --level 0.5
 # Environment: MODELS (default gpt2), DTYPE (bfloat16), T (seconds the
 # bench may take; SIGTERM then, and what was measured is written), D (its
 # --deadline: no measurement starts after it), EXTRA (more options).
@@ -12,7 +12,7 @@
 # (15 MiB parts, the size a file from $OUT may have): copy the parts into
 # .gpu/ to compile from a warm cache next time.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 L=/tmp/gpulib
@@ -34,7 +34,7 @@ if [ $# -gt 0 ]; then
     tee "$OUT/bench.log"
 else
   # shellcheck disable=SC2086  # EXTRA is a list of options
-  timeout -s TERM -k 20 "${T:-420}" python3 bench/torch_options.py \
+  timeout -s TERM -k 20 "${T:-420}" python3 bench/studies/torch_options.py \
     --device cuda --dtype "${DTYPE:-bfloat16}" --models "${MODELS:-gpt2}" \
     --repeats 3 --warmup 1 --pairs 5 --ladder 3 --compiled-max 2 \
     --calibrate-compiled 1 --solve-threads 8 --deadline "${D:-280}" \

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The critical path's cost to the simulator, as ratios within one run.
 
-  bench/simulator_ratio.py ROUNDS BINARY [BINARY ...]
+  bench/studies/simulator_ratio.py ROUNDS BINARY [BINARY ...]
 
 Runs each simulator_bench binary's BM_SimulateCheckpointLastChain (10
 repetitions a call), the binaries alternating, ROUNDS times, and prints

@@ -1,9 +1,9 @@
-"""Solves an MPS file with OR-Tools' CP-SAT, for bench/solver_choice.py.
+"""Solves an MPS file with OR-Tools' CP-SAT, for bench/studies/solver_choice.py.
 
 Run with an interpreter that has `ortools` (it is not in the project's
 environment: rematbench does not use CP-SAT, see docs/algorithms.md):
 
-    python bench/cpsat_mps.py MODEL.mps START.sol|- SECONDS THREADS
+    python bench/studies/cpsat_mps.py MODEL.mps START.sol|- SECONDS THREADS
 
 START.sol is a HiGHS solution file (columns x<j>), given to CP-SAT as
 hints; it prints one JSON line: status, objective, bound, gap, seconds.

@@ -2,10 +2,10 @@
 """Where a plan's predicted activation memory and the allocator's differ,
 op by op.
 
-    $REMAT_PYTHON bench/torch_peak_gap.py                # results/torch_peak_gap/cpu.*
-    $REMAT_PYTHON bench/torch_peak_gap.py --models unet --quick
+    $REMAT_PYTHON bench/studies/torch_peak_gap.py                # results/torch_peak_gap/cpu.*
+    $REMAT_PYTHON bench/studies/torch_peak_gap.py --models unet --quick
 
-For each model of bench/torch_options.py and each budget (fractions of the
+For each model of bench/studies/torch_options.py and each budget (fractions of the
 program's NoRemat peak), rematbench.torch plans the step and runs the
 plan's program once under the profiler with every op marked by the
 schedule event that made it. For each event: the predicted activation
@@ -201,7 +201,7 @@ def main():
     ap.add_argument("--algorithms", default=None,
                     type=lambda s: s.split(","),
                     help="comma-separated algorithms the plans choose from "
-                    "(default: bench/torch_options.py's heuristics)")
+                    "(default: bench/studies/torch_options.py's heuristics)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--solve-timeout", type=float, default=20)
     ap.add_argument("--cost", choices=("measured", "flop"),
@@ -213,7 +213,7 @@ def main():
                     help="directory (default results/torch_peak_gap)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
     out = args.out or os.path.join(root, "results", "torch_peak_gap")
     os.makedirs(out, exist_ok=True)
     table = torch_options.models("quick" if args.quick else "cpu")

@@ -2,8 +2,8 @@
 """PyTorch's own ways of saving activation memory beside rematbench's plans,
 measured with one instrument (rematbench.measure) in one run.
 
-    $REMAT_PYTHON bench/torch_options.py                 # results/torch_options/cpu.*
-    $REMAT_PYTHON bench/torch_options.py --models gpt2 --quick
+    $REMAT_PYTHON bench/studies/torch_options.py                 # results/torch_options/cpu.*
+    $REMAT_PYTHON bench/studies/torch_options.py --models gpt2 --quick
 
 For each model: plain eager training; torch.utils.checkpoint around every
 block (non-reentrant); checkpoint_sequential with sqrt(n) segments; SAC
@@ -931,7 +931,7 @@ def main():
     args.solve_threads = args.solve_threads or args.threads
     args.deadline = Deadline(args.deadline_seconds)
     torch.set_num_threads(args.threads)
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
     out = args.out or os.path.join(root, "results", "torch_options")
     os.makedirs(out, exist_ok=True)
     table = models(args.sizes)

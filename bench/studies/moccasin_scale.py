@@ -5,10 +5,10 @@ random layered graphs (100 to 1,000 nodes) and ResNet-50, and the PyTorch
 ResNet-50 export (ATen ops, batch 2 at 64x64), at fractions of the NoRemat
 peak.
 
-    $REMAT_PYTHON bench/moccasin_scale.py [--seconds 60] [--jobs 2]
+    $REMAT_PYTHON bench/studies/moccasin_scale.py [--seconds 60] [--jobs 2]
         [--fractions 0.9,0.8,0.7] [--solvers moccasin:solver=cpsat,...]
         [--graphs G1.json,...] [--out results/moccasin_scale]
-    $REMAT_PYTHON bench/moccasin_scale.py --latest results/moccasin_scale
+    $REMAT_PYTHON bench/studies/moccasin_scale.py --latest results/moccasin_scale
 
 Each (graph, budget, solver) is one `remat solve --json` process with the
 time limit (run `--jobs` at a time); the best heuristic is the cheapest
@@ -33,7 +33,7 @@ import time
 import rematbench as rb
 from rematbench import files
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PEER = os.path.join(ROOT, "..", "shared", "peer-graphs", "checkmate2020")
 GRAPHS = [os.path.join(PEER, f) for f in (
     "random_layered_n100_w0.27_nlv0.75_ed0.2_scd0.14.json",
@@ -227,7 +227,7 @@ def latest(folder):
         return rb.load_graph(path).base_cost if path else None
     lines = ["# Exact methods at the size of real graphs: the latest run of "
              "each point", "",
-             f"Written by `bench/moccasin_scale.py --latest {folder}` from "
+             f"Written by `bench/studies/moccasin_scale.py --latest {folder}` from "
              "the cpu.json files below this folder: for each graph, budget "
              "(fraction of the NoRemat peak) and solver, the newest run, "
              "with the file, the commit and the time limit it ran at (each "

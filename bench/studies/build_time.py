@@ -1,6 +1,6 @@
 """Build and test time of two commits, measured under the same load.
 
-    .venv/bin/python bench/build_time.py --old REV [--new REV] [--jobs N]
+    .venv/bin/python bench/studies/build_time.py --old REV [--new REV] [--jobs N]
         [--out FILE]
 
 On a shared machine a build's time says more about the other work than
@@ -36,7 +36,7 @@ import time
 
 from rematbench.files import run_context, write_json
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def log(msg):

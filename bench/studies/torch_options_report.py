@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The Markdown table and the plot of a torch_options results file
-(bench/torch_options.py; regenerate with
-`$REMAT_PYTHON bench/torch_options_report.py results/torch_options/cpu.json`)."""
+(bench/studies/torch_options.py; regenerate with
+`$REMAT_PYTHON bench/studies/torch_options_report.py results/torch_options/cpu.json`)."""
 
 import json
 import os

@@ -1,5 +1,5 @@
 // The staged MILP as files, to compare MILP solvers on the very model
-// checkmate_milp and moccasin solve (bench/solver_choice.py):
+// checkmate_milp and moccasin solve (bench/studies/solver_choice.py):
 //
 //   staged_milp_files write GRAPH BUDGET_BYTES PREFIX [C]
 //     builds the model as checkmate_milp does with its defaults (warm start

@@ -10,7 +10,7 @@ and thread count, the solvers of a model one after another (--jobs models at a t
   of algorithms/checkmate/staged_milp.cc;
 - highs: the `highs` executable (highsbox), with the options
   algorithms/checkmate/highs_process.cc gives it;
-- cpsat: OR-Tools' CP-SAT through bench/cpsat_mps.py, when --cpsat-python
+- cpsat: OR-Tools' CP-SAT through bench/studies/cpsat_mps.py, when --cpsat-python
   names an interpreter that has ortools.
 
 Writes OUT.json (every run) and OUT.md (the table), with the command and
@@ -18,7 +18,7 @@ the load average before and after. Each solver's time is the wall time of
 its process, reading the file included; a process still running at 3x the
 limit + 30 s is killed (status killed).
 
-    .venv/bin/python bench/solver_choice.py --build build \\
+    .venv/bin/python bench/studies/solver_choice.py --build build \\
         --highs /tmp/hvenv/.../highs --cpsat-python /tmp/hvenv/bin/python \\
         --seconds 60 --out results/solver_choice/cpu
 """
@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 PEER = ROOT.parent / "shared" / "peer-graphs" / "checkmate2020"
 DEFAULT_GRAPHS = [
@@ -197,7 +197,7 @@ def main():
             else:
                 start = f"{prefix}.start.sol"
                 res = timed_json([args.cpsat_python,
-                                  str(ROOT / "bench" / "cpsat_mps.py"),
+                                  str(ROOT / "bench" / "studies" / "cpsat_mps.py"),
                                   f"{prefix}.mps",
                                   start if os.path.exists(start) else "-",
                                   str(args.seconds), str(args.threads)],
@@ -213,7 +213,7 @@ def main():
     runs = tasks
     load_after = os.getloadavg()
     command = " ".join(shlex.quote(a) for a in [
-        ".venv/bin/python", "bench/solver_choice.py"] + sys.argv[1:])
+        ".venv/bin/python", "bench/studies/solver_choice.py"] + sys.argv[1:])
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short",
                              "HEAD"], capture_output=True,
                             text=True).stdout.strip()

@@ -3,7 +3,7 @@
 torch.compile's at the same level: kernels run, GPU (or CPU) time in them,
 and the wall time around them.
 
-bench/torch_options.py compares the two step times at the options' own
+bench/studies/torch_options.py compares the two step times at the options' own
 levels; this shows where a difference comes from. One model's training
 step, run three ways, is measured with rematbench.measure (the median
 time of --repeats synchronized steps after a warm-up, and the
@@ -92,7 +92,7 @@ def main():
 
     def record(name, step, **extra):
         """Times `step` and measures its peak (rematbench.measure, the
-        instrument of bench/torch_options.py), then profiles one step."""
+        instrument of bench/studies/torch_options.py), then profiles one step."""
         r = measure.measure_step(step, model=model, repeats=args.repeats,
                                  warmup=1, seed=0)
         prof = profiled(step, device, args.top)

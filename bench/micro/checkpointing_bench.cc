@@ -2,7 +2,7 @@
 // forward values (issue 4 goals: under 1 s each including schedule
 // generation, the greedy threshold search at most a few times that).
 // Budgets are in units of one value (mem=1): 0 means unbounded.
-//   build-chen/bench/checkpointing_bench --benchmark_min_time=1
+//   build-chen/bench/micro/checkpointing_bench --benchmark_min_time=1
 #include <benchmark/benchmark.h>
 
 #include "harness/graph_source.h"

@@ -1,7 +1,7 @@
 // How long the layer-level generators take to build large training graphs,
 // including GraphBuilder's checks and topological sort. The bar: a
 // graph of 10^6 nodes in seconds.
-//   build-gen/bench/generators_bench --benchmark_min_time=1
+//   build-gen/bench/micro/generators_bench --benchmark_min_time=1
 #include <benchmark/benchmark.h>
 
 #include <string>

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """How far the lowest measured rematbench plan is from what any schedule
-could reach, per model of bench/torch_options.py.
+could reach, per model of bench/studies/torch_options.py.
 
-    $REMAT_PYTHON bench/memory_bounds.py        # results/memory_bounds/cpu.*
+    $REMAT_PYTHON bench/studies/memory_bounds.py        # results/memory_bounds/cpu.*
 
 Each model is traced as rematbench.torch.plan traces it (op costs counted
 in flops: the bounds read only sizes and edges) and its graph's lower
@@ -122,11 +122,11 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="gpt2,resnet50,vit_b_16,unet")
     ap.add_argument("--sizes", default="cpu", choices=["quick", "cpu"],
-                    help="model sizes, as bench/torch_options.py's")
+                    help="model sizes, as bench/studies/torch_options.py's")
     ap.add_argument("--quick", action="store_const", const="quick",
                     dest="sizes", help="the same as --sizes quick")
     ap.add_argument("--against", default="results/torch_options/cpu.json",
-                    help="a bench/torch_options.py results file")
+                    help="a bench/studies/torch_options.py results file")
     ap.add_argument("--out", default="results/memory_bounds")
     ap.add_argument("--seconds", type=float, default=10.0,
                     help="the reach bound's search limit per model")

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What the Python module adds to a solve's time over the CLI.
 
-  .venv/bin/python bench/python_api_bench.py [--remat build/remat]
+  .venv/bin/python bench/studies/python_api_bench.py [--remat build/remat]
       [--corpus graphs/corpus/default.json] [--repeats 5] [--timeout 10]
       [--out results/python_api]
 
@@ -35,7 +35,7 @@ import time
 
 from rematbench import files
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def parse_args(argv):
@@ -137,7 +137,7 @@ def main(argv):
         total["api_solve_seconds"],
         **{"total_" + k: v for k, v in total.items()},
     }
-    doc = {"command": " ".join(["bench/python_api_bench.py"] + argv),
+    doc = {"command": " ".join(["bench/studies/python_api_bench.py"] + argv),
            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "host": platform.node(), "cpu_count": os.cpu_count(),
            "load_average": os.getloadavg(), "repeats": args.repeats,

@@ -4,7 +4,7 @@
 //   - schedule generation at >= 10^7 events/s: BM_Generate (events/s);
 //   - growth of decomposition time, schedule length and peak with n:
 //     BM_Growth, one row per graph, e.g.
-//       build/bench/twremat_bench --benchmark_filter=Growth
+//       build/bench/micro/twremat_bench --benchmark_filter=Growth
 // Wall time on a shared machine can exceed CPU time; the goals are about
 // the latter.
 #include <benchmark/benchmark.h>

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# Packs what a lent GPU machine needs to run bench/torch_options.py into
+# Packs what a lent GPU machine needs to run bench/studies/torch_options.py into
 # .gpu/ (ignored by git; the device tool carries it with carry: [".gpu"]).
 # That machine's image has its own Python (3.12) and torch, and nothing can
 # be installed there, so the package's C++ module is compiled here against
 # that Python's headers (Ubuntu noble's libpython3.12-dev, fetched from
 # archive.ubuntu.com) and linked like build/'s module, and the shared
 # libraries it links go along (those the image may lack in fallback/, used
-# there only where ldconfig has none). bench/gpu_run.sh runs it there.
+# there only where ldconfig has none). bench/studies/gpu_run.sh runs it there.
 # Needs: build/ configured and built (scripts/build.sh).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 PYVER=${PYVER:-3.12}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

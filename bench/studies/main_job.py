@@ -3,7 +3,7 @@
 them after its set-up and build: the default sweep (every algorithm on
 graphs/corpus/default.json), the plots and the report.
 
-    $REMAT_PYTHON bench/main_job.py [--budgets 8] [--timeout 10]
+    $REMAT_PYTHON bench/studies/main_job.py [--budgets 8] [--timeout 10]
         [--out results/main_job] [--keep DIR]
 
 Writes <out>/cpu.json (results/SCHEMA.md): the wall time of each step
@@ -24,7 +24,7 @@ import time
 
 from rematbench import files
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
 
 def timed(command):
