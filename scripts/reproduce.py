@@ -9,7 +9,7 @@ Every "ours" figure comes from running the `remat` binary (`remat solve
 --json`, `remat graph info --json`, `remat graph convert`) through
 rematbench.client; the published figures are typed in, with their
 source (docs/papers.md, "Published figures"), in
-scripts/reproduce/<paper>.py. For each paper
+scripts/reproductions/<paper>.py. For each paper
 the script writes results/reproductions/<paper>/solves.json (every command it
 ran and the JSON it printed) and results/reproductions/<paper>.md. The
 Markdown does not depend on timings except in columns marked "(s)", so
@@ -25,8 +25,8 @@ import sys
 import time
 
 from rematbench import client, files
-from reproduce import PAPERS  # the package scripts/reproduce/, not this file
-from reproduce.common import ROOT
+from reproductions import PAPERS  # the package scripts/reproductions/
+from reproductions.common import ROOT
 
 
 def bad_usage(message):
