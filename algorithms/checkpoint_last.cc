@@ -16,9 +16,9 @@
 #include <algorithm>
 
 #include "algorithms/common/forward_cone.h"
-#include "harness/liveness.h"
-#include "harness/registry.h"
-#include "harness/simulator.h"
+#include "model/liveness.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

@@ -39,10 +39,10 @@
 
 #include "algorithms/common/candidate_pool.h"
 #include "algorithms/common/forward_cone.h"
-#include "harness/liveness.h"
-#include "harness/memory_model.h"
-#include "harness/registry.h"
-#include "harness/simulator.h"
+#include "model/liveness.h"
+#include "model/memory_model.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

@@ -81,9 +81,9 @@
 #include <limits>
 #include <numeric>
 
-#include "harness/memory_model.h"
-#include "harness/registry.h"
-#include "harness/simulator.h"
+#include "model/memory_model.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

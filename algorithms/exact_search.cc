@@ -40,9 +40,9 @@
 #include <vector>
 
 #include "algorithms/common/warm_start.h"
-#include "harness/memory_model.h"
-#include "harness/registry.h"
-#include "harness/simulator.h"
+#include "model/memory_model.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {
@@ -55,7 +55,7 @@ Mask Bit(int i) { return Mask{1} << i; }
 struct Problem {
   const Graph* graph = nullptr;
   std::vector<NodeId> node;  // index -> graph node
-  // The memory model's resident and compute bytes (harness/memory_model.h):
+  // The memory model's resident and compute bytes (model/memory_model.h):
   // what freeing a value releases, and what computing it adds.
   std::vector<int64_t> mem, need, cost;
   std::vector<Mask> inputs;

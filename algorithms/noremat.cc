@@ -11,9 +11,9 @@
 //               shortens lifetimes on graphs with parallel branches.
 #include <algorithm>
 
-#include "harness/liveness.h"
-#include "harness/registry.h"
-#include "harness/simulator.h"
+#include "model/liveness.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

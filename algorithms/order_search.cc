@@ -23,9 +23,9 @@
 #include <vector>
 
 #include "algorithms/common/compute_once_order.h"
-#include "harness/liveness.h"
-#include "harness/registry.h"
-#include "harness/simulator.h"
+#include "model/liveness.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

@@ -27,9 +27,9 @@
 
 #include "algorithms/common/drop_recomputes.h"
 #include "algorithms/common/fingerprint.h"
-#include "harness/liveness.h"
-#include "harness/memory_model.h"
-#include "harness/registry.h"
+#include "model/liveness.h"
+#include "model/memory_model.h"
+#include "model/registry.h"
 
 namespace remat {
 namespace {

@@ -25,11 +25,11 @@
 #include <thread>
 #include <vector>
 
-#include "harness/graph_json.h"
-#include "harness/json_text.h"
-#include "harness/limits.h"
 #include "harness/runner.h"
-#include "harness/schedule.h"
+#include "model/graph_json.h"
+#include "model/json_text.h"
+#include "model/limits.h"
+#include "model/schedule.h"
 
 extern char** environ;
 

@@ -19,10 +19,10 @@
 #include <chrono>
 #include <cstdint>
 
-#include "harness/algorithm.h"
-#include "harness/graph.h"
-#include "harness/params.h"
-#include "harness/registry.h"
+#include "model/algorithm.h"
+#include "model/graph.h"
+#include "model/params.h"
+#include "model/registry.h"
 
 namespace remat {
 

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <string>
 
-#include "harness/errors.h"
+#include "model/errors.h"
 
 namespace remat {
 

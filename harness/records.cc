@@ -1,8 +1,8 @@
 #include "harness/records.h"
 
-#include "harness/json_text.h"
 #include "harness/results.h"
-#include "harness/simulator.h"
+#include "model/json_text.h"
+#include "model/simulator.h"
 
 namespace remat {
 

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
-#include "harness/graph.h"
-#include "harness/params.h"
-#include "harness/registry.h"
 #include "harness/runner.h"
-#include "harness/schedule.h"
-#include "harness/timing.h"
+#include "model/graph.h"
+#include "model/params.h"
+#include "model/registry.h"
+#include "model/schedule.h"
+#include "model/timing.h"
 
 namespace remat {
 

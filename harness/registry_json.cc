@@ -2,8 +2,8 @@
 
 #include <vector>
 
-#include "harness/graph_source.h"
-#include "harness/registry.h"
+#include "model/graph_source.h"
+#include "model/registry.h"
 
 namespace remat {
 namespace {

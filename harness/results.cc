@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "git_commit.h"  // REMAT_GIT_COMMIT, generated (harness/CMakeLists.txt)
-#include "harness/simulator.h"
+#include "model/simulator.h"
 
 #ifndef REMAT_BUILD_TYPE
 #define REMAT_BUILD_TYPE "unknown"

@@ -6,8 +6,8 @@
 #include <optional>
 #include <string>
 
-#include "harness/graph.h"
 #include "harness/runner.h"
+#include "model/graph.h"
 
 namespace remat {
 

@@ -8,9 +8,9 @@
 #include <optional>
 #include <string>
 
-#include "harness/algorithm.h"
-#include "harness/registry.h"
-#include "harness/simulator.h"
+#include "model/algorithm.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 
 namespace remat {
 

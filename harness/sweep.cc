@@ -18,17 +18,17 @@
 #include <set>
 #include <string_view>
 
-#include "harness/errors.h"
-#include "harness/file_io.h"
-#include "harness/graph_source.h"
-#include "harness/json_text.h"
-#include "harness/registry.h"
 #include "harness/results.h"
 #include "harness/runner.h"
-#include "harness/schedule.h"
 #include "harness/sweep_journal.h"
 #include "harness/sweep_mpi.h"
 #include "harness/sweep_progress.h"
+#include "model/errors.h"
+#include "model/file_io.h"
+#include "model/graph_source.h"
+#include "model/json_text.h"
+#include "model/registry.h"
+#include "model/schedule.h"
 
 namespace remat {
 

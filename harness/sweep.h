@@ -15,11 +15,11 @@
 #include <tuple>
 #include <vector>
 
-#include "harness/graph.h"
-#include "harness/params.h"
-#include "harness/registry.h"
 #include "harness/results.h"
-#include "harness/timing.h"
+#include "model/graph.h"
+#include "model/params.h"
+#include "model/registry.h"
+#include "model/timing.h"
 
 namespace remat {
 

@@ -11,10 +11,10 @@
 #include <filesystem>
 #include <iostream>
 
-#include "harness/errors.h"
-#include "harness/file_io.h"
-#include "harness/json_text.h"
 #include "harness/sweep.h"
+#include "model/errors.h"
+#include "model/file_io.h"
+#include "model/json_text.h"
 
 namespace remat {
 

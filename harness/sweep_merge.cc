@@ -4,12 +4,12 @@
 
 #include <iostream>
 
-#include "harness/errors.h"
-#include "harness/file_io.h"
-#include "harness/json_text.h"
 #include "harness/results.h"
 #include "harness/sweep.h"
 #include "harness/sweep_journal.h"
+#include "model/errors.h"
+#include "model/file_io.h"
+#include "model/json_text.h"
 
 namespace remat {
 

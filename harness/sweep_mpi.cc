@@ -25,8 +25,8 @@
 #include <thread>
 #include <vector>
 
-#include "harness/errors.h"
-#include "harness/json_text.h"
+#include "model/errors.h"
+#include "model/json_text.h"
 
 namespace remat {
 

@@ -4,8 +4,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "harness/errors.h"
 #include "harness/sweep_mpi.h"
+#include "model/errors.h"
 
 namespace remat {
 

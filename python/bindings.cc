@@ -11,9 +11,9 @@
 // Algorithms marked `isolate` (the CBC-based Checkmate MILP) run in this
 // process, one at a time behind their own lock: isolation re-executes the
 // running program, which here is the Python interpreter.
-#include "harness/errors.h"
-#include "harness/params.h"
 #include "harness/sweep.h"
+#include "model/errors.h"
+#include "model/params.h"
 #include "python/core.h"
 
 #ifndef REMAT_DEFAULT_CORPUS

@@ -10,9 +10,9 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "harness/graph.h"
-#include "harness/schedule.h"
-#include "harness/timing.h"
+#include "model/graph.h"
+#include "model/schedule.h"
+#include "model/timing.h"
 
 // A Schedule is a Python class of its own, not a list converted each way.
 PYBIND11_MAKE_OPAQUE(remat::Schedule)

@@ -3,16 +3,16 @@
 
 #include <sstream>
 
-#include "harness/algorithm.h"
-#include "harness/errors.h"
-#include "harness/graph_json.h"
-#include "harness/graph_source.h"
 #include "harness/option_limits.h"
-#include "harness/params.h"
-#include "harness/reach_bound.h"
 #include "harness/records.h"
 #include "harness/results.h"
-#include "harness/simulator.h"
+#include "model/algorithm.h"
+#include "model/errors.h"
+#include "model/graph_json.h"
+#include "model/graph_source.h"
+#include "model/params.h"
+#include "model/reach_bound.h"
+#include "model/simulator.h"
 #include "python/core.h"
 
 namespace remat::python {
@@ -248,7 +248,7 @@ void BindGraph(py::module_& m) {
           py::arg("seconds") = ReachBoundLimits{}.seconds,
           "A lower bound on the peak of every schedule that recomputes "
           "rather than offloads, at or above lower_bound_bytes "
-          "(harness/reach_bound.h, docs/model.md): a dict with bytes, "
+          "(model/reach_bound.h, docs/model.md): a dict with bytes, "
           "witness (the node whose inputs the proof is about, or None), "
           "unproven_above (the least level not proven), states (sets "
           "examined) and limited (whether a level was given up for the "

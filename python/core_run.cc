@@ -1,14 +1,14 @@
 // rematbench._core: the registry, solves and sweeps.
-#include "harness/algorithm.h"
-#include "harness/errors.h"
-#include "harness/graph_source.h"
 #include "harness/option_limits.h"
-#include "harness/params.h"
 #include "harness/records.h"
-#include "harness/registry.h"
 #include "harness/registry_json.h"
 #include "harness/runner.h"
 #include "harness/sweep.h"
+#include "model/algorithm.h"
+#include "model/errors.h"
+#include "model/graph_source.h"
+#include "model/params.h"
+#include "model/registry.h"
 #include "python/core.h"
 
 #ifndef REMAT_DEFAULT_CORPUS

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/graph_source.h"
-#include "harness/liveness.h"
-#include "harness/simulator.h"
+#include "model/graph_source.h"
+#include "model/liveness.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

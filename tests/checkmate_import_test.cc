@@ -4,7 +4,7 @@
 // sizes). Expected figures are worked out by hand in the comments.
 #include <gtest/gtest.h>
 
-#include "harness/simulator.h"
+#include "model/simulator.h"
 #include "tests/importer_support.h"
 
 namespace remat {

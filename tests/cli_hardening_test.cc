@@ -22,8 +22,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "harness/file_io.h"
-#include "harness/limits.h"
+#include "model/file_io.h"
+#include "model/limits.h"
 #include "tests/cli_support.h"
 
 namespace remat {

@@ -11,7 +11,7 @@
 #include <fstream>
 #include <string>
 
-#include "harness/file_io.h"
+#include "model/file_io.h"
 
 namespace remat::testing {
 

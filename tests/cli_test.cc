@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "harness/file_io.h"
+#include "model/file_io.h"
 #include "tests/cli_support.h"
 #include "tests/test_support.h"
 
@@ -116,7 +116,7 @@ TEST_F(Cli, BadInputIsOneLineAndExitStatus2) {
            {"graph info chain:n=4,size=2", "unknown parameter 'size'"},
            {"solve -a nothing -g chain:n=4", "unknown algorithm 'nothing'"},
            {"solve -a noremat -g chain:n=4 -p order=up", "expected one of"},
-           // Typed options: a boolean and a number (harness/options.h).
+           // Typed options: a boolean and a number (model/options.h).
            {"solve -a vdnn -g chain:n=4 -p wait=yes",
             "vdnn: parameter wait=yes: expected one of true, false"},
            {"solve -a rotor -g chain:n=4 -p slots=many",

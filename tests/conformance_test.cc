@@ -4,11 +4,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "harness/graph_source.h"
-#include "harness/registry.h"
 #include "harness/runner.h"
-#include "harness/simulator.h"
 #include "harness/sweep.h"
+#include "model/graph_source.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 #include "tests/test_support.h"
 
 namespace remat {

@@ -13,12 +13,12 @@
 
 #include "algorithms/kusumoto/lower_set_dp.h"
 #include "algorithms/kusumoto/lower_sets.h"
-#include "harness/graph_source.h"
-#include "harness/liveness.h"
-#include "harness/registry.h"
 #include "harness/runner.h"
-#include "harness/simulator.h"
 #include "harness/sweep.h"
+#include "model/graph_source.h"
+#include "model/liveness.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 #include "tests/test_support.h"
 
 namespace remat {

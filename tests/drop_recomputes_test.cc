@@ -6,9 +6,9 @@
 
 #include <vector>
 
-#include "harness/graph.h"
-#include "harness/liveness.h"
-#include "harness/simulator.h"
+#include "model/graph.h"
+#include "model/liveness.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

@@ -8,11 +8,11 @@
 #include <chrono>
 #include <random>
 
-#include "harness/graph_source.h"
-#include "harness/liveness.h"
-#include "harness/registry.h"
 #include "harness/runner.h"
-#include "harness/simulator.h"
+#include "model/graph_source.h"
+#include "model/liveness.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 #include "tests/test_support.h"
 
 namespace remat {

@@ -9,8 +9,8 @@
 #include <memory>
 #include <string>
 
-#include "harness/file_io.h"
-#include "harness/simulator.h"
+#include "model/file_io.h"
+#include "model/simulator.h"
 #include "tests/test_support.h"
 
 namespace remat {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "graphs/generators/layers.h"
-#include "harness/errors.h"
-#include "harness/graph_source.h"
+#include "model/errors.h"
+#include "model/graph_source.h"
 
 namespace remat {
 namespace {

@@ -4,10 +4,10 @@
 
 #include <sstream>
 
-#include "harness/errors.h"
-#include "harness/graph_json.h"
-#include "harness/graph_source.h"
-#include "harness/json_text.h"
+#include "model/errors.h"
+#include "model/graph_json.h"
+#include "model/graph_source.h"
+#include "model/json_text.h"
 #include "tests/test_support.h"
 
 namespace remat {

@@ -1,8 +1,8 @@
 // GraphBuilder: what it accepts, what it refuses, and the derived structure.
 #include <gtest/gtest.h>
 
-#include "harness/errors.h"
-#include "harness/graph.h"
+#include "model/errors.h"
+#include "model/graph.h"
 
 namespace remat {
 namespace {

@@ -12,8 +12,8 @@
 #include <sstream>
 #include <string>
 
-#include "harness/errors.h"
-#include "harness/graph_source.h"
+#include "model/errors.h"
+#include "model/graph_source.h"
 #include "tests/test_support.h"
 
 namespace remat::testing {

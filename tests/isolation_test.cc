@@ -15,12 +15,12 @@
 #include <optional>
 #include <thread>
 
-#include "harness/graph_source.h"
-#include "harness/liveness.h"
-#include "harness/registry.h"
 #include "harness/runner.h"
-#include "harness/simulator.h"
 #include "harness/sweep.h"
+#include "model/graph_source.h"
+#include "model/liveness.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "harness/simulator.h"
+#include "model/simulator.h"
 #include "tests/importer_support.h"
 
 namespace remat {

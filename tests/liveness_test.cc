@@ -2,8 +2,8 @@
 // computes, with and without live-out values.
 #include <gtest/gtest.h>
 
-#include "harness/liveness.h"
-#include "harness/simulator.h"
+#include "model/liveness.h"
+#include "model/simulator.h"
 #include "tests/test_support.h"
 
 namespace remat {

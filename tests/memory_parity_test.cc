@@ -1,7 +1,7 @@
 // The solver models keep their own formulation of the memory rules (the
 // MILP's rows, the interval model's cumulative constraint on Gecode); this
 // suite checks them against the simulator, which applies the rules of
-// harness/memory_model.h (docs/model.md). On every fixture graph, at
+// model/memory_model.h (docs/model.md). On every fixture graph, at
 // budgets from the memory lower bound to the NoRemat peak, the schedules
 // that checkmate_milp and moccasin (solver=gecode) answer with, each
 // simulated to its peak P, are points of the MILP at budget P and not at
@@ -19,11 +19,11 @@
 
 #include "algorithms/checkmate/checkmate_model.h"
 #include "algorithms/checkmate/moccasin_cp.h"
-#include "harness/graph_source.h"
-#include "harness/liveness.h"
-#include "harness/registry.h"
 #include "harness/runner.h"
-#include "harness/simulator.h"
+#include "model/graph_source.h"
+#include "model/liveness.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 #include "tests/test_support.h"
 
 namespace remat {

@@ -22,10 +22,10 @@
 #include "algorithms/checkmate/child_process.h"
 #include "algorithms/checkmate/highs_process.h"
 #include "algorithms/checkmate/milp_files.h"
-#include "harness/graph_source.h"
-#include "harness/registry.h"
 #include "harness/runner.h"
-#include "harness/simulator.h"
+#include "model/graph_source.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 #include "tests/test_support.h"
 
 namespace remat {

@@ -11,8 +11,8 @@
 #include <stdexcept>
 
 #include "algorithms/checkmate/moccasin_cp.h"
-#include "harness/graph_source.h"
-#include "harness/simulator.h"
+#include "model/graph_source.h"
+#include "model/simulator.h"
 #include "tests/test_support.h"
 
 namespace remat {

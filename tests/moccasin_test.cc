@@ -15,10 +15,10 @@
 
 #include "algorithms/checkmate/moccasin_cpsat.h"
 #include "algorithms/common/compute_once_order.h"
-#include "harness/graph_source.h"
-#include "harness/registry.h"
 #include "harness/runner.h"
-#include "harness/simulator.h"
+#include "model/graph_source.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 #include "tests/test_support.h"
 
 namespace remat {

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/graph_source.h"
-#include "harness/registry.h"
 #include "harness/runner.h"
+#include "model/graph_source.h"
+#include "model/registry.h"
 #include "tests/test_support.h"
 
 namespace remat {

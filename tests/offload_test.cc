@@ -7,12 +7,12 @@
 #include <limits>
 
 #include "algorithms/offload/idle_spans.h"
-#include "harness/graph_source.h"
-#include "harness/liveness.h"
-#include "harness/registry.h"
 #include "harness/runner.h"
-#include "harness/simulator.h"
 #include "harness/sweep.h"
+#include "model/graph_source.h"
+#include "model/liveness.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 #include "tests/test_support.h"
 
 namespace remat {

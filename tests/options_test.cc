@@ -1,8 +1,8 @@
-// Typed options (harness/options.h): the specs and default texts they
+// Typed options (model/options.h): the specs and default texts they
 // declare, Read, the one-line errors of a bad value or choice through
 // Params::Parse, and the registered algorithms' defaults against the
 // tables of docs/algorithms.md.
-#include "harness/options.h"
+#include "model/options.h"
 
 #include <gtest/gtest.h>
 
@@ -12,8 +12,8 @@
 #include <set>
 #include <sstream>
 
-#include "harness/errors.h"
-#include "harness/registry.h"
+#include "model/errors.h"
+#include "model/registry.h"
 
 namespace remat {
 namespace {

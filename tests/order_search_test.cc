@@ -15,10 +15,10 @@
 #include <vector>
 
 #include "algorithms/common/compute_once_order.h"
-#include "harness/graph.h"
-#include "harness/graph_source.h"
-#include "harness/liveness.h"
-#include "harness/simulator.h"
+#include "model/graph.h"
+#include "model/graph_source.h"
+#include "model/liveness.h"
+#include "model/simulator.h"
 #include "tests/test_support.h"
 
 namespace remat {

@@ -1,9 +1,9 @@
 // Parameters, spec lists and byte counts with units.
-#include "harness/params.h"
+#include "model/params.h"
 
 #include <gtest/gtest.h>
 
-#include "harness/errors.h"
+#include "model/errors.h"
 
 namespace remat {
 namespace {

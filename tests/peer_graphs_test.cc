@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <unordered_set>
 
-#include "harness/simulator.h"
+#include "model/simulator.h"
 #include "tests/importer_support.h"
 
 namespace remat {

@@ -1,9 +1,9 @@
-// The reach bound (harness/reach_bound.h) and reach_search, which share
+// The reach bound (model/reach_bound.h) and reach_search, which share
 // its recursion: a hand-derived answer above MemoryLowerBound, and on
 // seeded random training graphs the bound never above the least peak a
 // brute-force search over every compute-and-free schedule finds, and
 // reach_search fitting exactly the budgets at or above it.
-#include "harness/reach_bound.h"
+#include "model/reach_bound.h"
 
 #include <gtest/gtest.h>
 
@@ -16,9 +16,9 @@
 #include <tuple>
 #include <vector>
 
-#include "harness/graph.h"
-#include "harness/graph_source.h"
-#include "harness/simulator.h"
+#include "model/graph.h"
+#include "model/graph_source.h"
+#include "model/simulator.h"
 #include "tests/test_support.h"
 
 namespace remat {

@@ -5,7 +5,7 @@
 
 #include <sstream>
 
-#include "harness/simulator.h"
+#include "model/simulator.h"
 #include "tests/importer_support.h"
 
 namespace remat {

@@ -3,8 +3,8 @@
 
 #include <sstream>
 
-#include "harness/errors.h"
-#include "harness/schedule.h"
+#include "model/errors.h"
+#include "model/schedule.h"
 
 namespace remat {
 namespace {

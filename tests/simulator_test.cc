@@ -5,9 +5,9 @@
 #include <optional>
 #include <random>
 
-#include "harness/errors.h"
-#include "harness/graph_source.h"
-#include "harness/simulator.h"
+#include "model/errors.h"
+#include "model/graph_source.h"
+#include "model/simulator.h"
 #include "tests/test_support.h"
 
 namespace remat {

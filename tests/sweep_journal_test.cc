@@ -11,10 +11,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "harness/errors.h"
-#include "harness/file_io.h"
 #include "harness/sweep.h"
 #include "harness/sweep_merge.h"
+#include "model/errors.h"
+#include "model/file_io.h"
 
 namespace remat {
 namespace {

@@ -11,12 +11,12 @@
 #include <fstream>
 #include <map>
 
-#include "harness/errors.h"
-#include "harness/graph_source.h"
-#include "harness/liveness.h"
-#include "harness/registry.h"
-#include "harness/schedule.h"
-#include "harness/simulator.h"
+#include "model/errors.h"
+#include "model/graph_source.h"
+#include "model/liveness.h"
+#include "model/registry.h"
+#include "model/schedule.h"
+#include "model/simulator.h"
 #include "tests/test_support.h"
 
 namespace remat {

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "harness/graph.h"
-#include "harness/graph_json.h"
-#include "harness/graph_source.h"
-#include "harness/registry.h"
 #include "harness/runner.h"
+#include "model/graph.h"
+#include "model/graph_json.h"
+#include "model/graph_source.h"
+#include "model/registry.h"
 
 namespace remat::testing {
 

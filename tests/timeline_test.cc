@@ -6,13 +6,13 @@
 #include <algorithm>
 #include <random>
 
-#include "harness/errors.h"
-#include "harness/graph_source.h"
-#include "harness/liveness.h"
-#include "harness/registry.h"
 #include "harness/runner.h"
-#include "harness/simulator.h"
 #include "harness/sweep.h"
+#include "model/errors.h"
+#include "model/graph_source.h"
+#include "model/liveness.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 #include "tests/test_support.h"
 
 namespace remat {

@@ -13,11 +13,11 @@
 
 #include "algorithms/twremat/separator_hierarchy.h"
 #include "algorithms/twremat/tree_decomposition.h"
-#include "harness/graph_source.h"
-#include "harness/liveness.h"
-#include "harness/registry.h"
 #include "harness/runner.h"
-#include "harness/simulator.h"
+#include "model/graph_source.h"
+#include "model/liveness.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 #include "test_support.h"
 
 namespace remat {

@@ -25,7 +25,7 @@
 
 #include "algorithms/checkmate/checkmate_model.h"
 #include "algorithms/common/candidate_pool.h"
-#include "harness/registry.h"
+#include "model/registry.h"
 
 namespace remat {
 namespace {

@@ -29,7 +29,7 @@
 // extracted stage by stage from R and S and simulated like every other.
 #include "algorithms/checkmate/checkmate_model.h"
 #include "algorithms/checkmate/staged_milp.h"
-#include "harness/registry.h"
+#include "model/registry.h"
 
 namespace remat {
 namespace {

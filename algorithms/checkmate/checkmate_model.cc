@@ -15,10 +15,10 @@
 #include <tuple>
 
 #include "algorithms/common/compute_once_order.h"
-#include "harness/limits.h"
-#include "harness/memory_model.h"
-#include "harness/params.h"
-#include "harness/simulator.h"
+#include "model/limits.h"
+#include "model/memory_model.h"
+#include "model/params.h"
+#include "model/simulator.h"
 
 namespace remat {
 

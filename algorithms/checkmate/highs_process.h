@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "algorithms/checkmate/checkmate_model.h"
-#include "harness/algorithm.h"
+#include "model/algorithm.h"
 
 namespace remat {
 

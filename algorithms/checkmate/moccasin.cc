@@ -58,8 +58,8 @@
 #include "algorithms/checkmate/moccasin_cpsat.h"
 #include "algorithms/checkmate/moccasin_greedy.h"
 #include "algorithms/checkmate/staged_milp.h"
-#include "harness/limits.h"
-#include "harness/registry.h"
+#include "model/limits.h"
+#include "model/registry.h"
 
 namespace remat {
 namespace {

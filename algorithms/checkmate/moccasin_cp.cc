@@ -22,7 +22,7 @@
 #include <tuple>
 
 #include "algorithms/checkmate/checkmate_model.h"
-#include "harness/simulator.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "algorithms/checkmate/checkmate_model.h"
-#include "harness/algorithm.h"
-#include "harness/graph.h"
-#include "harness/schedule.h"
+#include "model/algorithm.h"
+#include "model/graph.h"
+#include "model/schedule.h"
 
 namespace remat {
 

@@ -14,7 +14,7 @@
 #include <variant>
 
 #include "algorithms/checkmate/child_process.h"
-#include "harness/simulator.h"
+#include "model/simulator.h"
 
 // The build's defaults, which the environment overrides; the Python only
 // where the build found one with ortools (CMakeLists.txt).

@@ -14,8 +14,8 @@
 
 #include "algorithms/checkmate/checkmate_model.h"
 #include "algorithms/checkmate/moccasin_cp.h"
-#include "harness/algorithm.h"
-#include "harness/graph.h"
+#include "model/algorithm.h"
+#include "model/graph.h"
 
 namespace remat {
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "algorithms/checkmate/moccasin_cp.h"
-#include "harness/simulator.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "algorithms/checkmate/checkmate_model.h"
 #include "algorithms/common/warm_start.h"
-#include "harness/algorithm.h"
-#include "harness/graph.h"
+#include "model/algorithm.h"
+#include "model/graph.h"
 
 namespace remat {
 

@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "harness/simulator.h"
+#include "model/simulator.h"
 
 namespace remat {
 

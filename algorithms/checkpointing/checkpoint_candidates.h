@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "algorithms/common/forward_backward.h"
-#include "harness/graph.h"
-#include "harness/options.h"
+#include "model/graph.h"
+#include "model/options.h"
 
 namespace remat {
 

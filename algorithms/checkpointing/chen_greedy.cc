@@ -23,8 +23,8 @@
 
 #include "algorithms/checkpointing/segment_schedule.h"
 #include "algorithms/common/candidate_pool.h"
-#include "harness/memory_model.h"
-#include "harness/registry.h"
+#include "model/memory_model.h"
+#include "model/registry.h"
 
 namespace remat {
 namespace {

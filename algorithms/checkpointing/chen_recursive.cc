@@ -16,7 +16,7 @@
 #include <fmt/format.h>
 
 #include "algorithms/checkpointing/segment_schedule.h"
-#include "harness/registry.h"
+#include "model/registry.h"
 
 namespace remat {
 namespace {

@@ -29,7 +29,7 @@
 #include <cmath>
 
 #include "algorithms/checkpointing/segment_schedule.h"
-#include "harness/registry.h"
+#include "model/registry.h"
 
 namespace remat {
 namespace {

@@ -26,8 +26,8 @@
 
 #include "algorithms/checkpointing/segment_schedule.h"
 #include "algorithms/common/candidate_pool.h"
-#include "harness/registry.h"
-#include "harness/simulator.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

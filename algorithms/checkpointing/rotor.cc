@@ -74,9 +74,9 @@
 
 #include "algorithms/checkpointing/segment_schedule.h"
 #include "algorithms/common/candidate_pool.h"
-#include "harness/memory_model.h"
-#include "harness/registry.h"
-#include "harness/simulator.h"
+#include "model/memory_model.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

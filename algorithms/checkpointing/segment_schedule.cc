@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "harness/liveness.h"
+#include "model/liveness.h"
 
 namespace remat {
 

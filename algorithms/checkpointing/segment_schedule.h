@@ -26,10 +26,10 @@
 #include <vector>
 
 #include "algorithms/checkpointing/checkpoint_candidates.h"
-#include "harness/algorithm.h"
-#include "harness/graph.h"
-#include "harness/options.h"
-#include "harness/schedule.h"
+#include "model/algorithm.h"
+#include "model/graph.h"
+#include "model/options.h"
+#include "model/schedule.h"
 
 namespace remat {
 

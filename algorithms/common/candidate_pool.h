@@ -26,10 +26,10 @@
 #include <optional>
 #include <string>
 
-#include "harness/algorithm.h"
-#include "harness/graph.h"
-#include "harness/schedule.h"
-#include "harness/simulator.h"
+#include "model/algorithm.h"
+#include "model/graph.h"
+#include "model/schedule.h"
+#include "model/simulator.h"
 
 namespace remat {
 

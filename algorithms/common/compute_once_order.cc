@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "algorithms/common/fingerprint.h"
-#include "harness/liveness.h"
-#include "harness/memory_model.h"
-#include "harness/simulator.h"
+#include "model/liveness.h"
+#include "model/memory_model.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

@@ -22,8 +22,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "harness/algorithm.h"
-#include "harness/graph.h"
+#include "model/algorithm.h"
+#include "model/graph.h"
 
 namespace remat {
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <numeric>
 
-#include "harness/liveness.h"
-#include "harness/simulator.h"
+#include "model/liveness.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

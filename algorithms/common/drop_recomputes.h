@@ -1,6 +1,6 @@
 // Fewer computes within the same budget: a pass over a compute sequence
 // that removes recomputations while the schedule it makes
-// (InsertFrees, harness/liveness.h) stays within the budget.
+// (InsertFrees, model/liveness.h) stays within the budget.
 //
 // Removing a later compute of v lets v's instance before it serve the reads
 // after it: InsertFrees then keeps that instance live until them, which can
@@ -19,8 +19,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "harness/algorithm.h"
-#include "harness/graph.h"
+#include "model/algorithm.h"
+#include "model/graph.h"
 
 namespace remat {
 

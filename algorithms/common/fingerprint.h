@@ -16,7 +16,7 @@
 #include <unordered_set>
 #include <vector>
 
-#include "harness/graph.h"
+#include "model/graph.h"
 
 namespace remat {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/graph.h"
+#include "model/graph.h"
 
 namespace remat {
 

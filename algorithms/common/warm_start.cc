@@ -9,7 +9,7 @@
 #include <algorithm>
 
 #include "algorithms/common/candidate_pool.h"
-#include "harness/registry.h"
+#include "model/registry.h"
 
 namespace remat {
 

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "harness/algorithm.h"
-#include "harness/graph.h"
-#include "harness/params.h"
-#include "harness/schedule.h"
+#include "model/algorithm.h"
+#include "model/graph.h"
+#include "model/params.h"
+#include "model/schedule.h"
 
 namespace remat {
 

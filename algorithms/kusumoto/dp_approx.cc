@@ -10,7 +10,7 @@
 // branches is not available, so the answer can only be the same or worse.
 // The DP is quadratic in n at worst, so it needs no size guard.
 #include "algorithms/kusumoto/lower_set_dp.h"
-#include "harness/registry.h"
+#include "model/registry.h"
 
 namespace remat {
 namespace {

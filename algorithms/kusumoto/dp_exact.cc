@@ -19,7 +19,7 @@
 // algorithm's preparation) and lower_set_dp.h (the DP and the canonical
 // schedule).
 #include "algorithms/kusumoto/lower_set_dp.h"
-#include "harness/registry.h"
+#include "model/registry.h"
 
 namespace remat {
 namespace {

@@ -15,8 +15,8 @@
 #include <string_view>
 
 #include "algorithms/common/candidate_pool.h"
-#include "harness/liveness.h"
-#include "harness/simulator.h"
+#include "model/liveness.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "algorithms/kusumoto/lower_sets.h"
-#include "harness/algorithm.h"
-#include "harness/graph.h"
-#include "harness/options.h"
+#include "model/algorithm.h"
+#include "model/graph.h"
+#include "model/options.h"
 
 namespace remat {
 

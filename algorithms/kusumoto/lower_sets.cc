@@ -12,10 +12,10 @@
 #include <unordered_map>
 
 #include "algorithms/common/forward_backward.h"
-#include "harness/limits.h"
-#include "harness/memory_model.h"
-#include "harness/params.h"
-#include "harness/simulator.h"
+#include "model/limits.h"
+#include "model/memory_model.h"
+#include "model/params.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

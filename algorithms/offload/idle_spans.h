@@ -9,9 +9,9 @@
 #include <span>
 #include <vector>
 
-#include "harness/graph.h"
-#include "harness/options.h"
-#include "harness/schedule.h"
+#include "model/graph.h"
+#include "model/options.h"
+#include "model/schedule.h"
 
 namespace remat {
 

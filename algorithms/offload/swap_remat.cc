@@ -31,9 +31,9 @@
 
 #include "algorithms/common/candidate_pool.h"
 #include "algorithms/offload/idle_spans.h"
-#include "harness/liveness.h"
-#include "harness/registry.h"
-#include "harness/simulator.h"
+#include "model/liveness.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

@@ -25,9 +25,9 @@
 #include <utility>
 
 #include "algorithms/offload/idle_spans.h"
-#include "harness/liveness.h"
-#include "harness/registry.h"
-#include "harness/simulator.h"
+#include "model/liveness.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "algorithms/twremat/tree_decomposition.h"
-#include "harness/graph.h"
+#include "model/graph.h"
 
 namespace remat {
 

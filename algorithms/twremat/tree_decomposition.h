@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "harness/algorithm.h"
-#include "harness/graph.h"
+#include "model/algorithm.h"
+#include "model/graph.h"
 
 namespace remat {
 

@@ -6,9 +6,9 @@
 #include <string>
 
 #include "algorithms/twremat/separator_hierarchy.h"
-#include "harness/algorithm.h"
-#include "harness/graph.h"
-#include "harness/schedule.h"
+#include "model/algorithm.h"
+#include "model/graph.h"
+#include "model/schedule.h"
 
 namespace remat {
 

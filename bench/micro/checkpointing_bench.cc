@@ -5,9 +5,9 @@
 //   build-chen/bench/micro/checkpointing_bench --benchmark_min_time=1
 #include <benchmark/benchmark.h>
 
-#include "harness/graph_source.h"
-#include "harness/registry.h"
-#include "harness/simulator.h"
+#include "model/graph_source.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

@@ -16,10 +16,10 @@
 #include <filesystem>
 
 #include "algorithms/kusumoto/lower_sets.h"
-#include "harness/graph_source.h"
-#include "harness/registry.h"
 #include "harness/runner.h"
-#include "harness/simulator.h"
+#include "model/graph_source.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

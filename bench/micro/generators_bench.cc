@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "harness/graph_source.h"
+#include "model/graph_source.h"
 
 namespace remat {
 namespace {

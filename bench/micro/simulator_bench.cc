@@ -5,11 +5,11 @@
 
 #include <sstream>
 
-#include "harness/graph_json.h"
-#include "harness/graph_source.h"
-#include "harness/registry.h"
 #include "harness/runner.h"
-#include "harness/simulator.h"
+#include "model/graph_json.h"
+#include "model/graph_source.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

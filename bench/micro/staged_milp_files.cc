@@ -27,12 +27,12 @@
 
 #include "algorithms/checkmate/checkmate_model.h"
 #include "algorithms/checkmate/milp_files.h"
-#include "harness/algorithm.h"
-#include "harness/graph_source.h"
-#include "harness/params.h"
-#include "harness/registry.h"
 #include "harness/runner.h"
-#include "harness/simulator.h"
+#include "model/algorithm.h"
+#include "model/graph_source.h"
+#include "model/params.h"
+#include "model/registry.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

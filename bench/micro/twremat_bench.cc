@@ -15,8 +15,8 @@
 #include "algorithms/twremat/separator_hierarchy.h"
 #include "algorithms/twremat/tree_decomposition.h"
 #include "algorithms/twremat/twremat.h"
-#include "harness/graph_source.h"
-#include "harness/simulator.h"
+#include "model/graph_source.h"
+#include "model/simulator.h"
 
 namespace remat {
 namespace {

@@ -7,8 +7,8 @@
 // Every node has the same mem and cost. Ids: fi = i-1, loss = n, gi = n+i.
 #include <fmt/format.h>
 
-#include "harness/errors.h"
-#include "harness/registry.h"
+#include "model/errors.h"
+#include "model/registry.h"
 
 namespace remat {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <utility>
 
-#include "harness/errors.h"
+#include "model/errors.h"
 
 namespace remat::gen {
 

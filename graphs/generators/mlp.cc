@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "graphs/generators/layers.h"
-#include "harness/registry.h"
+#include "model/registry.h"
 
 namespace remat::gen {
 namespace {

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "graphs/generators/resnet_backbone.h"
-#include "harness/registry.h"
+#include "model/registry.h"
 
 namespace remat::gen {
 namespace {

@@ -27,9 +27,9 @@
 #include <limits>
 
 #include "graphs/generators/training_graph.h"
-#include "harness/errors.h"
-#include "harness/limits.h"
-#include "harness/registry.h"
+#include "model/errors.h"
+#include "model/limits.h"
+#include "model/registry.h"
 
 namespace remat::gen {
 namespace {

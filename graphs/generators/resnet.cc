@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "graphs/generators/resnet_backbone.h"
-#include "harness/errors.h"
-#include "harness/registry.h"
+#include "model/errors.h"
+#include "model/registry.h"
 
 namespace remat::gen {
 namespace {

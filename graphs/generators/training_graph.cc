@@ -6,8 +6,8 @@
 #include <array>
 #include <utility>
 
-#include "harness/errors.h"
-#include "harness/limits.h"
+#include "model/errors.h"
+#include "model/limits.h"
 
 namespace remat::gen {
 

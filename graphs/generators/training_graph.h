@@ -16,8 +16,8 @@
 #include <utility>
 #include <vector>
 
-#include "harness/graph.h"
-#include "harness/options.h"
+#include "model/graph.h"
+#include "model/options.h"
 
 namespace remat::gen {
 

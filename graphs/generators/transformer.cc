@@ -19,8 +19,8 @@
 #include <fmt/format.h>
 
 #include "graphs/generators/layers.h"
-#include "harness/errors.h"
-#include "harness/registry.h"
+#include "model/errors.h"
+#include "model/registry.h"
 
 namespace remat::gen {
 namespace {

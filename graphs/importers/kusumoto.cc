@@ -29,10 +29,10 @@
 #include <unordered_map>
 
 #include "graphs/importers/text_lines.h"
-#include "harness/errors.h"
-#include "harness/file_io.h"
-#include "harness/graph_source.h"
-#include "harness/json_text.h"
+#include "model/errors.h"
+#include "model/file_io.h"
+#include "model/graph_source.h"
+#include "model/json_text.h"
 
 namespace remat {
 namespace {

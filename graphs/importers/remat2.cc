@@ -23,9 +23,9 @@
 #include <unordered_map>
 
 #include "graphs/importers/text_lines.h"
-#include "harness/errors.h"
-#include "harness/file_io.h"
-#include "harness/graph_source.h"
+#include "model/errors.h"
+#include "model/file_io.h"
+#include "model/graph_source.h"
 
 namespace remat {
 namespace {

@@ -5,7 +5,7 @@
 #include <charconv>
 #include <filesystem>
 
-#include "harness/errors.h"
+#include "model/errors.h"
 
 namespace remat {
 

@@ -5,11 +5,11 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/output.h"
-#include "harness/file_io.h"
-#include "harness/graph_source.h"
-#include "harness/reach_bound.h"
-#include "harness/registry.h"
 #include "harness/results.h"
+#include "model/file_io.h"
+#include "model/graph_source.h"
+#include "model/reach_bound.h"
+#include "model/registry.h"
 
 namespace remat::cli {
 

@@ -5,9 +5,9 @@
 
 #include "harness/cli/commands.h"
 #include "harness/cli/output.h"
-#include "harness/graph_source.h"
-#include "harness/registry.h"
 #include "harness/registry_json.h"
+#include "model/graph_source.h"
+#include "model/registry.h"
 
 namespace remat::cli {
 

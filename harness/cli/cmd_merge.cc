@@ -2,9 +2,9 @@
 // parts of one sweep (the shards of a job array, a killed run's journal).
 #include "harness/cli/commands.h"
 #include "harness/cli/output.h"
-#include "harness/file_io.h"
-#include "harness/json_text.h"
 #include "harness/sweep_merge.h"
+#include "model/file_io.h"
+#include "model/json_text.h"
 
 namespace remat::cli {
 

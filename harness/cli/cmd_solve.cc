@@ -6,12 +6,12 @@
 #include "harness/cli/output.h"
 #include "harness/cli/timing_options.h"
 #include "harness/cli/usage.h"
-#include "harness/errors.h"
-#include "harness/file_io.h"
-#include "harness/graph_source.h"
 #include "harness/records.h"
-#include "harness/registry.h"
 #include "harness/runner.h"
+#include "model/errors.h"
+#include "model/file_io.h"
+#include "model/graph_source.h"
+#include "model/registry.h"
 
 namespace remat::cli {
 

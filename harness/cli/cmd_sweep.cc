@@ -12,13 +12,13 @@
 #include "harness/cli/output.h"
 #include "harness/cli/timing_options.h"
 #include "harness/cli/usage.h"
-#include "harness/errors.h"
-#include "harness/file_io.h"
-#include "harness/json_text.h"
 #include "harness/option_limits.h"
-#include "harness/params.h"
-#include "harness/registry.h"
 #include "harness/sweep.h"
+#include "model/errors.h"
+#include "model/file_io.h"
+#include "model/json_text.h"
+#include "model/params.h"
+#include "model/registry.h"
 
 #ifndef REMAT_DEFAULT_CORPUS
 #define REMAT_DEFAULT_CORPUS "graphs/corpus/default.json"

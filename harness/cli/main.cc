@@ -4,10 +4,10 @@
 #include "harness/cli/commands.h"
 #include "harness/cli/output.h"
 #include "harness/cli/usage.h"
-#include "harness/errors.h"
 #include "harness/isolation.h"
-#include "harness/limits.h"
-#include "harness/params.h"
+#include "model/errors.h"
+#include "model/limits.h"
+#include "model/params.h"
 
 int main(int argc, char** argv) {
   remat::ExitOnUncaughtOutOfMemory();

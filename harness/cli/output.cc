@@ -4,8 +4,8 @@
 
 #include <iostream>
 
-#include "harness/json_text.h"
-#include "harness/params.h"
+#include "model/json_text.h"
+#include "model/params.h"
 
 namespace remat::cli {
 

@@ -1,7 +1,7 @@
 #include "harness/cli/timing_options.h"
 
 #include "harness/cli/usage.h"
-#include "harness/params.h"
+#include "model/params.h"
 
 namespace remat::cli {
 

@@ -1,12 +1,12 @@
 // --link, --compute-rate and --host-budget: the timing model of solve,
-// validate and sweep (harness/timing.h).
+// validate and sweep (model/timing.h).
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <memory>
 #include <string>
 
-#include "harness/timing.h"
+#include "model/timing.h"
 
 namespace remat::cli {
 

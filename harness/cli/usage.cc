@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "harness/cli/output.h"
-#include "harness/errors.h"
 #include "harness/option_limits.h"
+#include "model/errors.h"
 
 namespace remat::cli {
 

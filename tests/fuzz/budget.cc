@@ -1,6 +1,6 @@
-// Budgets and other byte counts (harness/params.h ParseBytes), and the
+// Budgets and other byte counts (model/params.h ParseBytes), and the
 // parameter lists that carry them ("k=v,k=v" of an algorithm or generator).
-#include "harness/params.h"
+#include "model/params.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {

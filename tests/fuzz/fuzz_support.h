@@ -11,14 +11,14 @@
 #include <string>
 #include <string_view>
 
-#include "harness/errors.h"
-#include "harness/graph_source.h"
-#include "harness/limits.h"
+#include "model/errors.h"
+#include "model/graph_source.h"
+#include "model/limits.h"
 
 namespace remat::fuzz {
 
 // A small memory limit keeps every input fast: a spec or file that asks
-// for millions of nodes is refused by the estimate (harness/limits.h)
+// for millions of nodes is refused by the estimate (model/limits.h)
 // instead of being built.
 inline void Init() { SetMemoryLimit(64 << 20); }
 

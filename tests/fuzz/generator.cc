@@ -1,8 +1,8 @@
-// Generator specs ("chain:n=16,mem=4"; harness/graph_source.h LoadGraph).
+// Generator specs ("chain:n=16,mem=4"; model/graph_source.h LoadGraph).
 // Inputs that name an existing path are skipped: only specs are fuzzed.
 #include <filesystem>
 
-#include "harness/graph_source.h"
+#include "model/graph_source.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {

@@ -1,5 +1,5 @@
-// Native graph JSON (harness/graph_json.h), parsed from memory.
-#include "harness/graph_json.h"
+// Native graph JSON (model/graph_json.h), parsed from memory.
+#include "model/graph_json.h"
 
 #include "tests/fuzz/fuzz_support.h"
 

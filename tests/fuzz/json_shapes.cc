@@ -14,11 +14,11 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "harness/graph_json.h"
-#include "harness/json_text.h"
 #include "harness/results.h"
 #include "harness/sweep.h"
 #include "harness/sweep_journal.h"
+#include "model/graph_json.h"
+#include "model/json_text.h"
 #include "tests/fuzz/fuzz_support.h"
 
 namespace {

@@ -1,12 +1,12 @@
-// Schedule text (harness/schedule.h) against a graph of 16 nodes, and the
+// Schedule text (model/schedule.h) against a graph of 16 nodes, and the
 // simulator's timeline on what parses (offloads, prefetches and waits over
 // a link slow enough that copies overlap compute).
-#include "harness/schedule.h"
+#include "model/schedule.h"
 
 #include <sstream>
 
-#include "harness/graph_source.h"
-#include "harness/simulator.h"
+#include "model/graph_source.h"
+#include "model/simulator.h"
 #include "tests/fuzz/fuzz_support.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {

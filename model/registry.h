@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
-#include "harness/algorithm.h"
-#include "harness/graph.h"
-#include "harness/options.h"
-#include "harness/params.h"
+#include "model/algorithm.h"
+#include "model/graph.h"
+#include "model/options.h"
+#include "model/params.h"
 
 namespace remat {
 
@@ -50,7 +50,7 @@ struct GeneratorInfo {
 };
 
 // The GeneratorInfo::generate of a generator whose parameters are the typed
-// options `options` (harness/options.h; its GeneratorInfo::params are
+// options `options` (model/options.h; its GeneratorInfo::params are
 // options.Specs()): `generate` gets them read once, as a T.
 template <typename T>
 std::function<Graph(const Params& params, const std::string& spec)>

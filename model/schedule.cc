@@ -1,4 +1,4 @@
-#include "harness/schedule.h"
+#include "model/schedule.h"
 
 #include <fmt/format.h>
 
@@ -8,8 +8,8 @@
 #include <optional>
 #include <ostream>
 
-#include "harness/errors.h"
-#include "harness/file_io.h"
+#include "model/errors.h"
+#include "model/file_io.h"
 
 namespace remat {
 

@@ -1,4 +1,4 @@
-#include "harness/limits.h"
+#include "model/limits.h"
 
 #include <fmt/format.h>
 #include <sys/resource.h>
@@ -14,8 +14,8 @@
 #include <new>
 #include <sstream>
 
-#include "harness/errors.h"
-#include "harness/params.h"
+#include "model/errors.h"
+#include "model/params.h"
 
 namespace remat {
 

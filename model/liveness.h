@@ -7,8 +7,8 @@
 #include <span>
 #include <vector>
 
-#include "harness/graph.h"
-#include "harness/schedule.h"
+#include "model/graph.h"
+#include "model/schedule.h"
 
 namespace remat {
 

@@ -1,10 +1,10 @@
-#include "harness/registry.h"
+#include "model/registry.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "harness/errors.h"
-#include "harness/named_table.h"
+#include "model/errors.h"
+#include "model/named_table.h"
 
 namespace remat {
 

@@ -4,7 +4,7 @@
 
 #include <iosfwd>
 
-#include "harness/graph.h"
+#include "model/graph.h"
 
 namespace remat {
 

@@ -14,7 +14,7 @@
 #include <optional>
 #include <string>
 
-#include "harness/graph.h"
+#include "model/graph.h"
 
 namespace remat {
 

@@ -1,10 +1,10 @@
-#include "harness/json_text.h"
+#include "model/json_text.h"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 
-#include "harness/errors.h"
+#include "model/errors.h"
 
 namespace remat {
 

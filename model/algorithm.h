@@ -17,11 +17,11 @@
 #include <string_view>
 #include <vector>
 
-#include "harness/graph.h"
-#include "harness/params.h"
-#include "harness/schedule.h"
-#include "harness/simulator.h"
-#include "harness/timing.h"
+#include "model/graph.h"
+#include "model/params.h"
+#include "model/schedule.h"
+#include "model/simulator.h"
+#include "model/timing.h"
 
 namespace remat {
 

@@ -1,12 +1,12 @@
-#include "harness/reach_bound.h"
+#include "model/reach_bound.h"
 
 #include <algorithm>
 #include <chrono>
 #include <unordered_map>
 #include <vector>
 
-#include "harness/memory_model.h"
-#include "harness/simulator.h"
+#include "model/memory_model.h"
+#include "model/simulator.h"
 
 namespace remat {
 

@@ -1,4 +1,4 @@
-#include "harness/liveness.h"
+#include "model/liveness.h"
 
 namespace remat {
 

@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "harness/graph.h"
+#include "model/graph.h"
 
 namespace remat::memory_model {
 
@@ -57,7 +57,7 @@ inline int64_t LeastMemoryToCompute(const Graph& graph, NodeId v) {
 // of them adds or subtracts bytes of its own. The peak is taken at the
 // computes (MemoryAtCompute); between them memory only falls or grows by
 // a prefetch that the next compute counts. When a transfer's memory
-// changes hands on the timeline is the simulator's (harness/simulator.cc).
+// changes hands on the timeline is the simulator's (model/simulator.cc).
 class Ledger {
  public:
   explicit Ledger(const Graph& graph) : graph_(&graph) {}

@@ -1,4 +1,4 @@
-#include "harness/graph.h"
+#include "model/graph.h"
 
 #include <fmt/format.h>
 
@@ -6,8 +6,8 @@
 #include <functional>
 #include <queue>
 
-#include "harness/errors.h"
-#include "harness/limits.h"
+#include "model/errors.h"
+#include "model/limits.h"
 
 namespace remat {
 

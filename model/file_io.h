@@ -18,14 +18,14 @@ void RequireRegularFile(const std::string& path);
 // Opens a regular file for reading (RequireRegularFile), or throws
 // InputError naming the path if it cannot, or if holding `bytes_per_byte`
 // bytes of memory per byte of it would pass the memory limit
-// (harness/limits.h): "<path> (<size> <what>): needs about ...". The readers
+// (model/limits.h): "<path> (<size> <what>): needs about ...". The readers
 // of whole files share it so that each checks its memory before it reads.
 std::ifstream OpenSizedFile(const std::string& path, int64_t bytes_per_byte,
                             std::string_view what);
 
 // Reads a whole regular file; throws InputError naming the path if it
 // cannot, or if parsing it would need more memory than the limit
-// (harness/limits.h: kBytesPerFileByte per byte).
+// (model/limits.h: kBytesPerFileByte per byte).
 std::string ReadFile(const std::string& path);
 
 // Writes through `write` into a temporary file beside `path` and renames it

@@ -1,10 +1,10 @@
-#include "harness/graph_dot.h"
+#include "model/graph_dot.h"
 
 #include <fmt/format.h>
 
 #include <ostream>
 
-#include "harness/params.h"
+#include "model/params.h"
 
 namespace remat {
 

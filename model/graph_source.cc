@@ -1,4 +1,4 @@
-#include "harness/graph_source.h"
+#include "model/graph_source.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -6,13 +6,13 @@
 #include <filesystem>
 #include <fstream>
 
-#include "harness/errors.h"
-#include "harness/file_io.h"
-#include "harness/graph_dot.h"
-#include "harness/graph_json.h"
-#include "harness/named_table.h"
-#include "harness/params.h"
-#include "harness/registry.h"
+#include "model/errors.h"
+#include "model/file_io.h"
+#include "model/graph_dot.h"
+#include "model/graph_json.h"
+#include "model/named_table.h"
+#include "model/params.h"
+#include "model/registry.h"
 
 namespace remat {
 

@@ -29,7 +29,7 @@
 #include <utility>
 #include <vector>
 
-#include "harness/params.h"
+#include "model/params.h"
 
 namespace remat {
 

@@ -1,4 +1,4 @@
-#include "harness/graph_json.h"
+#include "model/graph_json.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -7,9 +7,9 @@
 #include <limits>
 #include <ostream>
 
-#include "harness/errors.h"
-#include "harness/file_io.h"
-#include "harness/json_text.h"
+#include "model/errors.h"
+#include "model/file_io.h"
+#include "model/json_text.h"
 
 namespace remat {
 

@@ -1,4 +1,4 @@
-#include "harness/file_io.h"
+#include "model/file_io.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -15,9 +15,9 @@
 #include <limits>
 #include <sstream>
 
-#include "harness/errors.h"
-#include "harness/limits.h"
-#include "harness/params.h"
+#include "model/errors.h"
+#include "model/limits.h"
+#include "model/params.h"
 
 namespace remat {
 

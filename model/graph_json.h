@@ -5,7 +5,7 @@
 #include <iosfwd>
 #include <string>
 
-#include "harness/graph.h"
+#include "model/graph.h"
 
 namespace remat {
 

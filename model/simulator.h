@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "harness/graph.h"
-#include "harness/schedule.h"
-#include "harness/timing.h"
+#include "model/graph.h"
+#include "model/schedule.h"
+#include "model/timing.h"
 
 namespace remat {
 

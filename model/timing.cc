@@ -1,11 +1,11 @@
-#include "harness/timing.h"
+#include "model/timing.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <cstdlib>
 
-#include "harness/errors.h"
+#include "model/errors.h"
 
 namespace remat {
 

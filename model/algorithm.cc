@@ -1,4 +1,4 @@
-#include "harness/algorithm.h"
+#include "model/algorithm.h"
 
 #include <stdexcept>
 

@@ -1,4 +1,4 @@
-#include "harness/simulator.h"
+#include "model/simulator.h"
 
 #include <fmt/format.h>
 
@@ -8,8 +8,8 @@
 #include <type_traits>
 #include <utility>
 
-#include "harness/liveness.h"
-#include "harness/memory_model.h"
+#include "model/liveness.h"
+#include "model/memory_model.h"
 
 namespace remat {
 

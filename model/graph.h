@@ -129,7 +129,7 @@ class GraphBuilder {
 
   // For generators that know their size: throws InputError with the
   // estimate unless a graph of `nodes` nodes and `edges` edges fits the
-  // memory limit (harness/limits.h). Nodes added later are checked as
+  // memory limit (model/limits.h). Nodes added later are checked as
   // they come in any case; this refuses before the first is allocated.
   void Expect(int64_t nodes, int64_t edges) const;
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "harness/graph.h"
+#include "model/graph.h"
 
 namespace remat {
 

@@ -3,7 +3,7 @@
 // Each algorithm and generator declares its parameters once (ParamSpec);
 // that declaration gives the defaults, the checks, and the text of
 // `remat list`, so the three can never disagree. An algorithm or a generator
-// writes its ParamSpecs through its typed options (harness/options.h) and
+// writes its ParamSpecs through its typed options (model/options.h) and
 // reads the checked values as that struct, never by key.
 #pragma once
 

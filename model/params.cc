@@ -1,4 +1,4 @@
-#include "harness/params.h"
+#include "model/params.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -8,7 +8,7 @@
 #include <cmath>
 #include <limits>
 
-#include "harness/errors.h"
+#include "model/errors.h"
 
 namespace remat {
 

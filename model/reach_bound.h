@@ -35,7 +35,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "harness/graph.h"
+#include "model/graph.h"
 
 namespace remat {
 
