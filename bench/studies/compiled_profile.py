@@ -3,10 +3,10 @@
 torch.compile's at the same level: kernels run, GPU (or CPU) time in them,
 and the wall time around them.
 
-bench/studies/torch_options.py compares the two step times at the options' own
-levels; this shows where a difference comes from. One model's training
-step, run three ways, is measured with rematbench.measure (the median
-time of --repeats synchronized steps after a warm-up, and the
+bench/studies/torch_options.py compares the two step times at the
+options' own levels; this shows where a difference comes from. One model's
+training step, run three ways, is measured with rematbench.torch.measure
+(the median time of --repeats synchronized steps after a warm-up, and the
 allocator-level peak) and one step of each is profiled (torch.profiler):
   compile           torch.compile at activation_memory_budget (--level),
   compile_fallback  the same with inductor's fallback_random, the setting
@@ -19,14 +19,12 @@ Writes <out>/compiled-profile-<device>-<dtype>.{json,md}.
 import argparse
 import json
 import os
-import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import torch_options as to  # noqa: E402  (the models and their sizes)
-import rematbench.torch as rt  # noqa: E402
-from rematbench import measure  # noqa: E402
+import rematbench.torch as rt
+from rematbench.torch import measure
+from rematbench.torch import options
 
 
 def sync(device):
@@ -81,18 +79,19 @@ def main():
     args = ap.parse_args()
     device = torch.device(args.device)
     sizes = args.sizes or ("gpu" if device.type == "cuda" else "cpu")
-    build, desc = to.models(sizes)[args.model]
+    build, desc = options.models(sizes)[args.model]
     torch.manual_seed(0)
     model, batch, loss_fn, _, _ = build()
-    x, y = to.placed(model, batch, device, getattr(torch, args.dtype))
+    x, y = options.placed(model, batch, device, getattr(torch, args.dtype))
     model.train()
     fconfig = torch._functorch.config
     icfg = torch._inductor.config
     rows = []
 
     def record(name, step, **extra):
-        """Times `step` and measures its peak (rematbench.measure, the
-        instrument of bench/studies/torch_options.py), then profiles one step."""
+        """Times `step` and measures its peak (rematbench.torch.measure, the
+        instrument of bench/studies/torch_options.py), then profiles one
+        step."""
         r = measure.measure_step(step, model=model, repeats=args.repeats,
                                  warmup=1, seed=0)
         prof = profiled(step, device, args.top)
@@ -115,7 +114,7 @@ def main():
     torch._dynamo.reset()
     budget = args.budget or peak
     plan = rt.plan(model, (x, y), loss_fn, budget=1.0,
-                   algorithms=to.HEURISTICS, repeats=2,
+                   algorithms=options.HEURISTICS, repeats=2,
                    threads=os.cpu_count())
     p = plan.at(budget)
     p.compile(True)

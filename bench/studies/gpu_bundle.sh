@@ -60,8 +60,9 @@ link=$(echo "$link" | sed -E "s#-o [^ ]*_core\.cpython-[^ ]*\.so#-o $work/$so#")
 (cd build/python && eval "$link")
 
 rm -rf .gpu/site .gpu/libs.tar.xz
-mkdir -p .gpu/site/rematbench "$work/libs/lib" "$work/libs/fallback"
+mkdir -p .gpu/site/rematbench/torch "$work/libs/lib" "$work/libs/fallback"
 cp python/rematbench/*.py "$work/$so" .gpu/site/rematbench/
+cp python/rematbench/torch/*.py .gpu/site/rematbench/torch/
 # Libraries every image has (the C and C++ runtimes) stay; the common ones
 # an image may lack go to fallback/.
 ldd "$work/$so" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """How far the lowest measured rematbench plan is from what any schedule
-could reach, per model of bench/studies/torch_options.py.
+could reach, per model of the studies (rematbench.torch.options.models).
 
     $REMAT_PYTHON bench/studies/memory_bounds.py        # results/memory_bounds/cpu.*
 
@@ -9,8 +9,9 @@ in flops: the bounds read only sizes and edges) and its graph's lower
 bounds are computed: the memory lower bound (`lower_bound_bytes`, one
 step), the reach bound (`Graph.reach_lower_bound()`, docs/model.md: no
 schedule that recomputes rather than offloads peaks lower) and the least a
-schedule that computes each gradient once can take (torch_options'
-`gradients_once_lower_bound`, a bound for that class only). The lowest
+schedule that computes each gradient once can take
+(rematbench.torch.options.gradients_once_lower_bound, a bound for that
+class only). The lowest
 activation peak measured among the rematbench rows of a torch_options
 results file (`--against`) is set beside them. Writes <out>/<device>.json
 (results/SCHEMA.md, "Memory bounds") and <device>.md.
@@ -26,9 +27,7 @@ import torch
 
 import rematbench.torch as rt
 from rematbench import files
-
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import torch_options  # noqa: E402  (the models and their descriptions)
+from rematbench.torch import options
 
 
 def bounds(name, make, args):
@@ -53,7 +52,7 @@ def bounds(name, make, args):
             "reach_limited": reach["limited"],
             "reach_seconds": round(seconds, 2),
             "gradients_once_lower_bound_bytes":
-            torch_options.gradients_once_lower_bound(
+            options.gradients_once_lower_bound(
                 plan.traced.graph["nodes"])}
 
 
@@ -122,7 +121,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", default="gpt2,resnet50,vit_b_16,unet")
     ap.add_argument("--sizes", default="cpu", choices=["quick", "cpu"],
-                    help="model sizes, as bench/studies/torch_options.py's")
+                    help="model sizes (rematbench.torch.options.models)")
     ap.add_argument("--quick", action="store_const", const="quick",
                     dest="sizes", help="the same as --sizes quick")
     ap.add_argument("--against", default="results/torch_options/cpu.json",
@@ -133,7 +132,7 @@ def main():
     ap.add_argument("--states-per-level", type=int, default=200_000)
     args = ap.parse_args()
     torch.set_num_threads(1)
-    table = torch_options.models(args.sizes)
+    table = options.models(args.sizes)
     names = args.models.split(",")
     unknown = [n for n in names if n not in table]
     if unknown:
@@ -141,8 +140,9 @@ def main():
                          f"(models: {', '.join(table)})")
     against_ctx, low = lowest_measured(args.against)
     doc = {"format": "rematbench-memory-bounds", "version": 1,
-           "context": torch_options.machine(
-               "cpu", "float32", {n: table[n][1] for n in names}),
+           "context": options.machine(
+               "cpu", "float32", {n: table[n][1] for n in names},
+               source=os.path.dirname(os.path.abspath(__file__))),
            "against": args.against,
            "against_commit": against_ctx.get("git_commit"),
            "models": []}

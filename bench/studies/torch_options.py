@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PyTorch's own ways of saving activation memory beside rematbench's plans,
-measured with one instrument (rematbench.measure) in one run.
+measured with one instrument (rematbench.torch.measure) in one run.
 
     $REMAT_PYTHON bench/studies/torch_options.py                 # results/torch_options/cpu.*
     $REMAT_PYTHON bench/studies/torch_options.py --models gpt2 --quick
@@ -15,7 +15,7 @@ options' measured activation peaks and on a ladder from the NoRemat peak
 down to the memory lower bound, each run as a program eagerly
 (`rematbench_eager`) and compiled by inductor (`rematbench_compiled`).
 
-Every row is measured by rematbench.measure.measure_step: the
+Every row is measured by rematbench.torch.measure.measure_step: the
 allocator-level activation peak of one step (profiler memory events,
 gradients left out), the median step time after warm-up, and the
 gradients against the plain eager step's from the same RNG state and
@@ -26,273 +26,21 @@ buffers. Writes <out>/<device>.json (results/SCHEMA.md, "Torch options"),
 
 import argparse
 import contextlib
-import datetime
 import functools
 import math
 import os
-import platform
 import signal
-import statistics
 import sys
 import time
 
 import torch
-import torch._dynamo
-import torch._functorch.config as fconfig
-import torch.nn as nn
-import torch.nn.functional as F
-from torch.utils.checkpoint import checkpoint, checkpoint_sequential
 
 import rematbench
 import rematbench.torch as rt
-from rematbench import files, measure
-
-HEURISTICS = ["noremat", "dtr", "rotor", "chen_greedy", "chen_sqrtn",
-              "chen_recursive", "revolve", "twremat", "checkpoint_last",
-              "checkpoint_reuse", "dp_approx"]
-
-# --------------------------------------------------------------------------
-# Models at CPU sizes. Each: (model, example batch (x, y), loss_fn, blocks
-# (the modules checkpointed one by one), sequential (an nn.Sequential of
-# the same modules for checkpoint_sequential, or None)).
-
-
-class GPTBlock(nn.Module):
-
-    def __init__(self, d, heads, p):
-        super().__init__()
-        self.heads = heads
-        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
-        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
-        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
-        self.attn_drop, self.resid_drop = nn.Dropout(p), nn.Dropout(p)
-        self.mlp_drop = nn.Dropout(p)
-
-    def forward(self, x):
-        b, t, d = x.shape
-        h = self.heads
-        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
-        q = q.view(b, t, h, d // h).transpose(1, 2)
-        k = k.view(b, t, h, d // h).transpose(1, 2)
-        v = v.view(b, t, h, d // h).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // h))
-        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
-        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
-        y = (self.attn_drop(att) @ v).transpose(1, 2).reshape(b, t, d)
-        x = x + self.resid_drop(self.proj(y))
-        x = x + self.mlp_drop(self.out(F.gelu(self.fc(self.ln2(x)))))
-        return x
-
-
-class GPTEmbed(nn.Module):
-
-    def __init__(self, vocab, seq, d, p):
-        super().__init__()
-        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
-        self.drop = nn.Dropout(p)
-
-    def forward(self, idx):
-        t = idx.shape[1]
-        pos = torch.arange(t, device=idx.device)
-        return self.drop(self.tok(idx) + self.pos(pos))
-
-
-class GPTHead(nn.Module):
-
-    def __init__(self, d, vocab):
-        super().__init__()
-        self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
-
-    def forward(self, x):
-        return self.head(self.ln(x)).flatten(0, 1)
-
-
-def gpt2(batch, seq, d, layers, heads, vocab, p=0.1):
-    blocks = [GPTBlock(d, heads, p) for _ in range(layers)]
-    model = nn.Sequential(GPTEmbed(vocab, seq, d, p), *blocks,
-                          GPTHead(d, vocab))
-    g = torch.Generator().manual_seed(1)
-    x = torch.randint(vocab, (batch, seq), generator=g)
-    y = torch.randint(vocab, (batch * seq,), generator=g)
-    return model, (x, y), nn.CrossEntropyLoss(), blocks, model
-
-
-class ViTStem(nn.Module):
-    """torchvision's VisionTransformer up to its encoder layers."""
-
-    def __init__(self, vit):
-        super().__init__()
-        self.vit = vit
-
-    def forward(self, x):
-        v = self.vit
-        x = v._process_input(x)
-        cls = v.class_token.expand(x.shape[0], -1, -1)
-        x = torch.cat([cls, x], dim=1) + v.encoder.pos_embedding
-        return v.encoder.dropout(x)
-
-
-class ViTHead(nn.Module):
-
-    def __init__(self, vit):
-        super().__init__()
-        self.ln, self.heads = vit.encoder.ln, vit.heads
-
-    def forward(self, x):
-        return self.heads(self.ln(x)[:, 0])
-
-
-def vit_b_16(batch, image):
-    import torchvision
-    vit = torchvision.models.vit_b_16(image_size=image, num_classes=10)
-    blocks = list(vit.encoder.layers)
-    model = nn.Sequential(ViTStem(vit), *blocks, ViTHead(vit))
-    # The Sequential holds vit (through ViTStem) and its layers again:
-    # parameters are shared, so each is listed once.
-    g = torch.Generator().manual_seed(1)
-    x = torch.randn(batch, 3, image, image, generator=g)
-    y = torch.randint(10, (batch,), generator=g)
-    return model, (x, y), nn.CrossEntropyLoss(), blocks, model
-
-
-def resnet50(batch, image):
-    import torchvision
-    r = torchvision.models.resnet50(num_classes=10)
-    blocks = [b for layer in (r.layer1, r.layer2, r.layer3, r.layer4)
-              for b in layer]
-    seq = nn.Sequential(r.conv1, r.bn1, r.relu, r.maxpool, *blocks,
-                        r.avgpool, nn.Flatten(1), r.fc)
-    g = torch.Generator().manual_seed(1)
-    x = torch.randn(batch, 3, image, image, generator=g)
-    y = torch.randint(10, (batch,), generator=g)
-    return seq, (x, y), nn.CrossEntropyLoss(), blocks, seq
-
-
-def conv_block(cin, cout):
-    return nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False),
-                         nn.BatchNorm2d(cout), nn.ReLU(inplace=True),
-                         nn.Conv2d(cout, cout, 3, padding=1, bias=False),
-                         nn.BatchNorm2d(cout), nn.ReLU(inplace=True))
-
-
-class UNet(nn.Module):
-
-    def __init__(self, levels=4, base=16, classes=3):
-        super().__init__()
-        ch = [base * 2**i for i in range(levels)]
-        self.down = nn.ModuleList()
-        cin = 3
-        for c in ch:
-            self.down.append(conv_block(cin, c))
-            cin = c
-        self.mid = conv_block(ch[-1], 2 * ch[-1])
-        self.ups, self.up = nn.ModuleList(), nn.ModuleList()
-        cin = 2 * ch[-1]
-        for c in reversed(ch):
-            self.ups.append(nn.ConvTranspose2d(cin, c, 2, stride=2))
-            self.up.append(conv_block(2 * c, c))
-            cin = c
-        self.head = nn.Conv2d(ch[0], classes, 1)
-
-    def forward(self, x):
-        skips = []
-        for b in self.down:
-            x = b(x)
-            skips.append(x)
-            x = F.max_pool2d(x, 2)
-        x = self.mid(x)
-        for t, b, s in zip(self.ups, self.up, reversed(skips)):
-            x = b(torch.cat([t(x), s], dim=1))
-        return self.head(x)
-
-
-def unet(batch, image):
-    model = UNet()
-    blocks = list(model.down) + [model.mid] + list(model.up)
-    g = torch.Generator().manual_seed(1)
-    x = torch.randn(batch, 3, image, image, generator=g)
-    y = torch.randint(3, (batch, image, image), generator=g)
-    return model, (x, y), nn.CrossEntropyLoss(), blocks, None
-
-
-def models(size):
-    """name -> (builder, description) at `size`: "quick" (the test's),
-    "cpu" (minutes on two cores) or "gpu" (training sizes: ResNet-50 and
-    ViT-B/16 at batch 64, 224x224; GPT-2 small at sequence 1024)."""
-    if size == "quick":
-        return {
-            "resnet50": (lambda: resnet50(2, 32), "ResNet-50, batch 2, 32x32"),
-            "vit_b_16": (lambda: vit_b_16(1, 32), "ViT-B/16, batch 1, 32x32"),
-            "gpt2": (lambda: gpt2(2, 32, 128, 12, 4, 256),
-                     "GPT-2-style decoder, 12 layers, d 128, 4 heads, "
-                     "seq 32, batch 2, vocab 256, dropout 0.1"),
-            "unet": (lambda: unet(1, 32), "U-Net, 4 levels, base 16, "
-                     "batch 1, 32x32"),
-        }
-    if size == "gpu":
-        return {
-            "resnet50": (lambda: resnet50(64, 224), "ResNet-50 (torchvision, "
-                         "10 classes), batch 64, 224x224"),
-            "vit_b_16": (lambda: vit_b_16(64, 224), "ViT-B/16 (torchvision, "
-                         "10 classes), batch 64, 224x224 (197 tokens)"),
-            "gpt2": (lambda: gpt2(8, 1024, 768, 12, 12, 50257),
-                     "GPT-2 small: 12 layers, d 768, 12 heads, seq 1024, "
-                     "batch 8, vocab 50257, dropout 0.1 (embedding, "
-                     "attention, residual, MLP)"),
-            "unet": (lambda: unet(16, 256), "U-Net, 4 levels, base 16, "
-                     "batch 16, 256x256, batch norm"),
-        }
-    return {
-        "resnet50": (lambda: resnet50(2, 64), "ResNet-50 (torchvision, 10 "
-                     "classes), batch 2, 64x64"),
-        "vit_b_16": (lambda: vit_b_16(2, 64), "ViT-B/16 (torchvision, 10 "
-                     "classes), batch 2, 64x64 (17 tokens)"),
-        "gpt2": (lambda: gpt2(2, 128, 256, 12, 4, 1024),
-                 "GPT-2-style decoder, 12 layers, d 256, 4 heads, seq 128, "
-                 "batch 2, vocab 1024, dropout 0.1 (embedding, attention, "
-                 "residual, MLP)"),
-        "unet": (lambda: unet(2, 64), "U-Net, 4 levels, base 16, batch 2, "
-                 "64x64, batch norm"),
-    }
-
-
-# --------------------------------------------------------------------------
-# PyTorch's options.
-
-
-def patched_blocks(blocks, wrap):
-    """Context: each block's forward replaced by wrap(original forward)."""
-    class Ctx:
-        def __enter__(self):
-            for b in blocks:
-                b.forward = wrap(b.forward)
-
-        def __exit__(self, *exc):
-            for b in blocks:
-                del b.forward
-    return Ctx()
-
-
-def ckpt(fwd, **kw):
-    return lambda *a: checkpoint(fwd, *a, use_reentrant=False, **kw)
-
-
-def sac_policy(ctx, op, *args, **kwargs):
-    from torch.utils.checkpoint import CheckpointPolicy
-    saved = (torch.ops.aten.mm.default, torch.ops.aten.addmm.default,
-             torch.ops.aten.bmm.default, torch.ops.aten.convolution.default,
-             torch.ops.aten._scaled_dot_product_flash_attention.default,
-             torch.ops.aten._scaled_dot_product_efficient_attention.default)
-    return CheckpointPolicy.MUST_SAVE if op in saved else \
-        CheckpointPolicy.PREFER_RECOMPUTE
-
-
-def sac_context():
-    from torch.utils.checkpoint import create_selective_checkpoint_contexts
-    return create_selective_checkpoint_contexts(sac_policy)
-
-
-# --------------------------------------------------------------------------
+from rematbench import files
+from rematbench.torch import measure
+from rematbench.torch import options as opt
+from rematbench.torch.options import HEURISTICS, machine, models
 
 
 def row_of(model_name, method, setting, r, **extra):
@@ -338,13 +86,6 @@ def stop_on_sigterm(signum, frame):
     raise Stopped("stopped by SIGTERM")
 
 
-def placed(model, batch, device, dtype):
-    """The model and batch on `device`, floating point in `dtype`."""
-    model.to(device=device, dtype=dtype)
-    return [t.to(device=device, dtype=dtype) if t.is_floating_point()
-            else t.to(device) for t in batch]
-
-
 def skipped_row(name, method, setting, **extra):
     return dict({"model": name, "method": method, "setting": setting,
                  "budget_bytes": None, "measured_peak_bytes": None,
@@ -359,7 +100,7 @@ def run_model(name, build, args, rows, summary):
     torch.manual_seed(0)
     model, batch, loss_fn, blocks, seq = build()
     device = torch.device(args.device)
-    x, y = placed(model, batch, device, getattr(torch, args.dtype))
+    x, y = opt.placed(model, batch, device, getattr(torch, args.dtype))
     model.train()
     deadline = args.deadline
     n_params = sum(p.numel() for p in model.parameters())
@@ -441,17 +182,13 @@ def run_model(name, build, args, rows, summary):
 
     @contextlib.contextmanager
     def per_block(wrap):
-        with patched_blocks(blocks, wrap):
+        with opt.patched_blocks(blocks, wrap):
             yield eager
 
     add("checkpoint_block", f"{len(blocks)} blocks",
-        lambda: per_block(ckpt))
+        lambda: per_block(opt.checkpointed))
     if seq is not None:
-        segs = max(1, round(math.sqrt(len(seq))))
-
-        def seq_step():
-            out = checkpoint_sequential(seq, segs, x, use_reentrant=False)
-            loss_fn(out, y).backward()
+        segs, seq_step = opt.sequential_step(seq, loss_fn, x, y)
         add("checkpoint_sequential", f"{segs} segments of {len(seq)}",
             lambda: contextlib.nullcontext(seq_step))
     else:
@@ -462,31 +199,12 @@ def run_model(name, build, args, rows, summary):
                      "error": "not a sequence of modules (skip "
                               "connections across blocks)"})
     add("sac", "save mm/addmm/bmm/convolution outputs, per block",
-        lambda: per_block(lambda f: ckpt(f, context_fn=sac_context)))
-
-    @contextlib.contextmanager
-    def compiled_model(budget):
-        """The model compiled by torch.compile at `budget`, compiled by
-        its first step (recompiling for the head-to-head timing reuses
-        inductor's cache of compiled graphs)."""
-        torch._dynamo.reset()
-        try:
-            with fconfig.patch(activation_memory_budget=budget):
-                cm = torch.compile(model)
-
-                def compiled_step():
-                    loss_fn(cm(x), y).backward()
-                torch.manual_seed(0)
-                compiled_step()
-                for p in model.parameters():
-                    p.grad = None
-                yield compiled_step
-        finally:
-            torch._dynamo.reset()
-
+        lambda: per_block(opt.selective))
+    # Compiled by its first step; recompiling for the head-to-head timing
+    # reuses inductor's cache of compiled graphs.
     for b in args.compile_budgets if not args.no_compile else []:
         add("compile", f"activation_memory_budget={b}",
-            functools.partial(compiled_model, b))
+            functools.partial(opt.compiled, model, loss_fn, x, y, b))
 
     summary.update({"parameters": n_params,
                     "eager_peak_bytes": base["peak_bytes"],
@@ -509,7 +227,7 @@ def run_model(name, build, args, rows, summary):
         "noremat_simulated_peak_bytes": g.noremat_peak_bytes,
         "lower_bound_bytes": g.lower_bound_bytes,
         "gradients_once_lower_bound_bytes":
-            gradients_once_lower_bound(plan.traced.graph["nodes"]),
+            opt.gradients_once_lower_bound(plan.traced.graph["nodes"]),
         "reach_lower_bound_bytes": g.reach_lower_bound()["bytes"],
         "trace_and_plan_seconds": round(trace_seconds, 1)})
     log(f"  rematbench: {g.num_nodes} nodes, NoRemat peak "
@@ -575,12 +293,15 @@ def run_model(name, build, args, rows, summary):
                                     budget_bytes=budget))
             continue
         planned, attempts, p, re = budget, [], None, None
+        smallest = None
         for _ in range(args.calibrate + 1):
             try:
                 p = plan.at(planned)
+            except rt.NoFit as e:  # nothing fits: the smallest that does
+                p, err, smallest = None, str(e)[:300], e.smallest_budget_bytes
+                break
             except rematbench.Error as e:
-                p = None
-                err = str(e)[:300]
+                p, err = None, str(e)[:300]
                 break
             sched = tuple(tuple(e) for e in p.schedule)
             if sched not in eager_cache:
@@ -600,10 +321,8 @@ def run_model(name, build, args, rows, summary):
             # overshoot.
             planned = planned - (re["peak_bytes"] - budget) - 1
         if p is None and not attempts and why.startswith("ladder") and \
-                "(" not in why and "smallest budget that fits is " in err:
+                "(" not in why and smallest is not None:
             # The ladder's last step: the smallest budget that fits.
-            smallest = int(err.split("smallest budget that fits is ")[1]
-                           .split(" ")[0])
             targets.append((smallest, why + " (smallest that fits)"))
             fitted = min((r["budget_bytes"] for r in rows
                           if r["model"] == name and
@@ -699,59 +418,6 @@ def run_model(name, build, args, rows, summary):
     summary["seconds"] = round(time.perf_counter() - t0, 1)
 
 
-def gradients_once_lower_bound(nodes):
-    """The least activation memory of a schedule that computes each node
-    that is not a forward value (the loss, each gradient) once, as
-    checkpoint_last and checkpoint_reuse do: while such a node b is
-    computed, besides what computing it takes (its inputs, itself, its
-    workspace), every non-forward value computed before it (an ancestor)
-    and read after it (by a descendant) is live. The graph's lower bound
-    counts only the former; the difference is what this class of
-    schedules cannot reach."""
-    n = len(nodes)
-    readers = [0] * n  # bit set of each node's readers
-    for v in nodes:
-        for u in v["inputs"]:
-            readers[u] |= 1 << v["id"]
-    order, indegree = [], [len(v["inputs"]) for v in nodes]
-    ready = [v["id"] for v in nodes if not v["inputs"]]
-    while ready:
-        v = ready.pop()
-        order.append(v)
-        for w in _set_bits(readers[v]):
-            indegree[w] -= 1
-            if indegree[w] == 0:
-                ready.append(w)
-    once = [v["kind"] != "forward" for v in nodes]
-    before = [0] * n  # non-forward ancestors
-    for v in order:
-        for u in nodes[v]["inputs"]:
-            before[v] |= before[u] | ((1 << u) if once[u] else 0)
-    after = [0] * n  # descendants
-    for v in reversed(order):
-        for w in _set_bits(readers[v]):
-            after[v] |= after[w] | (1 << w)
-    best = 0
-    for v in order:
-        if not once[v]:
-            continue
-        node = nodes[v]
-        own = set(node["inputs"])
-        live = node["mem"] + node.get("workspace", 0) + sum(
-            nodes[u]["mem"] for u in own)
-        live += sum(nodes[u]["mem"] for u in _set_bits(before[v])
-                    if u not in own and readers[u] & after[v])
-        best = max(best, live)
-    return best
-
-
-def _set_bits(x):
-    while x:
-        low = x & -x
-        yield low.bit_length() - 1
-        x ^= low
-
-
 def compare(options, candidates, meas, args, deadline):
     """Each PyTorch option against rematbench's plan at or below its
     measured peak, timed again side by side: the two steps alternate,
@@ -811,56 +477,11 @@ def compare(options, candidates, meas, args, deadline):
 
 def context(args, descriptions):
     """The run's context: the machine's (machine()) and the timing's."""
-    return dict(machine(args.device, args.dtype, descriptions),
+    here = os.path.dirname(os.path.abspath(__file__))
+    return dict(machine(args.device, args.dtype, descriptions, source=here),
                 repeats=args.repeats, warmup=args.warmup, pairs=args.pairs,
                 sizes=args.sizes, compile_budgets=args.compile_budgets,
                 deadline_seconds=args.deadline_seconds)
-
-
-def machine(device, dtype, descriptions):
-    """Where, when and with what a bench ran: device, CPU, versions, the
-    commit, the command line and the models' descriptions."""
-    import numpy
-    try:
-        import torchvision
-        tv = torchvision.__version__
-    except ImportError:
-        tv = None
-    cpu = None
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(l.split(":", 1)[1].strip() for l in f
-                       if l.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    git = None
-    try:
-        import subprocess
-        here = os.path.dirname(os.path.abspath(__file__))
-        # "-dirty" when the run's code is not the commit's.
-        git = subprocess.run(["git", "-C", here, "describe", "--always",
-                              "--dirty"], capture_output=True, text=True,
-                             check=True).stdout.strip()
-    except Exception:
-        pass
-    return {"date": datetime.datetime.now(datetime.timezone.utc)
-            .isoformat(timespec="seconds"),
-            "device": device,
-            "device_name": cpu if device == "cpu" else
-            torch.cuda.get_device_name(),
-            "cuda": torch.version.cuda if device != "cpu" else None,
-            "cudnn": torch.backends.cudnn.version() if device != "cpu"
-            else None,
-            "float32_matmul_precision": torch.get_float32_matmul_precision(),
-            "host": platform.node(), "cpu_model": cpu,
-            "cpu_count": os.cpu_count(),
-            "threads": torch.get_num_threads(),
-            "load_average_start": None, "load_average_end": None,
-            "python": platform.python_version(), "torch": torch.__version__,
-            "torchvision": tv, "numpy": numpy.__version__,
-            "git_commit": git, "command_line": " ".join(sys.argv),
-            "dtype": dtype,
-            "models": descriptions}
 
 
 def main():

@@ -5,14 +5,14 @@ op by op.
     $REMAT_PYTHON bench/studies/torch_peak_gap.py                # results/torch_peak_gap/cpu.*
     $REMAT_PYTHON bench/studies/torch_peak_gap.py --models unet --quick
 
-For each model of bench/studies/torch_options.py and each budget (fractions of the
-program's NoRemat peak), rematbench.torch plans the step and runs the
-plan's program once under the profiler with every op marked by the
-schedule event that made it. For each event: the predicted activation
+For each model of the studies (rematbench.torch.options.models) and each
+budget (fractions of the program's NoRemat peak), rematbench.torch plans
+the step and runs the plan's program once under the profiler with every
+op marked by the schedule event that made it. For each event: the predicted activation
 memory while it runs (the simulated memory plus what the program holds
 beside the schedule, as the plan's predicted peak counts it) against the
 largest sum of live allocations the allocator had while its ops ran
-(gradients left out, as rematbench.measure counts them). Writes
+(gradients left out, as rematbench.torch.measure counts them). Writes
 <out>/<device>.json and <device>.md: per plan the predicted and measured
 peaks, how many events are within 5%, and the events that differ most,
 named by node and ATen op: where the model and the allocator disagree,
@@ -28,7 +28,9 @@ import torch
 
 import rematbench
 import rematbench.torch as rt
-from rematbench import files, measure
+from rematbench import files
+from rematbench.torch import measure
+from rematbench.torch import options
 
 _MARK = "rematbench.event:"
 
@@ -73,15 +75,13 @@ def event_memory(plan, inputs):
 def gap(plan, inputs, top):
     """The predicted and measured memory of `plan`'s events, compared."""
     nodes = plan.traced.graph["nodes"]
-    events = rt.Plan._as_events(plan.schedule)
-    predicted = dict(rt._program_timeline(plan._program, plan.traced,
-                                          plan.schedule, plan.anchoring))
+    predicted = dict(plan.memory.timeline(plan.schedule, plan.anchoring))
     measured, measured_peak = event_memory(plan, inputs)
     rows = []
     for e, m in measured:
         if e not in predicted:
             continue
-        n = nodes[events[e][1]]
+        n = nodes[plan.schedule[e][1]]  # event e computes this node
         rows.append({"event": e, "node": n["name"], "op": n["op"],
                      "kind": n["kind"], "predicted_bytes": predicted[e],
                      "measured_bytes": m,
@@ -109,7 +109,7 @@ def run_model(name, build, args):
     # batch norm's output is freed before its statistics); each budget
     # below is planned anew, and one that nothing fits is recorded as such.
     plan = rt.plan(model, (x, y), loss_fn, budget=2.0,
-                   algorithms=args.algorithms or torch_options.HEURISTICS,
+                   algorithms=args.algorithms or options.HEURISTICS,
                    timeout=args.solve_timeout, threads=args.threads,
                    cost=args.cost)
     out = {"model": name, "graph_nodes": plan.graph.num_nodes,
@@ -201,7 +201,7 @@ def main():
     ap.add_argument("--algorithms", default=None,
                     type=lambda s: s.split(","),
                     help="comma-separated algorithms the plans choose from "
-                    "(default: bench/studies/torch_options.py's heuristics)")
+                    "(default: rematbench.torch.options.HEURISTICS)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--solve-timeout", type=float, default=20)
     ap.add_argument("--cost", choices=("measured", "flop"),
@@ -216,11 +216,12 @@ def main():
     root = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
     out = args.out or os.path.join(root, "results", "torch_peak_gap")
     os.makedirs(out, exist_ok=True)
-    table = torch_options.models("quick" if args.quick else "cpu")
+    table = options.models("quick" if args.quick else "cpu")
     names = args.models.split(",")
     doc = {"format": "rematbench-torch-peak-gap", "version": 1,
-           "context": torch_options.machine(
-               "cpu", "float32", {n: table[n][1] for n in names}),
+           "context": options.machine(
+               "cpu", "float32", {n: table[n][1] for n in names},
+               source=os.path.dirname(os.path.abspath(__file__))),
            "models": []}
     doc["context"]["load_average_start"] = list(os.getloadavg())
     for n in names:
@@ -233,5 +234,4 @@ def main():
 
 
 if __name__ == "__main__":
-    import torch_options
     main()

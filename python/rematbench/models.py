@@ -4,10 +4,14 @@ the traced training step (TrainStep) and the command-line options that pick
 one. Kept apart from the tracer so that the replayer rebuilds exactly the
 model an export was made from (same options, same seed, same device) without
 importing the tracing machinery twice, and so that a new model is added in
-one place.
+one place. The studies' models are here too (rematbench.torch.options
+builds them at the studies' sizes): their U-Net is UNet, their GPT-2 and
+ViT-B/16 sequences of blocks (GPTEmbed, GPTBlock, GPTHead; ViTStem,
+ViTHead).
 """
 
 import argparse
+import math
 import shlex
 
 import torch
@@ -146,6 +150,87 @@ class TinyResNet(nn.Module):
     def forward(self, x):
         x = self.pool(self.blocks(self.stem(x)))
         return self.fc(torch.flatten(x, 1))
+
+
+class GPTBlock(nn.Module):
+    """A GPT-2 decoder block: pre-norm causal self-attention and MLP, each
+    with a residual connection and dropout `p`."""
+
+    def __init__(self, d, heads, p):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+        self.attn_drop, self.resid_drop = nn.Dropout(p), nn.Dropout(p)
+        self.mlp_drop = nn.Dropout(p)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = self.heads
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q = q.view(b, t, h, d // h).transpose(1, 2)
+        k = k.view(b, t, h, d // h).transpose(1, 2)
+        v = v.view(b, t, h, d // h).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // h))
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        y = (self.attn_drop(att) @ v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.resid_drop(self.proj(y))
+        x = x + self.mlp_drop(self.out(F.gelu(self.fc(self.ln2(x)))))
+        return x
+
+
+class GPTEmbed(nn.Module):
+    """GPT-2's token and position embeddings, with dropout `p`."""
+
+    def __init__(self, vocab, seq, d, p):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
+        self.drop = nn.Dropout(p)
+
+    def forward(self, idx):
+        t = idx.shape[1]
+        pos = torch.arange(t, device=idx.device)
+        return self.drop(self.tok(idx) + self.pos(pos))
+
+
+class GPTHead(nn.Module):
+    """GPT-2's final layer norm and vocabulary projection, the logits
+    flattened over batch and sequence."""
+
+    def __init__(self, d, vocab):
+        super().__init__()
+        self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
+
+    def forward(self, x):
+        return self.head(self.ln(x)).flatten(0, 1)
+
+
+class ViTStem(nn.Module):
+    """torchvision's VisionTransformer up to its encoder layers."""
+
+    def __init__(self, vit):
+        super().__init__()
+        self.vit = vit
+
+    def forward(self, x):
+        v = self.vit
+        x = v._process_input(x)
+        cls = v.class_token.expand(x.shape[0], -1, -1)
+        x = torch.cat([cls, x], dim=1) + v.encoder.pos_embedding
+        return v.encoder.dropout(x)
+
+
+class ViTHead(nn.Module):
+    """torchvision's VisionTransformer after its encoder layers."""
+
+    def __init__(self, vit):
+        super().__init__()
+        self.ln, self.heads = vit.encoder.ln, vit.heads
+
+    def forward(self, x):
+        return self.heads(self.ln(x)[:, 0])
 
 
 TORCHVISION_CLASSIFIERS = ("resnet18", "resnet34", "resnet50", "resnet101",

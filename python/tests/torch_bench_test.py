@@ -3,7 +3,6 @@ bench/studies/torch_peak_gap.py) on
 the small U-Net: they run, write what results/SCHEMA.md describes, and
 what they measure holds the plan's promises (no time is judged here)."""
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -116,19 +115,16 @@ def test_gradients_once_lower_bound_by_hand():
     # too: computing g3 (g2 3 + g3 4) once, g1 (2) is live (computed
     # before, read after): 9, where the graph's own bound is 7 (g3 with
     # g2, g4 with g3 and g1).
-    spec = importlib.util.spec_from_file_location(
-        "torch_options", os.path.join(BENCH, "torch_options.py"))
-    torch_options = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(torch_options)
+    from rematbench.torch.options import gradients_once_lower_bound
 
     def node(i, kind, mem, inputs):
         return {"id": i, "kind": kind, "mem": mem, "inputs": inputs}
     nodes = [node(0, "forward", 1, []), node(1, "loss", 1, [0]),
              node(2, "backward", 2, [1]), node(3, "backward", 3, [2]),
              node(4, "backward", 4, [3]), node(5, "backward", 1, [4, 2])]
-    assert torch_options.gradients_once_lower_bound(nodes) == 9
+    assert gradients_once_lower_bound(nodes) == 9
     nodes[5]["inputs"] = [4]  # g1 dies at g2: g3's own 7 is the most
-    assert torch_options.gradients_once_lower_bound(nodes) == 7
+    assert gradients_once_lower_bound(nodes) == 7
 
 
 def test_median_interval_by_hand():
@@ -205,24 +201,19 @@ def test_sigterm_writes_what_was_measured(tmp_path):
 
 def test_smallest_budget_that_fits_fits():
     """The budget plan() names when nothing fits is one a plan fits at, on
-    the bench's small GPT-2 (dropout: the program holds generator states
+    the studies' small GPT-2 (dropout: the program holds generator states
     beside the schedule). It once named the least peak found at the lower
     budget, where checkpoint_reuse, solved for that budget itself, chose a
     cheaper schedule that did not fit as a program."""
-    import rematbench
     import rematbench.torch as rt
-    spec = importlib.util.spec_from_file_location(
-        "torch_options", os.path.join(BENCH, "torch_options.py"))
-    torch_options = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(torch_options)
+    from rematbench.torch import options
     torch.manual_seed(0)
-    model, batch, loss_fn, _, _ = torch_options.models("quick")["gpt2"][0]()
+    model, batch, loss_fn, _, _ = options.models("quick")["gpt2"][0]()
     plan = rt.plan(model, batch, loss_fn, budget=1.0,
-                   algorithms=torch_options.HEURISTICS, timeout=20)
-    with pytest.raises(rematbench.Error) as e:
+                   algorithms=options.HEURISTICS, timeout=20)
+    with pytest.raises(rt.NoFit) as e:
         plan.at(plan.graph.lower_bound_bytes + 1)
-    smallest = int(str(e.value).split("smallest budget that fits is ")[1]
-                   .split(" ")[0])
+    smallest = e.value.smallest_budget_bytes
     fitted = plan.at(smallest)
     assert fitted.predicted_peak_bytes <= smallest
 
