@@ -12,8 +12,9 @@ into the joint forward+backward graph of ATen operations and written as a
 native graph (docs/formats.md), following the "Training graphs" convention
 of docs/model.md.
 
-How the graph is obtained: python/rematbench/trace.py (shared with
-rematbench.torch).
+How the graph is obtained: rematbench.torch.trace (shared with
+rematbench.torch.plan); the document is the traced step's own
+(rematbench.torch.TracedStep.document).
 See `Mapping` in graphs/corpus/torch/README.md for how ops become nodes.
 """
 
@@ -28,14 +29,15 @@ import torch
 import torchvision
 
 from rematbench import files  # noqa: E402
-# The tracer is rematbench.trace, shared with rematbench.torch; the models
-# are rematbench.models (rematbench.replay rebuilds them from there). The
-# names stay importable from here for callers of export().
+# The tracer is rematbench.torch.trace, shared with rematbench.torch; the
+# models are rematbench.models (rematbench.torch.replay rebuilds them from
+# there). The names stay importable from here for callers of export().
 from rematbench.models import (MODELS, SEED, TrainStep,  # noqa: F401
                                add_model_args, build, finish_model_args,
                                model_args_dict, size_suffix)
-from rematbench.trace import (Unsupported, _op_key, export,  # noqa: F401
-                              trace_nodes)
+from rematbench.torch import TracedStep
+from rematbench.torch.trace import (Unsupported, export,  # noqa: F401
+                                    trace_nodes)
 
 # --------------------------------------------------------------------------
 # Command line.
@@ -116,16 +118,18 @@ def main(argv):
         torch.set_num_threads(args.threads)
     t0 = time.time()
     step, inputs = build(args, args.device)
+    name = args.name or f"torch_{args.model}_{size_suffix(args)}_" \
+        f"{args.granularity}"
     try:
-        out, fx_nodes = export(step, inputs, args.granularity, args.cost,
-                               args.repeats, args.workspace == "measured",
-                               args.saved_parts == "cloned")
+        traced = TracedStep.trace(step, inputs, name, args.granularity,
+                                  args.cost, args.repeats,
+                                  args.workspace == "measured",
+                                  args.saved_parts == "cloned")
     except Unsupported as e:
         print(f"export_torch.py: {e}", file=sys.stderr)
         sys.exit(2)
+    out = traced.nodes
     n_params = sum(p.numel() for p in step.parameters())
-    p_bytes = sum(p.numel() * p.element_size() for p in step.parameters())
-    in_bytes = sum(t.numel() * t.element_size() for t in inputs)
     command = " ".join(["scripts/export_torch.py"] + argv)
     provenance = {
         "generator": "scripts/export_torch.py",
@@ -147,9 +151,9 @@ def main(argv):
         "torchvision": torchvision.__version__,
         "python": platform.python_version(),
         "parameters": n_params,
-        "parameter_bytes": p_bytes,
-        "input_bytes": in_bytes,
-        "fx_nodes": fx_nodes,
+        "parameter_bytes": traced.parameter_bytes,
+        "input_bytes": traced.input_bytes,
+        "fx_nodes": len(traced.module.graph.nodes),
     }
     if args.cost == "flop":
         provenance["forward_flop"] = sum(
@@ -158,18 +162,7 @@ def main(argv):
         provenance["cost_repeats"] = args.repeats
         provenance["threads"] = torch.get_num_threads()
         provenance["host"] = platform.node()
-    name = args.name or f"torch_{args.model}_{size_suffix(args)}_" \
-        f"{args.granularity}"
-    graph = {
-        "format": "rematbench-graph",
-        "version": 1,
-        "name": name,
-        "static_bytes": 2 * p_bytes + in_bytes,
-        "units": {"memory": "bytes",
-                  "cost": "flop" if args.cost == "flop" else "ns"},
-        "provenance": provenance,
-        "nodes": out,
-    }
+    graph = traced.document(provenance)
     write(args.out, graph)
     kinds = collections.Counter(n["kind"] for n in out)
     print(f"export_torch.py: {name}: {len(out)} nodes "

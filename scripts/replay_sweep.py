@@ -40,7 +40,7 @@ import sys
 
 from rematbench import files
 
-import rematbench.replay as RT
+import rematbench.torch.replay as RT
 import rematbench.results
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -13,7 +13,7 @@ model, options and seed); SCHEDULE is the text format of docs/formats.md
 schedule and the export and simulates the schedule, as `remat validate`
 does.
 
-What is replayed and measured: rematbench.replay
+What is replayed and measured: rematbench.torch.replay
 (python/rematbench/replay.py).
 
 Exit status: 0 replayed with gradients and running statistics equal to
@@ -29,7 +29,7 @@ import os
 import sys
 
 from rematbench import files
-from rematbench.replay import BadInput, Replayer, load_cost_graph, solve
+from rematbench.torch.replay import BadInput, Replayer, load_cost_graph, solve
 
 
 def parse_args(argv):

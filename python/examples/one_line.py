@@ -9,7 +9,7 @@ weights, batches and RNG seed, on the CPU:
   .venv/bin/python python/examples/one_line.py --compile  # inductor
 
 Prints both loss curves and, for the last step, the allocator-level
-activation peak (rematbench.measure) of plain training and of the plan.
+activation peak (rematbench.torch.measure) of plain training and of the plan.
 Exit status 1 if the eager curves differ (compiled: if they differ by more
 than 1e-4).
 """
@@ -22,7 +22,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import rematbench.torch as rt
-from rematbench import measure
+from rematbench.torch import measure
 
 
 class Block(nn.Module):

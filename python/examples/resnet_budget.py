@@ -75,12 +75,12 @@ def main():
     print(f"largest gradient difference over {STEPS} steps: {worst}")
     r = plan.replay()
     print(f"replay ({plan.algorithm}): activation peak measured "
-          f"{r['measured_peak_bytes']:,} bytes (simulated "
+          f"{r['peak_bytes']:,} bytes (simulated "
           f"{r['simulated_peak_bytes']:,}; NoRemat measured "
-          f"{r['noremat_measured_peak_bytes']:,}); step "
-          f"{r['time_seconds'] * 1e3:.0f} ms vs NoRemat "
-          f"{r['noremat_time_seconds'] * 1e3:.0f} ms (overhead measured "
-          f"{r['measured_overhead']:.2f}, predicted "
+          f"{r['baseline_peak_bytes']:,}); step "
+          f"{r['step_seconds'] * 1e3:.0f} ms vs NoRemat "
+          f"{r['baseline_seconds'] * 1e3:.0f} ms (overhead measured "
+          f"{r['ratio_to_baseline']:.2f}, predicted "
           f"{r['predicted_overhead']:.2f})")
     return 0 if plain == planned else 1
 

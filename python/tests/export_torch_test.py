@@ -12,6 +12,7 @@ torch, = require_modules("torch")
 nn = torch.nn
 
 import export_torch as E
+from rematbench.torch.trace import op_key  # noqa: E402
 
 
 def op(n):
@@ -161,12 +162,12 @@ class Attention(unittest.TestCase):
 class OpKey(unittest.TestCase):
 
     def test_names(self):
-        self.assertEqual(E._op_key("BmmBackward0"), "bmm")
-        self.assertEqual(E._op_key("aten.bmm.default"), "bmm")
-        self.assertEqual(E._op_key("NllLoss2DBackward0"),
-                         E._op_key("aten.nll_loss2d_forward.default"))
-        self.assertEqual(E._op_key("MaxPool2DWithIndicesBackward0"),
-                         E._op_key("aten.max_pool2d_with_indices.default"))
+        self.assertEqual(op_key("BmmBackward0"), "bmm")
+        self.assertEqual(op_key("aten.bmm.default"), "bmm")
+        self.assertEqual(op_key("NllLoss2DBackward0"),
+                         op_key("aten.nll_loss2d_forward.default"))
+        self.assertEqual(op_key("MaxPool2DWithIndicesBackward0"),
+                         op_key("aten.max_pool2d_with_indices.default"))
 
 
 if __name__ == "__main__":

@@ -1,10 +1,10 @@
-"""Tests of rematbench.program (a schedule compiled into an FX program),
-rematbench.measure (the allocator-level instrument) and rematbench.torch's
-one-line entry point (run by ctest as python.program, against the
+"""Tests of rematbench.torch.fx_program (a schedule compiled into an FX
+program), rematbench.torch.measure (the allocator-level instrument),
+rematbench.torch.anchoring and rematbench.torch's one-line entry point (run by ctest as python.program, against the
 installed package).
 
 - The program of every registered algorithm's schedule gives the
-  interpreter's (rematbench.executor) loss, gradients and batch-norm
+  interpreter's (rematbench.torch.interpreter) loss, gradients and batch-norm
   statistics bit for bit, on a tiny ResNet with batch norm and dropout and
   on a tiny transformer with dropout; its allocator-level activation peak
   is at or below the peak the plan predicts, which is within the budget.
@@ -27,7 +27,11 @@ import pytest
 
 import rematbench as rb
 import rematbench.torch as rt
-from rematbench import measure, program
+from rematbench.torch import inductor, measure, rng
+from rematbench.torch.anchoring import (anchored, candidates, choose_chains,
+                                        replay_cost)
+from rematbench.torch.interpreter import run_step
+from rematbench.torch.memory import as_events
 
 torch.set_num_threads(1)
 
@@ -146,24 +150,24 @@ def test_program_equals_interpreter(planned):
     assert len(algorithms) > 1
     start = snapshot(model)
     for algorithm in algorithms:
-        events = plan._as_events(plan._solutions[algorithm].schedule)
+        events = as_events(plan.solutions[algorithm].schedule)
         restore(model, start)
         torch.manual_seed(3)
-        _, grads, loss = plan._run(events, batch)
+        _, grads, loss = run_step(plan.partition, events, batch)
         stats = snapshot(model)
         restore(model, start)
         torch.manual_seed(3)
         plan.use(algorithm)
         built = plan.program()
-        out = built(*plan._flat_inputs(built, batch))
-        assert torch.equal(out[0], loss), (name, algorithm)
-        for a, b in zip(out[1:], grads):
+        out_grads, out_loss = plan.run_program(batch, built)
+        assert torch.equal(out_loss, loss), (name, algorithm)
+        for a, b in zip(out_grads, grads):
             assert torch.equal(a, b), (name, algorithm)
         for a, b in zip(snapshot(model), stats):
             assert torch.equal(a, b), (name, algorithm)
         # Every recomputation is in the program: as many calls of each op
         # as the schedule's compute events run (less those nothing reads).
-        runs = sum(len(plan._program.members[v]) for k, v, _ in events
+        runs = sum(len(plan.partition.members[v]) for k, v, _ in events
                    if k == "c")
         assert sum(built.op_counts.values()) <= runs
     restore(model, start)
@@ -228,13 +232,13 @@ def test_compiled_keeps_recomputations(case):
 
 
 def test_compiled_pads_unaligned_matmuls(monkeypatch):
-    """The compiled program runs inductor's pad_mm pass (program.
-    _padding_pass), as torch.compile does: a vocabulary of 67 leaves the
+    """The compiled program runs inductor's pad_mm pass
+    (rematbench.torch.inductor), as torch.compile does: a vocabulary of 67 leaves the
     output head's products unaligned. The pass pads CUDA operands only and
     measures whether padding pays, so here both checks are forced: the
     products are padded, and the gradients and recomputations stay."""
     from torch._inductor.fx_passes import pad_mm
-    monkeypatch.setattr(program, "_PADDED_DEVICES", ("cpu",))
+    monkeypatch.setattr(inductor, "PADDED_DEVICES", ("cpu",))
     monkeypatch.setattr(pad_mm, "can_pad", lambda *a, **k: True)
     monkeypatch.setattr(torch._inductor.config, "force_shape_pad", True)
     torch.manual_seed(0)
@@ -326,10 +330,9 @@ def plain_step(model, batch, loss_fn):
 
 
 def anchored_step(plan, anchoring, model, batch, ref):
-    """The plan's step with `anchoring` (program.build's), measured once
+    """The plan's step with `anchoring` (lowering.lower's), measured once
     from seed 0 against `ref`'s gradients."""
-    plan._anchorings[plan.algorithm] = anchoring
-    plan._built.clear()
+    plan.set_anchoring(anchoring)
     return measure.measure_step(lambda: plan.step(*batch), model, repeats=1,
                                 warmup=0, seed=0, reference=ref["grads"],
                                 timing=False)
@@ -337,11 +340,11 @@ def anchored_step(plan, anchoring, model, batch, ref):
 
 def test_anchored_states_replay_dropout():
     """A program whose recomputed dropouts start from one anchor's saved
-    generator state (program.build's anchoring: the draws in between are
+    generator state (lowering.lower's anchoring: the draws in between are
     replayed) holds one state where the plain program holds one per
     recomputed dropout, and still gives plain training's gradients bit for
     bit, eagerly and (within float rounding) compiled; its measured peak
-    is the predicted one, below the plain program's. _anchored replays
+    is the predicted one, below the plain program's. anchoring.anchored replays
     only where the budget asks for it, counts the draws' time, and its
     choice (anchors, and the recomputations that save their own state)
     is as exact."""
@@ -350,8 +353,8 @@ def test_anchored_states_replay_dropout():
     ref = plain_step(model, batch, loss_fn)
     plan = rt.plan(model, batch, loss_fn, budget=1.0,
                    algorithms=["checkpoint_last"], timeout=3)
-    prog, traced, sol = plan._program, plan.traced, plan.solution
-    events = plan._as_events(sol.schedule)
+    prog, memory, sol = plan.partition, plan.memory, plan.solution
+    events = as_events(sol.schedule)
     recomputed = [m for m in sorted(prog.random)
                   if sum(1 for k, v, _ in events
                          if k == "c" and v == prog.owner[m]) > 1]
@@ -361,7 +364,7 @@ def test_anchored_states_replay_dropout():
     def run(anchoring):
         r = anchored_step(plan, anchoring, model, batch, ref)
         assert r["gradients_equal"], anchoring
-        predicted = rt._program_peak(prog, traced, sol.schedule, anchoring)
+        predicted = memory.peak(sol.schedule, anchoring)
         assert 0.95 * predicted <= r["peak_bytes"] <= predicted, anchoring
         return r["peak_bytes"], predicted
 
@@ -370,7 +373,7 @@ def test_anchored_states_replay_dropout():
         measured[name], predicted = run(anchoring)
         held = [n for n in plan.program().module.graph.nodes
                 if n.target is operator.getitem and n.users and
-                n.args[0].target is program.run_and_save_rng_state and
+                n.args[0].target is rng.run_and_save_rng_state and
                 n.args[1] == 0]
         assert len(held) == (1 if anchoring[0] else 7)
         if name == "own":
@@ -378,22 +381,22 @@ def test_anchored_states_replay_dropout():
     assert measured["one"] < measured["own"]
     # Forward recomputations run the dropouts in order: each but the first
     # can start from the state the one before left, replaying nothing.
-    timeline = rt._schedule_timeline(prog, traced, events)
-    chains = rt._chains(prog, traced, events, timeline, one, {}, math.inf)
+    timeline = memory.schedule_timeline(events)
+    chains = choose_chains(memory, events, timeline, one, {}, math.inf)
     assert chains
     run((one, {}, chains))
-    assert rt._replay_cost(prog, traced, events, (one, {}, chains)) < \
-        rt._replay_cost(prog, traced, events, (one, {}, {}))
+    assert replay_cost(memory, events, (one, {}, chains)) < \
+        replay_cost(memory, events, (one, {}, {}))
     # Each state saved where the budget allows it; anchors where it does
     # not, their draws added to the predicted time.
-    anchoring, peak, overhead = rt._anchored(prog, traced, sol, own_peak)
-    assert anchoring == ({}, {}, {}) and overhead == sol.overhead
-    anchoring, peak, overhead = rt._anchored(prog, traced, sol, own_peak - 1)
-    anchors, saves, chains = anchoring
+    chosen, peak, overhead = anchored(memory, sol, own_peak)
+    assert chosen == ({}, {}, {}) and overhead == sol.overhead
+    chosen, peak, overhead = anchored(memory, sol, own_peak - 1)
+    anchors, saves, chains = chosen
     assert anchors and peak < own_peak
     assert len(set(anchors.values())) < len(recomputed)
     assert overhead > sol.overhead
-    assert run(anchoring)[1] == peak
+    assert run(chosen)[1] == peak
     plan.compile()
     r = measure.measure_step(lambda: plan.step(*batch), model, repeats=1,
                              warmup=0, seed=0, reference=ref["grads"],
@@ -423,9 +426,9 @@ class NoisyMlp(nn.Module):
 def test_replays_stop_at_random_ops_that_draw_by_value():
     """A recomputation that replays draws from an anchor never replays
     RReLU's (zeros in place of its input would draw for every element,
-    and the generator would end elsewhere): the anchors _anchorings offers
+    and the generator would end elsewhere): the anchors candidates() offers
     stop at each RReLU, the program they give has plain training's
-    gradients bit for bit, and program.build refuses an anchor whose
+    gradients bit for bit, and lowering.lower refuses an anchor whose
     replay would pass one."""
     torch.manual_seed(0)
     g = torch.Generator().manual_seed(1)
@@ -436,19 +439,18 @@ def test_replays_stop_at_random_ops_that_draw_by_value():
     ref = plain_step(model, batch, loss_fn)
     plan = rt.plan(model, batch, loss_fn, budget=2.0,
                    algorithms=["checkpoint_last"], timeout=3)
-    prog, traced, sol = plan._program, plan.traced, plan.solution
+    prog, memory, sol = plan.partition, plan.memory, plan.solution
     order = sorted(prog.random)
-    by_value = [m for m in order if not program.replayable(prog.fx[m])]
+    by_value = [m for m in order if not rng.replayable(prog.fx[m])]
     assert len(by_value) == len(order) // 2 == 4
-    candidates = rt._anchorings(prog, plan._as_events(sol.schedule))
-    fewest = candidates[-1]
+    fewest = candidates(prog, as_events(sol.schedule))[-1]
     assert len(set(fewest.values())) == 4
     for m, a in fewest.items():
         assert not any(a <= j < m for j in by_value)
-    own_peak = rt._program_peak(prog, traced, sol.schedule, ({}, {}, {}))
-    anchoring, peak, _ = rt._anchored(prog, traced, sol, own_peak - 1)
-    assert anchoring[0] and peak < own_peak
-    r = anchored_step(plan, anchoring, model, batch, ref)
+    own_peak = memory.peak(sol.schedule, ({}, {}, {}))
+    chosen, peak, _ = anchored(memory, sol, own_peak - 1)
+    assert chosen[0] and peak < own_peak
+    r = anchored_step(plan, chosen, model, batch, ref)
     assert r["gradients_equal"] and r["peak_bytes"] <= peak
     with pytest.raises(ValueError, match="draws by value"):
         anchored_step(plan, ({m: order[0] for m in order[1:]}, {}, {}),

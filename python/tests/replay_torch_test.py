@@ -1,4 +1,4 @@
-"""Tests of rematbench.replay, scripts/replay_torch.py and
+"""Tests of rematbench.torch.replay, scripts/replay_torch.py and
 scripts/replay_sweep.py on tiny models (run by ctest as python.replay_torch:
 REMAT_BINARY is the remat binary, PYTHONPATH holds scripts/). Without torch: fails under CI=true,
 otherwise skipped.
@@ -23,7 +23,7 @@ from conftest import require_modules
 
 require_modules("torch", "torchvision", "matplotlib")
 
-import rematbench.replay as RT  # noqa: E402
+import rematbench.torch.replay as RT  # noqa: E402
 
 REMAT = os.environ["REMAT_BINARY"]
 SCRIPTS = os.path.join(os.environ.get("REMAT_SOURCE_DIR", os.path.join(

@@ -21,6 +21,8 @@ nn = torch.nn
 
 import rematbench as rb
 import rematbench.torch as rt
+from rematbench.torch.memory import as_events
+from rematbench.torch.search import budget_bytes
 
 torch.set_num_threads(1)
 
@@ -90,43 +92,42 @@ class Plans(unittest.TestCase):
 
     def test_budget_forms(self):
         peak = self.plan.noremat_peak_bytes
-        self.assertEqual(rt._budget_bytes(0.5, peak), math.ceil(peak / 2))
-        self.assertEqual(rt._budget_bytes(1234, peak), 1234)
-        self.assertEqual(rt._budget_bytes("2KiB", peak), 2048)
+        self.assertEqual(budget_bytes(0.5, peak), math.ceil(peak / 2))
+        self.assertEqual(budget_bytes(1234, peak), 1234)
+        self.assertEqual(budget_bytes("2KiB", peak), 2048)
         for bad in (True, -1, 0.0, "lots"):
             with self.assertRaises(rb.Error):
-                rt._budget_bytes(bad, peak)
+                budget_bytes(bad, peak)
 
     def test_replay_measures_the_simulated_peak(self):
         r = self.plan.replay(repeats=1, warmup=0)
-        self.assertEqual(r["measured_peak_bytes"], r["simulated_peak_bytes"])
-        self.assertEqual(r["noremat_measured_peak_bytes"],
-                         r["noremat_simulated_peak_bytes"])
-        self.assertLessEqual(r["measured_peak_bytes"], self.plan.budget_bytes)
-        self.assertGreater(r["time_seconds"], 0)
+        self.assertEqual(r["peak_bytes"], r["simulated_peak_bytes"])
+        self.assertEqual(r["baseline_peak_bytes"],
+                         r["baseline_simulated_peak_bytes"])
+        self.assertLessEqual(r["peak_bytes"], self.plan.budget_bytes)
+        self.assertGreater(r["step_seconds"], 0)
 
     def test_recomputed_gradients_are_counted(self):
         # A computation of a convolution's backward before its last
         # allocates the weight's gradient again, which the node's memory
         # leaves out (static): twremat's plans recomputed ResNet-50's and
         # measured 9.4 MB over the prediction (and the budget).
-        plan, nodes = self.plan, self.plan.traced.graph["nodes"]
-        grads = rt._gradient_bytes(plan._program, len(nodes))
+        plan, nodes = self.plan, self.plan.traced.nodes
+        grads = plan.memory.gradient_bytes()
         convs = [n["id"] for n in nodes
                  if n["op"] == "aten.convolution_backward.default"]
         # The stem's weight (6x3x3x3) and conv1's and conv2's (6x6x3x3),
         # float32.
         self.assertEqual(sorted(grads[v] for v in convs), [648, 1296, 1296])
         v, weight = next(v for v in convs if grads[v] == 1296), 1296
-        events = rt.Plan._as_events(
-            rb.solve(plan.graph, "noremat").schedule)
+        events = as_events(rb.solve(plan.graph, "noremat").schedule)
         at = next(i for i, e in enumerate(events) if e[:2] == ("c", v))
         # The same computation once more, just before: its inputs are live.
         twice = events[:at] + [("c", v, None), ("f", v, None)] + events[at:]
         once = dict((i, a) for i, _, _, a in
-                    rt._schedule_timeline(plan._program, plan.traced, events))
+                    plan.memory.schedule_timeline(events))
         first = dict((i, a) for i, _, _, a in
-                     rt._schedule_timeline(plan._program, plan.traced, twice))
+                     plan.memory.schedule_timeline(twice))
         self.assertEqual(first[at], once[at] + weight)
         self.assertEqual(first[at + 2], once[at])
 
@@ -138,17 +139,21 @@ class Plans(unittest.TestCase):
             self.plan.step(x)
 
     def test_nothing_fits(self):
-        with self.assertRaises(rb.Error) as caught:
+        with self.assertRaises(rt.NoFit) as caught:
             rt.plan(model(), self.example, self.loss, budget=1,
                     algorithms=["twremat", "chen_greedy", "dtr"], timeout=5)
-        text = str(caught.exception)
-        self.assertIn("no algorithm fits the budget of 1 bytes", text)
-        smallest = int(text.split("smallest budget that fits is ")[1]
-                       .split(" ")[0])
-        reach = int(text.split("no schedule fits below ")[1].split(" ")[0])
+        e = caught.exception
+        self.assertIsInstance(e, rb.Error)
+        self.assertIn("no algorithm fits the budget of 1 bytes", str(e))
+        smallest, reach = e.smallest_budget_bytes, e.reach_bound_bytes
+        self.assertIn(f"the smallest budget that fits is {smallest} bytes "
+                      f"({e.closest_algorithm};", str(e))
+        self.assertIn(e.closest_algorithm, ["twremat", "chen_greedy", "dtr"])
+        self.assertEqual(e.budget_bytes, 1)
         graph = rt.plan(model(), self.example, self.loss, budget=1.0,
                         algorithms=["noremat"]).graph
         self.assertEqual(reach, graph.reach_lower_bound()["bytes"])
+        self.assertEqual(e.lower_bound_bytes, graph.lower_bound_bytes)
         self.assertLessEqual(graph.lower_bound_bytes, reach)
         self.assertLessEqual(reach, smallest)
         fits = rt.plan(model(), self.example, self.loss, budget=smallest,
@@ -169,7 +174,7 @@ class Training(unittest.TestCase):
                                    "noremat"], timeout=5) \
             if use_plan else None
         if record_rng:  # the path for schedules that reorder random ops
-            plan._program.random_in_eager_order = lambda events: False
+            plan.partition.random_in_eager_order = lambda events: False
         if last:  # the feasible schedule with the most recomputation
             feasible = [r["algorithm"] for r in plan.table
                         if r["status"] == "feasible"]

@@ -2,7 +2,7 @@
 plain eager, torch.utils.checkpoint, SAC, torch.compile at any memory
 budget, and rematbench's plans.
 
-    from rematbench import measure
+    from rematbench.torch import measure
     r = measure.measure_step(lambda: loss_fn(model(x), y).backward(), model)
     r["peak_bytes"], r["step_seconds"], r["grads"]
 
@@ -37,7 +37,7 @@ import time
 
 import torch
 
-from rematbench.program import _rng_get, _rng_set
+from rematbench.torch import rng
 
 
 def allocation_events(fn, device, mark=None):
@@ -197,13 +197,13 @@ def measure_step(step, model, repeats=5, warmup=2, reference=None,
     saved = [b.detach().clone() for b in buffers]
     if seed is not None:
         torch.manual_seed(seed)
-    rng = _rng_get(cuda)
+    generators = rng.snapshot(device)
 
     def reset():
         with torch.no_grad():
             for b, v in zip(buffers, saved):
                 b.copy_(v)
-        _rng_set(rng)
+        rng.restore(generators)
         for p in params:
             p.grad = None
 

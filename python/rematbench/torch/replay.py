@@ -75,7 +75,10 @@ import tempfile
 import time
 
 import rematbench
-from rematbench.executor import BadInput, Program
+from rematbench.torch import rng
+from rematbench.torch.interpreter import Interpreter
+from rematbench.torch.partition import BadInput, Partition
+from rematbench.torch.traced_step import TracedStep
 
 # --------------------------------------------------------------------------
 # Files.
@@ -176,12 +179,13 @@ COMPARED = ("name", "op", "kind", "grad_of", "inputs", "mem", "workspace",
 
 
 class Step:
-    """The rebuilt training step of one export, checked against the file."""
+    """The rebuilt training step of one export, checked against the file:
+    `traced` (its TracedStep), the module `step` and its `inputs`, and the
+    `seed` its random ops are replayed from."""
 
     def __init__(self, path, graph, device="cpu"):
         import torch
         from rematbench import models as M
-        from rematbench.trace import trace_nodes
         self.path, self.graph, self.device = path, graph, device
         prov = graph["provenance"]
         try:
@@ -194,17 +198,20 @@ class Step:
         self.params = list(step.parameters())
         self.buffers = list(step.buffers())
         self.state0 = [b.detach().clone() for b in self.buffers]
-        granularity = prov.get("granularity", "aten")
+        self.seed = prov.get("seed", M.SEED)
         # Measured workspaces, like measured costs, are the export's
         # measurements: the rebuilt step is checked for its structure.
         measured = prov.get("workspace") == "measured"
-        nodes, g2, info = trace_nodes(
-            step, inputs, granularity, workspace=False,
-            copy_saved_parts=prov.get("saved_parts") == "cloned")
-        self.check(nodes, graph["nodes"],
+        self.traced = TracedStep.trace(
+            step, inputs, path, prov.get("granularity", "aten"),
+            workspace=False,
+            copy_saved_parts=prov.get("saved_parts") == "cloned",
+            seed=self.seed)
+        self.check(self.traced.nodes, graph["nodes"],
                    graph.get("units", {}).get("cost") == "flop", measured)
-        self.g2, self.info = g2, info
-        self.seed = prov.get("seed", M.SEED)
+        # Equal but for the file's measurements (costs, workspaces), which
+        # the replay's memory count takes from the file.
+        self.traced.nodes = graph["nodes"]
         self.torch = torch
 
     def check(self, rebuilt, filed, flop, measured_workspace):
@@ -234,9 +241,7 @@ class Step:
         """Gradients, loss and buffers after one plain eager step."""
         torch = self.torch
         self.reset_buffers()
-        torch.manual_seed(self.seed)
-        if self.device != "cpu":
-            torch.cuda.manual_seed_all(self.seed)
+        rng.seed(self.seed, self.device)
         loss = self.step(*self.inputs)
         grads = torch.autograd.grad(loss, self.params)
         out = ([g.detach().clone() for g in grads], loss.detach().clone(),
@@ -261,7 +266,11 @@ class Replayer:
         self.graph = load_graph(path)
         self.core = core_graph(self.graph, path)
         self.step = Step(path, self.graph, device)
-        self.program = Program(self.step)
+        self.partition = Partition(self.step.traced)
+        # Every execution of a random op runs from the state recorded
+        # before it in an eager-order run from the step's seed.
+        self.program = Interpreter(
+            self.partition, rng.record(self.partition, self.step.seed))
         self.eager_grads, self.eager_loss, self.eager_buffers = \
             self.step.eager()
         self._noremat = None

@@ -1,0 +1,154 @@
+"""A schedule compiled into a program: an FX GraphModule whose body is the
+calls of the lowered schedule (rematbench.torch.lowering) in order, with
+no per-op interpretation. Behind Plan.step().
+
+    built = fx_program.build(partition, events)
+    loss, *grads = built(*flat)              # eager: plain Python code
+    step = built.compiled(flat)              # inductor (.inductor)
+
+Nothing is freed by hand: FX's code generator drops each value after its
+last use (`x = None`), which is at or before the schedule's `f v`, so the
+program never holds more than the schedule does. Static values (a
+transposed weight) are emitted before their first use.
+"""
+
+import collections
+
+import torch
+import torch.fx
+
+from rematbench.torch import rng
+from rematbench.torch.lowering import Compute, Ref, lower
+
+
+class BuiltProgram:
+    """`module` (a GraphModule: inputs as the traced step's placeholders,
+    then the recorded generator states if `recorded`; returns (loss,
+    *grads); each node's meta["remat_event"] is the index in `events` of
+    the computation that made it, meta["remat_segment"] its segment),
+    `op_counts` (ATen op -> how many calls the body makes) and `events`."""
+
+    def __init__(self, module, op_counts, events, recorded):
+        self.module, self.op_counts, self.events = module, op_counts, events
+        self.recorded = recorded
+        self._compiled = None
+        self.compiled_op_counts = None
+
+    def __call__(self, *flat):
+        with torch.no_grad():
+            return self.module(*flat)
+
+    def compiled(self, example_inputs):
+        """The program compiled by inductor (rematbench.torch.inductor),
+        called like `module` and compiled here by one run on
+        `example_inputs`, with the generator put back after it. The ATen
+        op counts of every graph inductor lowers are added up in
+        `compiled_op_counts`: recomputations_kept() checks them."""
+        if self._compiled is None:
+            from rematbench.torch import inductor
+            self._compiled = inductor.compile_program(self, example_inputs)
+        return self._compiled
+
+    def recomputations_kept(self):
+        """(ok, {op: (in the program, in the compiled graphs)}) for every
+        op that inductor lowers as itself (matrix products, convolutions,
+        ...): ok when none has fewer calls compiled than in the program,
+        i.e. no recomputation was merged away."""
+        from rematbench.torch.inductor import KEPT_OPS
+        if self.compiled_op_counts is None:
+            raise ValueError("compile the program first")
+        rows = {op: (k, self.compiled_op_counts.get(op, 0))
+                for op, k in self.op_counts.items() if op in KEPT_OPS}
+        return all(c >= k for k, c in rows.values()), rows
+
+
+def _op_name(n):
+    """The ATen op (overload packet) FX node `n` of a program runs, or
+    None."""
+    t = n.target
+    if t is rng.run_and_save_rng_state:
+        t = n.args[0]
+    elif t is rng.run_with_rng_state or isinstance(t, rng.Replay):
+        t = n.args[1]
+    t = rng.traced_random(t)
+    return str(t.overloadpacket) \
+        if isinstance(t, torch._ops.OpOverload) else None
+
+
+def build(partition, events, recorded=False, anchoring=None):
+    """The BuiltProgram of `events` ((kind, node, line) tuples) on
+    `partition`; `recorded` and `anchoring` as lowering.lower takes
+    them."""
+    p = partition
+    lowered = lower(p, events, "schedule", recorded, anchoring)
+    fx, index = p.fx, p.index
+    g = torch.fx.Graph()
+    cur = {}  # slot -> the new graph's node holding its value
+    for n in p.place:
+        cur[index[n]] = g.placeholder(n.name)
+    if recorded:
+        cur[lowered.states_input] = g.placeholder("rng_states")
+
+    def value(ref):
+        i = ref.slot
+        if i not in cur:
+            n = fx[i]
+            if n.op == "get_attr":
+                cur[i] = g.get_attr(n.target)
+            elif n.op == "call_function" and i in p.static:
+                # A static value, computed before its first use.
+                args, kwargs = torch.fx.node.map_arg(
+                    (n.args, n.kwargs), lambda x: value(Ref(index[x])))
+                cur[i] = g.call_function(n.target, args, kwargs)
+                _copy_meta(cur[i], n)
+            else:
+                raise ValueError(f"{n.name} is read before it is computed")
+        return cur[i]
+
+    def resolve(a):
+        if isinstance(a, Ref):
+            return value(a)
+        if isinstance(a, (tuple, list)):
+            return type(a)(resolve(x) for x in a) \
+                if type(a) in (tuple, list) else [resolve(x) for x in a]
+        if isinstance(a, dict):
+            return {k: resolve(x) for k, x in a.items()}
+        return a
+
+    firsts = set()
+
+    def emit(c):
+        new = g.call_function(c.target, resolve(c.args), resolve(c.kwargs))
+        if c.meta_of is not None:
+            _copy_meta(new, fx[c.meta_of])
+        if c.first:
+            firsts.add(new)
+        cur[c.out] = new
+
+    for c in lowered.prologue:
+        emit(c)
+    for step in lowered.steps:
+        if not isinstance(step, Compute):
+            continue
+        for c in step.calls:
+            emit(c)
+        for n in g.nodes:
+            if "remat_segment" not in n.meta:
+                n.meta["remat_segment"] = step.segment
+                n.meta["remat_event"] = step.event
+    g.output(tuple(value(Ref(s)) for s in lowered.outputs))
+    # Recomputations no later op reads go; a first execution that writes
+    # buffers (running statistics) or draws random numbers stays, read or
+    # not: plain training runs it, and later masks and statistics depend
+    # on it.
+    g.eliminate_dead_code(
+        is_impure_node=lambda n: n in firsts or n.is_impure())
+    module = torch.fx.GraphModule(p.traced.module, g)
+    counts = collections.Counter(
+        name for name in map(_op_name, g.nodes) if name is not None)
+    return BuiltProgram(module, counts, events, recorded)
+
+
+def _copy_meta(new, n):
+    new.meta.update({k: v for k, v in n.meta.items()
+                     if k in ("val", "tensor_meta")})

@@ -1,0 +1,413 @@
+"""plan(), the Plan it returns and remat(), the one-line training step.
+
+    import rematbench.torch as rt
+    plan = rt.plan(model, (x, y), nn.CrossEntropyLoss(), budget=0.5)
+    print(plan)                      # every algorithm: peak, overhead, time
+    for x, y in batches:             # same shapes as the example batch
+        opt.zero_grad()
+        loss = plan.step(x, y)       # forward + backward under the schedule
+        opt.step()                   # gradients are in each p.grad
+    plan.replay()                    # measured peak and time vs NoRemat
+
+plan() traces one training step (TracedStep: the joint forward+backward
+graph of ATen ops, costs measured on the model's device), searches it
+(rematbench.torch.search: every registered algorithm that suits the
+graph's size, each schedule judged as the program it becomes) and keeps
+the feasible schedule of least predicted overhead. plan.step runs that
+schedule as an FX program (rematbench.torch.fx_program, eagerly or, after
+plan.compile(), by inductor), which gives the gradients, loss and
+batch-norm statistics of plain training (bit for bit on the CPU,
+eagerly). plan.replay() runs it in the measuring interpreter
+(rematbench.torch.interpreter) to count live storages.
+"""
+
+import platform
+import statistics
+import time
+
+import torch
+
+import rematbench
+from rematbench.torch import fx_program, rng
+from rematbench.torch.interpreter import run_step
+from rematbench.torch.memory import as_events
+from rematbench.torch.search import Search, SearchOptions
+from rematbench.torch.trace import Unsupported
+from rematbench.torch.traced_step import LossStep, TracedStep
+
+
+def plan(model, example_inputs, loss_fn, budget, algorithms="all",
+         timeout=10.0, exact_max_nodes=100, cost="measured", repeats=3,
+         threads=None):
+    """Plans training `model` within an activation-memory budget.
+
+    example_inputs: a tuple (model inputs..., target); a step computes
+        loss = loss_fn(model(*inputs[:-1]), inputs[-1]). Later steps must
+        have the same shapes and dtypes.
+    budget: the bound on the simulated activation peak (what training
+        holds besides parameters, gradients and the batch: the graph's
+        static_bytes). An int or a str such as '512MiB' is bytes; a float
+        is a fraction of the NoRemat activation peak (0.5: half of what
+        plain training holds).
+    algorithms: "all" (every registered algorithm; exact ones only on
+        graphs of at most `exact_max_nodes` nodes) or a list of names or
+        'name:k=v,...' specs. Each solve gets `timeout` seconds; they run
+        on `threads` threads (default: one per CPU).
+    cost: "measured" (each op's median time over `repeats` runs of the
+        step on the model's device, nanoseconds) or "flop".
+
+    Tracing and timing run the step several times; the model's buffers and
+    the RNG state are restored afterwards. Raises NoFit (a rematbench.Error)
+    when no algorithm fits the budget, naming the smallest budget that
+    fits.
+    """
+    options = SearchOptions(algorithms, timeout, exact_max_nodes, threads)
+    params = list(model.parameters())
+    if not params:
+        raise rematbench.Error("plan: the model has no parameters")
+    if not all(p.requires_grad for p in params):
+        raise rematbench.Error("plan: every parameter must require grad "
+                               "(frozen parameters are not supported)")
+    name = f"torch_{type(model).__name__}"
+    try:
+        traced = TracedStep.trace(LossStep(model, loss_fn),
+                                  tuple(example_inputs), name, cost=cost,
+                                  repeats=repeats)
+    except Unsupported as e:
+        raise rematbench.Error(f"plan: {e}") from None
+    search = Search(traced, options, {
+        "generator": "rematbench.torch", "model": type(model).__name__,
+        "host": platform.node(), "threads": torch.get_num_threads()})
+    return Plan(model, search, search.at(budget))
+
+
+class Plan:
+    """The planned training step: `table` (every algorithm's row, best
+    first), `algorithm`, `schedule`, the traced step `traced` and its
+    `graph`; `solutions` (every algorithm's Solution), `partition` and
+    `memory` (the program's memory model, ProgramMemory) and `anchorings`
+    (each algorithm's shared generator states, lowering.lower's)."""
+
+    def __init__(self, model, search, found):
+        self.model, self.search = model, search
+        self.traced, self.graph = search.traced, search.graph
+        self.partition, self.memory = search.partition, search.memory
+        self.budget_bytes, self.table = found.budget_bytes, found.table
+        self.solutions, self.anchorings = found.solutions, found.anchorings
+        self.noremat_peak_bytes = search.noremat_peak_bytes
+        self.trace_seconds = self.traced.trace_seconds
+        self._built = {}  # (algorithm, recorded) -> BuiltProgram
+        self._grad_seed = None
+        self.compiled = False
+        self.use(found.table[0]["algorithm"])
+
+    def _row(self):
+        return next(r for r in self.table if r["algorithm"] == self.algorithm)
+
+    @property
+    def predicted_peak_bytes(self):
+        """The activation peak the plan's program will have: the schedule's
+        simulated peak and what the program holds beside it (generator
+        states of recomputed random ops, the returned loss)."""
+        return self._row()["peak_bytes"]
+
+    @property
+    def predicted_overhead(self):
+        """The program's predicted step time against plain training's: the
+        schedule's overhead and the draws its recomputations replay to
+        reach a random op's generator state from an anchor's."""
+        return self._row()["overhead"]
+
+    @property
+    def anchoring(self):
+        """(anchors, saves, chains) of the plan's program (lowering.lower's):
+        the random ops whose recomputations start from another's saved
+        generator state, where each saves its own, and the recomputations
+        that start from the state the one before left."""
+        return self.anchorings.get(self.algorithm, ({}, {}, {}))
+
+    @property
+    def events(self):
+        """The plan's schedule as (kind, node, position) events."""
+        return as_events(self.schedule)
+
+    def at(self, budget):
+        """A plan for the same traced step at another budget (bytes, or a
+        fraction of the NoRemat peak), solved again without tracing again.
+        Raises NoFit as plan() does when nothing fits."""
+        return Plan(self.model, self.search, self.search.at(budget))
+
+    def use(self, algorithm):
+        """Runs later steps with another feasible row of the table."""
+        s = self.solutions.get(algorithm)
+        row = next((r for r in self.table if r["algorithm"] == algorithm),
+                   None)
+        if s is None or row is None or row["status"] != "feasible":
+            raise rematbench.Error(f"plan: {algorithm} has no feasible "
+                                   "schedule at this budget")
+        self.algorithm, self.solution, self.schedule = algorithm, s, \
+            s.schedule
+
+    def _check(self, inputs):
+        ref = self.traced.inputs
+        if len(inputs) != len(ref):
+            raise rematbench.Error(f"plan.step: {len(inputs)} inputs, the "
+                                   f"plan was made for {len(ref)}")
+        for i, (a, b) in enumerate(zip(inputs, ref)):
+            if a.shape != b.shape or a.dtype != b.dtype or \
+                    a.device != b.device:
+                raise rematbench.Error(
+                    f"plan.step: input {i} is {a.dtype} {tuple(a.shape)} on "
+                    f"{a.device}; the plan was made for {b.dtype} "
+                    f"{tuple(b.shape)} on {b.device} (plan again for other "
+                    "shapes)")
+
+    def program(self, algorithm=None, anchoring=None):
+        """The schedule of `algorithm` (default: the plan's) compiled into
+        a program (fx_program.BuiltProgram: an FX GraphModule of the
+        schedule's ops in order), built once; with `anchoring`, built
+        with that one instead of the plan's, and not kept."""
+        algorithm = algorithm or self.algorithm
+        events = as_events(self.solutions[algorithm].schedule)
+        recorded = not self.partition.random_in_eager_order(events)
+        if anchoring is not None:
+            return fx_program.build(self.partition, events, recorded,
+                                    anchoring)
+        key = (algorithm, recorded)
+        if key not in self._built:
+            self._built[key] = fx_program.build(
+                self.partition, events, recorded,
+                self.anchorings.get(algorithm))
+        return self._built[key]
+
+    def compile(self, compiled=True):
+        """Later steps run the program compiled by inductor (compiled
+        once, at the next step), or, with compiled=False, eagerly again.
+        Compiled, gradients equal plain training's within float rounding
+        (inductor's kernels sum in other orders), not bit for bit. The
+        plan predicts the eager program's peak, not what inductor's graphs
+        hold (its decompositions keep values of their own: 1.8x on a
+        ResNet-50 on the CPU); compiled_within_budget() measures it."""
+        self.compiled = compiled
+        return self
+
+    def compiled_within_budget(self, *inputs, tries=2):
+        """A plan whose program compiled by inductor measures at or below
+        this plan's budget: this one, or one solved again below the
+        budget by the overshoot (at most `tries` times). Each try compiles
+        the program and measures the allocator-level activation peak of a
+        step on `inputs` (rematbench.torch.measure.measure_step: two
+        steps, one compiling, one measured; the model's gradients, buffers
+        and generator are put back). When no compiled program fits, this
+        plan comes back eager (compile(False)), whose peak is the predicted
+        one. The plan returned has `compiled_attempts`: (budget solved
+        for, algorithm, measured compiled peak) of every try."""
+        from rematbench.torch import measure
+        budget, planned, p, attempts = self.budget_bytes, \
+            self.budget_bytes, self, []
+        for _ in range(tries + 1):
+            p.compile(True)
+            params = list(p.model.parameters())
+            grads = [q.grad for q in params]
+            try:
+                peak = measure.measure_step(lambda: p.step(*inputs), p.model,
+                                            timing=False)["peak_bytes"]
+            finally:
+                for q, g in zip(params, grads):
+                    q.grad = g
+            attempts.append((planned, p.algorithm, peak))
+            if peak <= budget:
+                p.compiled_attempts = attempts
+                return p
+            p.compile(False)
+            p._built.clear()  # free the compiled graphs
+            planned -= peak - budget + 1
+            try:
+                p = self.at(planned)
+            except rematbench.Error:
+                break
+        self.compile(False)
+        self.compiled_attempts = attempts
+        return self
+
+    def set_anchoring(self, anchoring):
+        """Runs the plan's program with `anchoring` (lowering.lower's
+        (anchors, saves, chains)) from the next step on."""
+        self.anchorings[self.algorithm] = anchoring
+        self._built = {k: b for k, b in self._built.items()
+                       if k[0] != self.algorithm}
+
+    def run_program(self, inputs, built=None):
+        """(gradients, loss) of the plan's program (or `built`) on one
+        batch, eagerly or compiled as the plan runs it; .grad untouched."""
+        built = built or self.program()
+        flat = self.partition.flat(inputs)
+        # The gradient seed (a 1): made once, not in every step.
+        if self._grad_seed is None:
+            self._grad_seed = flat[-1]
+        flat[-1] = self._grad_seed
+        if built.recorded:
+            # The schedule draws random ops out of eager order: record the
+            # generator's state before each in an eager-order pass.
+            states = rng.record(self.partition)
+            flat.append([states[i] for i in sorted(self.partition.random)])
+        out = built.compiled(flat)(*flat) if self.compiled else built(*flat)
+        return out[1:], out[0]
+
+    def step(self, *inputs):
+        """Forward and backward of one batch (the layout of the example
+        inputs) under the plan's schedule, run as a program (program(),
+        eagerly or, after compile(), by inductor). Adds each parameter's
+        gradient to its .grad (as loss.backward() does), updates
+        batch-norm statistics once, and returns the loss (detached)."""
+        self._check(inputs)
+        grads, loss = self.run_program(inputs)
+        with torch.no_grad():
+            for p, g in zip(self.traced.params, grads):
+                if p.grad is None:
+                    p.grad = g.detach()
+                else:
+                    p.grad += g
+        return loss.detach()
+
+    def replay(self, repeats=3, warmup=1):
+        """Runs the plan's schedule and the NoRemat schedule on the example
+        batch in the measuring interpreter and measures them: the peak of
+        live activation storage (`peak_bytes`, `baseline_peak_bytes`; on
+        CUDA also `cuda_peak_bytes`, torch.cuda.max_memory_allocated above
+        the step's start) and the median wall time of `repeats`
+        back-to-back pairs after `warmup` (`step_seconds`,
+        `baseline_seconds`, `ratio_to_baseline`), the record's keys as
+        rematbench.torch.measure names them, beside the predictions.
+        Buffers and the RNG state are restored, parameters and gradients
+        untouched."""
+        traced, p = self.traced, self.partition
+        device = traced.device
+        saved = [b.detach().clone() for b in traced.buffers]
+        generators = rng.snapshot(device)
+        noremat = rematbench.solve(self.graph, "noremat")
+        events, base_events = self.events, as_events(noremat.schedule)
+
+        def restore():
+            with torch.no_grad():
+                for b, v in zip(traced.buffers, saved):
+                    b.copy_(v)
+            rng.restore(generators)
+
+        def sync():
+            if device.type == "cuda":
+                torch.cuda.synchronize(device)
+
+        cuda_peak = None
+        if device.type == "cuda":
+            sync()
+            torch.cuda.reset_peak_memory_stats(device)
+            start = torch.cuda.memory_allocated(device)
+        peak, _, _ = run_step(p, events, traced.inputs, measure=True)
+        if device.type == "cuda":
+            sync()
+            cuda_peak = torch.cuda.max_memory_allocated(device) - start
+        restore()
+        base_peak, _, _ = run_step(p, base_events, traced.inputs,
+                                   measure=True)
+        restore()
+
+        def timed(events):
+            sync()
+            t0 = time.perf_counter()
+            run_step(p, events, traced.inputs)
+            sync()
+            seconds = time.perf_counter() - t0
+            restore()
+            return seconds
+
+        for _ in range(warmup):
+            timed(base_events)
+            timed(events)
+        pairs = [(timed(events), timed(base_events))
+                 for _ in range(repeats)]
+        return {
+            "algorithm": self.algorithm,
+            "budget_bytes": self.budget_bytes,
+            "simulated_peak_bytes": self.solution.peak_bytes,
+            "peak_bytes": peak,
+            "baseline_simulated_peak_bytes": noremat.peak_bytes,
+            "baseline_peak_bytes": base_peak,
+            "cuda_peak_bytes": cuda_peak,
+            "predicted_overhead": self.solution.overhead,
+            "ratio_to_baseline": statistics.median(a / b for a, b in pairs),
+            "step_seconds": statistics.median(a for a, _ in pairs),
+            "baseline_seconds": statistics.median(b for _, b in pairs),
+        }
+
+    def format_table(self):
+        peak = self.noremat_peak_bytes
+        lines = [f"{self.graph.name}: {self.graph.num_nodes} nodes, budget "
+                 f"{self.budget_bytes} bytes ({self.budget_bytes / peak:.0%} "
+                 f"of the NoRemat peak {peak}); using {self.algorithm}",
+                 f"{'algorithm':<16} {'status':<11} {'peak bytes':>12} "
+                 f"{'overhead':>9} {'solve s':>8}"]
+        for r in self.table:
+            peak = "-" if r["peak_bytes"] is None else str(r["peak_bytes"])
+            over = "-" if r["overhead"] is None else f"{r['overhead']:.3f}"
+            secs = "-" if r["solve_seconds"] is None else \
+                f"{r['solve_seconds']:.3f}"
+            lines.append(f"{r['algorithm']:<16} {r['status']:<11} "
+                         f"{peak:>12} {over:>9} {secs:>8}")
+        return "\n".join(lines)
+
+    def __str__(self):
+        return self.format_table()
+
+    def __repr__(self):
+        return (f"<rematbench.torch.Plan {self.algorithm}: peak "
+                f"{self.solution.peak_bytes} <= {self.budget_bytes} bytes, "
+                f"overhead {self.predicted_overhead:.3f}>")
+
+
+class RematStep:
+    """One training step within an activation-memory budget, as one call:
+
+        train_step = rt.remat(model, nn.CrossEntropyLoss(), budget=0.5)
+        for x, y in batches:
+            opt.zero_grad()
+            loss = train_step(x, y)   # was: loss = loss_fn(model(x), y)
+            opt.step()                #      loss.backward()
+
+    The first call with a new layout of shapes plans it (plan(), with the
+    batch as the example) and later calls run that plan's program:
+    gradients are added to .grad, batch-norm statistics updated once,
+    dropout's masks those of plain training; the loss comes back
+    detached. compile=True runs the program compiled by inductor, planned
+    so that its measured peak is within the budget
+    (Plan.compiled_within_budget; else the plan runs eagerly).
+    `plans` maps each input layout to its Plan."""
+
+    def __init__(self, model, loss_fn, budget, compile=False, **plan_args):
+        self.model, self.loss_fn, self.budget = model, loss_fn, budget
+        self.compile, self.plan_args = compile, plan_args
+        self.plans = {}
+
+    def _key(self, inputs):
+        return tuple((tuple(t.shape), t.dtype, str(t.device))
+                     for t in inputs)
+
+    def __call__(self, *inputs):
+        key = self._key(inputs)
+        p = self.plans.get(key)
+        if p is None:
+            p = plan(self.model, inputs, self.loss_fn, self.budget,
+                     **self.plan_args)
+            if self.compile:
+                p = p.compiled_within_budget(*inputs)
+            self.plans[key] = p
+        return p.step(*inputs)
+
+
+def remat(model, loss_fn, budget, compile=False, **plan_args):
+    """The one-line entry point: a callable `train_step(*inputs, target)`
+    that runs forward and backward of `loss_fn(model(*inputs), target)`
+    within `budget` (bytes as an int or '512MiB', or a float: a fraction of
+    the NoRemat activation peak) and returns the loss. `plan_args` go to
+    plan() (algorithms, timeout, ...). See RematStep."""
+    return RematStep(model, loss_fn, budget, compile, **plan_args)

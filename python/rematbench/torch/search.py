@@ -1,0 +1,274 @@
+"""The search behind plan(): every chosen algorithm solves the traced
+step's graph at the budget, each schedule is judged as the program it
+becomes (rematbench.torch.memory, with the anchoring that fits:
+rematbench.torch.anchoring), a schedule whose program does not fit is
+solved again below the budget by what the program holds beside it, and
+the feasible row of least predicted overhead wins. When nothing fits,
+NoFit names the smallest budget that does.
+"""
+
+import concurrent.futures
+import dataclasses
+import math
+import os
+
+import rematbench
+from rematbench.torch import anchoring
+from rematbench.torch.memory import ProgramMemory
+from rematbench.torch.partition import Partition
+
+
+class NoFit(rematbench.Error):
+    """No algorithm fits the budget. `budget_bytes`, the NoRemat peak
+    `noremat_peak_bytes`, `smallest_budget_bytes` (the smallest budget at
+    which a plan fits, to 1%), `closest_algorithm` (the one that fits
+    there), `reach_bound_bytes` (no schedule that recomputes rather than
+    offloads fits below it) and `lower_bound_bytes` (the graph's memory
+    lower bound)."""
+
+    def __init__(self, name, budget_bytes, noremat_peak_bytes,
+                 smallest_budget_bytes, closest_algorithm, reach_bound_bytes,
+                 lower_bound_bytes):
+        super().__init__(
+            f"{name}: no algorithm fits the budget of {budget_bytes} bytes "
+            f"({budget_bytes / noremat_peak_bytes:.0%} of the NoRemat "
+            f"activation peak {noremat_peak_bytes} bytes); the smallest "
+            f"budget that fits is {smallest_budget_bytes} bytes "
+            f"({closest_algorithm}; no schedule fits below "
+            f"{reach_bound_bytes} bytes, the reach bound; the memory lower "
+            f"bound is {lower_bound_bytes})")
+        self.budget_bytes = budget_bytes
+        self.noremat_peak_bytes = noremat_peak_bytes
+        self.smallest_budget_bytes = smallest_budget_bytes
+        self.closest_algorithm = closest_algorithm
+        self.reach_bound_bytes = reach_bound_bytes
+        self.lower_bound_bytes = lower_bound_bytes
+
+
+@dataclasses.dataclass
+class SearchOptions:
+    """What plan() searches with, checked once: `algorithms` ("all": every
+    registered algorithm, exact ones only on graphs of at most
+    `exact_max_nodes` nodes; or a list of names or 'name:k=v,...' specs),
+    each solve's `timeout` in seconds, `threads` solving at once (None:
+    one per CPU)."""
+    algorithms: object = "all"
+    timeout: float = 10.0
+    exact_max_nodes: int = 100
+    threads: int = None
+
+    def __post_init__(self):
+        if self.algorithms != "all":
+            if isinstance(self.algorithms, str):
+                self.algorithms = [self.algorithms]
+            self.algorithms = list(self.algorithms)
+            for spec in self.algorithms:
+                rematbench.algorithm(spec.split(":")[0])  # unknown: Error
+        self.threads = self.threads or os.cpu_count() or 1
+
+
+def budget_bytes(budget, noremat_peak):
+    """Bytes from an int (bytes), a str ('512MiB') or a float (a fraction
+    of the NoRemat activation peak, rounded up)."""
+    if isinstance(budget, bool):
+        raise rematbench.Error("budget: give bytes (int or '512MiB') or a "
+                               "fraction of the NoRemat peak (float)")
+    if isinstance(budget, int):
+        if budget < 0:
+            raise rematbench.Error("budget: must be >= 0 bytes")
+        return budget
+    if isinstance(budget, float):
+        if not budget > 0 or math.isinf(budget):
+            raise rematbench.Error(f"budget: fraction {budget} of the NoRemat "
+                                   "peak must be > 0")
+        return math.ceil(budget * noremat_peak)
+    if isinstance(budget, str):
+        return rematbench.parse_bytes(budget)
+    raise rematbench.Error(f"budget: {budget!r} is neither bytes nor a "
+                           "fraction")
+
+
+def _row(spec, solution, held=0, budget=None, overhead=None):
+    if solution.json.get("transfer_bytes"):
+        # Programs run computes and frees; offloads (vdnn, swap_remat
+        # under a tight budget) are simulated only.
+        return {"algorithm": spec, "status": "skipped", "peak_bytes": None,
+                "overhead": None, "solve_seconds": solution.solve_seconds,
+                "message": "moves values to host memory, which programs "
+                           "do not run"}
+    status, message = solution.status, solution.message
+    if status == "feasible" and solution.peak_bytes + held > budget:
+        status = "infeasible"
+        message = (f"fits the budget only without the {held} bytes the "
+                   "program holds beside the schedule (generator states, "
+                   "the loss)")
+    return {"algorithm": spec, "status": status,
+            "peak_bytes": solution.peak_bytes + held if solution.valid
+            else solution.peak_bytes,
+            "overhead": solution.overhead if overhead is None else overhead,
+            "solve_seconds": solution.solve_seconds,
+            "message": message}
+
+
+def _rank(row):
+    """Feasible first, by predicted overhead, then solve time; skipped
+    algorithms last."""
+    feasible = row["status"] == "feasible"
+    return (not feasible, row["overhead"] if feasible else math.inf,
+            row["status"] == "skipped", row["solve_seconds"] or 0)
+
+
+@dataclasses.dataclass
+class Found:
+    """What a search at one budget found: `budget_bytes`, `table` (every
+    algorithm's row, best first), `solutions` (spec -> Solution) and
+    `anchorings` (spec -> lowering.lower's anchoring of its program)."""
+    budget_bytes: int
+    table: list
+    solutions: dict
+    anchorings: dict
+
+
+class Search:
+    """Searches the traced step `traced` (a TracedStep) for plans; its
+    graph, partition and memory model are built once and shared by every
+    budget searched."""
+
+    def __init__(self, traced, options, provenance=None):
+        self.traced, self.options = traced, options
+        self.graph = traced.graph(provenance)
+        self.partition = Partition(traced)
+        self.memory = ProgramMemory(self.partition)
+        # Plain training's activation peak as the program holds it (the
+        # graph's NoRemat peak and the returned loss): budget 1.0.
+        self.noremat_peak_bytes = self.memory.peak(
+            rematbench.solve(self.graph, "noremat").schedule)
+
+    def _specs(self):
+        """(specs to run, {name: why skipped})."""
+        o, graph = self.options, self.graph
+        if o.algorithms != "all":
+            return list(o.algorithms), {}
+        infos = rematbench.algorithms()
+        skipped = {a.name: f"exact; skipped above {o.exact_max_nodes} "
+                   f"nodes (the graph has {graph.num_nodes})"
+                   for a in infos
+                   if a.exact and graph.num_nodes > o.exact_max_nodes}
+        return [a.name for a in infos if a.name not in skipped], skipped
+
+    def _solve_all(self, specs, budget):
+        """{spec: Solution}, solved in parallel (the GIL is released)."""
+        o = self.options
+        with concurrent.futures.ThreadPoolExecutor(o.threads) as pool:
+            futures = {s: pool.submit(rematbench.solve, self.graph, s,
+                                      budget, None, o.timeout)
+                       for s in specs}
+            return {s: f.result() for s, f in futures.items()}
+
+    def at(self, budget):
+        """The Found at `budget` (bytes, '512MiB', or a fraction of the
+        NoRemat peak). Raises NoFit when no algorithm fits."""
+        budget = budget_bytes(budget, self.noremat_peak_bytes)
+        specs, skipped = self._specs()
+        solutions = self._solve_all(specs, budget)
+        anchored = {}
+        for s in specs:
+            solutions[s], a = self._fitted(s, solutions[s], budget)
+            if a is not None:
+                anchored[s] = a
+        rows = [_row(s, solutions[s], anchored[s][1] - solutions[s].peak_bytes
+                     if s in anchored else 0, budget,
+                     anchored[s][2] if s in anchored else None)
+                for s in specs]
+        rows += [{"algorithm": n, "status": "skipped", "peak_bytes": None,
+                  "overhead": None, "solve_seconds": None, "message": why}
+                 for n, why in skipped.items()]
+        rows.sort(key=_rank)
+        if rows[0]["status"] != "feasible":
+            raise self._no_fit(budget, specs, solutions)
+        return Found(budget, rows, solutions,
+                     {s: a for s, (a, _, _) in anchored.items()})
+
+    def _fitted(self, spec, solution, budget):
+        """(solution, anchoring.anchored's triple or None) of `spec` at
+        `budget`. The program also holds what the schedule does not model
+        (generator states, the returned loss), with the fewest replayed
+        draws that fit. A schedule that fits only with replays, or not at
+        all, is solved again below the budget by what its program held
+        beyond its simulated peak (with the fewest states held, with every
+        state saved) and by the most a program can add with every state
+        saved (ProgramMemory.most_held), smallest first, until one fits
+        without replays: of those that fit, the one of least predicted
+        overhead; the last one solved when none fits."""
+        if solution.status != "feasible":
+            return solution, None
+        memory = self.memory
+        first = anchoring.anchored(memory, solution, budget)
+        tried = [(solution, first)]
+        margins = sorted({memory.peak(solution.schedule) -
+                          solution.peak_bytes, first[1] - solution.peak_bytes,
+                          memory.most_held()})
+        if first[0][0] or first[1] > budget:
+            for margin in margins:
+                if not 0 < margin <= budget:
+                    continue
+                again = rematbench.solve(self.graph, spec, budget - margin,
+                                         None, self.options.timeout)
+                if again.status != "feasible":
+                    break
+                tried.append((again, anchoring.anchored(memory, again,
+                                                        budget)))
+                if not tried[-1][1][0][0] and tried[-1][1][1] <= budget:
+                    break
+        fits = [t for t in tried if t[1][1] <= budget]
+        return min(fits, key=lambda t: t[1][2]) if fits else tried[-1]
+
+    def _no_fit(self, budget, specs, solutions):
+        """The NoFit when no schedule fits `budget`: the smallest budget at
+        which one of these algorithms finds a schedule that fits as a
+        program (bisection between the budget, or the graph's reach bound,
+        and the least peak found; each probe solved as at() solves), and
+        the bounds no schedule goes below."""
+        graph, memory = self.graph, self.memory
+        # A budget fits when the schedule's simulated peak and its program
+        # peak are both within it (the solvers judge the first).
+        peaks = [(max(s.peak_bytes, anchoring.anchored(memory, s)[1]), spec)
+                 for spec, s in solutions.items() if s.valid]
+        noremat = self.noremat_peak_bytes
+        hi = min(peaks)[0] if peaks else noremat
+        # Probe with the heuristics: the exact methods would spend their
+        # whole time limit at every probe.
+        exact = {a.name for a in rematbench.algorithms() if a.exact}
+        probes = [s for s in specs if s.split(":")[0] not in exact] or specs
+        # lo never fits: plans recompute and never offload, and no such
+        # schedule peaks below the reach bound.
+        reach = graph.reach_lower_bound()["bytes"]
+        lo = max(budget, reach - 1)
+        most = memory.most_held()
+
+        def fits(mid):
+            # As a plan is made (_fitted).
+            found = []
+            for spec, s in self._solve_all(probes, mid).items():
+                _, a = self._fitted(spec, s, mid)
+                if a is not None and a[1] <= mid:
+                    found.append(spec)
+            return found
+
+        # The least peak found was solved for another budget: solved for
+        # its own, an algorithm may choose a cheaper schedule that the
+        # program holds more of. Up from it until a plan made there fits.
+        found = fits(hi)
+        while not found and hi < noremat:
+            lo, hi = hi, min(noremat, hi + max(most, hi // 100))
+            found = fits(hi)
+        who = found[0] if found else "noremat"
+        while hi - lo > max(1, hi // 100):  # to 1%
+            mid = (lo + hi) // 2
+            found = fits(mid)
+            if found:
+                hi, who = mid, found[0]
+            else:
+                lo = mid
+        return NoFit(graph.name, budget, noremat, hi, who, reach,
+                     graph.lower_bound_bytes)
