@@ -75,9 +75,9 @@ def main():
     print(f"largest gradient difference over {STEPS} steps: {worst}")
     r = plan.replay()
     print(f"replay ({plan.algorithm}): activation peak measured "
-          f"{r['peak_bytes']:,} bytes (simulated "
+          f"{r['measured_peak_bytes']:,} bytes (simulated "
           f"{r['simulated_peak_bytes']:,}; NoRemat measured "
-          f"{r['baseline_peak_bytes']:,}); step "
+          f"{r['baseline_measured_peak_bytes']:,}); step "
           f"{r['step_seconds'] * 1e3:.0f} ms vs NoRemat "
           f"{r['baseline_seconds'] * 1e3:.0f} ms (overhead measured "
           f"{r['ratio_to_baseline']:.2f}, predicted "

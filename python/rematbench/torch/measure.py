@@ -196,7 +196,7 @@ def measure_step(step, model, repeats=5, warmup=2, reference=None,
     buffers = list(model.buffers())
     saved = [b.detach().clone() for b in buffers]
     if seed is not None:
-        torch.manual_seed(seed)
+        rng.seed(seed, device)
     generators = rng.snapshot(device)
 
     def reset():

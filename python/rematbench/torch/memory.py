@@ -379,7 +379,7 @@ class ProgramMemory:
         part = self.partition
         if part.device.type != "cpu" or not part.random:
             return 0
-        return torch.get_rng_state().numel()
+        return rng.get_state(part.device).numel()
 
     def most_held(self):
         """The most _program_peak can add to a schedule's simulated peak: every

@@ -273,12 +273,13 @@ class Plan:
     def replay(self, repeats=3, warmup=1):
         """Runs the plan's schedule and the NoRemat schedule on the example
         batch in the measuring interpreter and measures them: the peak of
-        live activation storage (`peak_bytes`, `baseline_peak_bytes`; on
-        CUDA also `cuda_peak_bytes`, torch.cuda.max_memory_allocated above
-        the step's start) and the median wall time of `repeats`
-        back-to-back pairs after `warmup` (`step_seconds`,
-        `baseline_seconds`, `ratio_to_baseline`), the record's keys as
-        rematbench.torch.measure names them, beside the predictions.
+        live activation storage (`measured_peak_bytes`,
+        `baseline_measured_peak_bytes`; on CUDA also `cuda_peak_bytes`,
+        torch.cuda.max_memory_allocated above the step's start) and the
+        median wall time of `repeats` back-to-back pairs after `warmup`
+        (`step_seconds`, `baseline_seconds`, `ratio_to_baseline`), the
+        measurement record's keys (rematbench.torch.measure), beside the
+        predictions.
         Buffers and the RNG state are restored, parameters and gradients
         untouched."""
         traced, p = self.traced, self.partition
@@ -330,9 +331,9 @@ class Plan:
             "algorithm": self.algorithm,
             "budget_bytes": self.budget_bytes,
             "simulated_peak_bytes": self.solution.peak_bytes,
-            "peak_bytes": peak,
+            "measured_peak_bytes": peak,
             "baseline_simulated_peak_bytes": noremat.peak_bytes,
-            "baseline_peak_bytes": base_peak,
+            "baseline_measured_peak_bytes": base_peak,
             "cuda_peak_bytes": cuda_peak,
             "predicted_overhead": self.solution.overhead,
             "ratio_to_baseline": statistics.median(a / b for a, b in pairs),
