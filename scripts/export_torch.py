@@ -70,7 +70,7 @@ def parse_args(argv):
                    help="cloned: the backward reads clones of batch and "
                    "layer norm's statistics, so the op's output is freed "
                    "after its forward reader, as in training "
-                   "(rematbench.trace._copy_saved_parts); kept: the op "
+                   "(rematbench.torch.trace); kept: the op "
                    "is one node held until its backward, as exports made "
                    "before 2026-11-25 have it")
     p.add_argument("--device", default="cpu",

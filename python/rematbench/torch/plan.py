@@ -180,6 +180,11 @@ class Plan:
                 self.anchorings.get(algorithm))
         return self._built[key]
 
+    def free_programs(self):
+        """Drops the programs built so far (and inductor's compiled graphs
+        of them); the next step builds its program again."""
+        self._built.clear()
+
     def compile(self, compiled=True):
         """Later steps run the program compiled by inductor (compiled
         once, at the next step), or, with compiled=False, eagerly again.
@@ -220,7 +225,7 @@ class Plan:
                 p.compiled_attempts = attempts
                 return p
             p.compile(False)
-            p._built.clear()  # free the compiled graphs
+            p.free_programs()
             planned -= peak - budget + 1
             try:
                 p = self.at(planned)
