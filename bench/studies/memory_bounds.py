@@ -52,8 +52,7 @@ def bounds(name, make, args):
             "reach_limited": reach["limited"],
             "reach_seconds": round(seconds, 2),
             "gradients_once_lower_bound_bytes":
-            options.gradients_once_lower_bound(
-                plan.traced.graph["nodes"])}
+            options.gradients_once_lower_bound(plan.traced.nodes)}
 
 
 def lowest_measured(path):

@@ -227,7 +227,7 @@ def run_model(name, build, args, rows, summary):
         "noremat_simulated_peak_bytes": g.noremat_peak_bytes,
         "lower_bound_bytes": g.lower_bound_bytes,
         "gradients_once_lower_bound_bytes":
-            opt.gradients_once_lower_bound(plan.traced.graph["nodes"]),
+            opt.gradients_once_lower_bound(plan.traced.nodes),
         "reach_lower_bound_bytes": g.reach_lower_bound()["bytes"],
         "trace_and_plan_seconds": round(trace_seconds, 1)})
     log(f"  rematbench: {g.num_nodes} nodes, NoRemat peak "
