@@ -248,7 +248,7 @@ def run_model(name, build, args, rows, summary):
             yield lambda: p.step(x, y)
         finally:
             p.compile(False)
-            p._built.clear()  # free the compiled graphs
+            p.free_programs()  # and the compiled graphs
 
     def plan_fields(p, budget, planned, attempts):
         return {"budget_bytes": budget, "planned_budget_bytes": planned,
@@ -269,7 +269,7 @@ def run_model(name, build, args, rows, summary):
         except Exception as e:
             rc = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
         p.compile(False)
-        p._built.clear()  # free the compiled segments
+        p.free_programs()  # and the compiled segments
         return rc
 
     for (method, setting), (peak, _) in options.items():
