@@ -41,8 +41,8 @@ std::atomic<bool> isolation_enabled{false};
 // How long past its time limit an isolated solve may run before its
 // watchdog answers with the algorithm's standby answer (StandbyAnswer):
 // libraries such as CBC do not look at the clock in their root node (a
-// 10 s limit became 50 s on ResNet-18). Within issue 18's bound of 10% or
-// 5 s, whichever is larger.
+// 10 s limit became 50 s on ResNet-18). Within the bound every time-limited
+// solve must keep: its limit plus 10% or 5 s, whichever is larger.
 double WatchdogGraceSeconds(double timeout_seconds) {
   return std::max(2.0, 0.05 * timeout_seconds);
 }

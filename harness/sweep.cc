@@ -123,7 +123,7 @@ void MakeNamesUnique(std::vector<GraphSummary>& summaries) {
   }
 }
 
-// Optimality gaps (issue 7): at each budget where some point proved a
+// Optimality gaps: at each budget where some point proved a
 // global optimum (a lower_bound_cost equal to its own cost, which only exact
 // methods give), every feasible point of that graph gets gap = cost /
 // optimum - 1. Where a method reported a bound valid only for its staged

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Writes results/checkmate_milp_vgg16.json: checkmate_milp and moccasin
 (each of its solvers) on the Checkmate VGG16 training graph at 8 budgets
-evenly spaced from the memory lower bound to the NoRemat peak (issue 7's
-goal: checkmate_milp proven optimal within 10 minutes on two cores; issue
-17's: moccasin proven optimal at all 8 at least 5x faster), with each
+evenly spaced from the memory lower bound to the NoRemat peak (the goals:
+checkmate_milp proven optimal within 10 minutes on two cores; moccasin
+proven optimal at all 8 at least 5x faster), with each
 one's time ratio to checkmate_milp. One `remat solve` per (entry, budget),
 run one after the other so that each has the cores to itself.
 

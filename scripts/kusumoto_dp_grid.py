@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Exact versus approximate Kusumoto DP on the authors' seven graphs, over a
-budget grid (issue 6, "Quality").
+budget grid: how close the approximate DP comes to the exact one.
 
     scripts/kusumoto_dp_grid.py [--remat build/remat] [--budgets 8] [--quick]
 
@@ -176,9 +176,9 @@ def main():
     if args.quick:
         lines += ["**Quick mode**: VGG19 and U-Net, 3 budgets per grid (tests).", ""]
     lines += [
-        "Issue 6 asks, on the seven authors' graphs, for peak, overhead and the "
-        "strategy that won at each budget of a grid, and that the exact DP's "
-        "least extra time is never above the approximate DP's at the same budget "
+        "The goal: on the seven authors' graphs, peak, overhead and the "
+        "strategy that won at each budget of a grid, and the exact DP's "
+        "least extra time never above the approximate DP's at the same budget "
         "before the liveness pass. Both DPs run with the default `strategy=auto`: "
         "time-centric, and memory-centric when the time-centric schedule's "
         "simulated peak exceeds the budget; \"strategy\" is the one whose schedule "

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check a sweep against issue 18's bar: no strong method may look broken.
+"""Check a sweep against one bar: no strong method may look broken.
 
 Reads one rematbench results file (a sweep with the papers' methods and the
 simple baselines) and reports, as Markdown:

@@ -52,7 +52,7 @@ MARKERS = ["o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "p", "h", "d",
 LINESTYLES = ["-", "--", "-.", ":"]
 DEFAULT_REMAT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                              "build", "remat")
-# Curves per panel: more and they cannot be told apart (issue 33).
+# Curves per panel: more and they cannot be told apart.
 MAX_CURVES = 8
 # A curve within 1% of the Pareto front at a budget is on it there.
 FRONT_TOLERANCE = 0.01

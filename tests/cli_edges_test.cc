@@ -1,4 +1,4 @@
-// The command line at its edges (issue 19): inputs that would not fit in
+// The command line at its edges: inputs that would not fit in
 // memory, files that are not regular files, numeric options out of range,
 // empty and target-less graphs, and CLI11's own errors, each refused with
 // exit status 2 and exactly one printable line naming the problem.

@@ -1,4 +1,4 @@
-// Inputs nobody tried before issue 31, by class of fault: deep nesting,
+// Inputs no earlier test tried, by class of fault: deep nesting,
 // bytes that are not UTF-8, sizes and costs that overflow, malformed
 // results files and journals, write failures. Each is refused with exit
 // status 2 and one printable line naming the file and the node or line (and

@@ -56,7 +56,7 @@ TEST_P(Conformance, EveryAnswerAgreesWithTheSimulator) {
       if (result.status == Status::kInfeasible) {
         EXPECT_GT(sim.peak_bytes, budget);
       }
-      // Issue 18: no method may look broken where doing nothing fits.
+      // No method may look broken where doing nothing fits.
       if (budget == NoRematPeak(graph) &&
           result.status != Status::kUnsupported) {
         EXPECT_EQ(result.status, Status::kFeasible) << result.message;

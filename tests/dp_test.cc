@@ -297,7 +297,7 @@ TEST(DpExact, ExactIsNeverSlowerThanApproxOnTheDiamond) {
   EXPECT_GT(strictly_better, 0);  // the cut {a, b, c} pays off somewhere
 }
 
-// Issue 31: dp_exact --timeout 5 on chain:n=20000 ran past a minute: the
+// dp_exact --timeout 5 on chain:n=20000 once ran past a minute: the
 // covers L ∪ {v} of its 20,001 lower sets were looked up for every v, each
 // a copied and hashed bitset of 20,001 bits, with no deadline check.
 TEST(DpExact, LongChainsKeepTheDeadline) {

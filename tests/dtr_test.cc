@@ -137,7 +137,7 @@ TEST(Dtr, ThrashingIsCappedByMaxComputes) {
   EXPECT_EQ(free.peak_bytes, 3);
 }
 
-// Issue 31: dtr --timeout 5 on one node reading 10^6 others ran 65 s, and
+// dtr --timeout 5 on one node reading 10^6 others once ran 65 s, and
 // no deadline check was reached: each input searched the operation's
 // pins for itself, quadratic in the fan-in.
 TEST(Dtr, AWideFanInTakesLinearTime) {
@@ -158,7 +158,7 @@ TEST(Dtr, AWideFanInTakesLinearTime) {
   EXPECT_LT(seconds, 10);  // generous for a loaded machine; 0.2 s here
 }
 
-// Issue 31: on a training star of 3*10^5 leaves, dtr with --timeout 5 ran
+// On a training star of 3*10^5 leaves, dtr with --timeout 5 once ran
 // past 90 s: every value freed for good walked the evicted region (all the
 // others) to mark cached costs, with no deadline check there.
 TEST(Dtr, ATrainingStarKeepsTheDeadline) {

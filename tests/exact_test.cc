@@ -391,7 +391,7 @@ TEST(CheckmateMilp, StagedClassNeverBeatsExact) {
   }
 }
 
-// checkmate_lp keeps part of its limit for the roundings (issue 32): under
+// checkmate_lp keeps part of its limit for the roundings: under
 // 1.5 s the LP of resnet:depth=18 at this budget is not solved (it takes
 // 2.5-8 s on two cores), and it answered nothing; now the LP stops at its
 // share of the time and its last iterate is rounded, so a schedule comes
@@ -409,8 +409,8 @@ TEST(CheckmateLp, AnswersWithARoundingUnderATightLimit) {
 }
 
 // moccasin never answers dearer than a heuristic of its warm start that
-// fits the budget, unless it names that heuristic as outside its class
-// (issue 32). Gecode for 8 s (each warm start 1/48 of it, so that dtr ends
+// fits the budget, unless it names that heuristic as outside its class.
+// Gecode for 8 s (each warm start 1/48 of it, so that dtr ends
 // under load too): its answer is its warm start or better. On
 // this graph dtr's schedule is the cheapest that fits at both budgets
 // (639,762,432 and 690,159,616), and before dtr joined moccasin's warm

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# An isolated solve dies with the `remat` that started it (issue 18):
+# An isolated solve dies with the `remat` that started it:
 # SIGKILL or SIGTERM of the parent leaves no solver running.
 # Usage: isolation_parent_death_test.sh path/to/remat
 set -uo pipefail

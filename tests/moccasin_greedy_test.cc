@@ -99,9 +99,9 @@ TEST(MoccasinGreedy, NeverBelowTheClassOptimum) {
 }
 
 // Where each rule's first walk meets a compute it cannot fit, walking
-// again with what the failure taught finds a schedule of the class (issue
-// 32: Checkmate's 250-node random graph at 90% of its NoRemat peak is such
-// a case); found by running both on random_layered graphs of 20 to 60
+// again with what the failure taught finds a schedule of the class
+// (Checkmate's 250-node random graph at 90% of its NoRemat peak is such a
+// case); found by running both on random_layered graphs of 20 to 60
 // nodes.
 TEST(MoccasinGreedy, WalksAgainWhereTheFirstWalksFail) {
   for (const auto& [spec, budget] :
@@ -114,7 +114,7 @@ TEST(MoccasinGreedy, WalksAgainWhereTheFirstWalksFail) {
   }
 }
 
-// The stages without the MILP (moccasin on CP-SAT builds them so, issue 32)
+// The stages without the MILP (moccasin on CP-SAT builds them so)
 // are the stages with it: the same structure, sizes, scales and staged
 // schedules (here dtr's, in the order of its first computes), and the
 // MILP's readers refuse.

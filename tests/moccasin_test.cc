@@ -274,8 +274,8 @@ TEST(MoccasinSolvers, GecodeAgreesWithCbcWhereItEnds) {
 }
 
 // Without a budget (kUnboundedBudget) Gecode's memory scaling overflowed
-// and Gecode refused the numbers ("Int::cumulative: Number out of limits",
-// issue 31): the capacity is the most any moment can hold, so the answer
+// and Gecode refused the numbers ("Int::cumulative: Number out of limits"):
+// the capacity is the most any moment can hold, so the answer
 // is the NoRemat schedule's cost, proven, on graphs with small and with
 // byte-sized values.
 TEST(MoccasinSolvers, GecodeSolvesWithoutABudget) {
@@ -450,8 +450,8 @@ TEST(MoccasinSolvers, AutoIsCpSatWhereOrtoolsIsFound) {
 
 // A heuristic whose schedule fits the budget but computes a value more
 // than C times is no warm start of moccasin; the answer names it and says
-// why (issue 32: on Checkmate's random layered graphs twremat's schedule
-// is the only one that fits, and is outside the class).
+// why (on Checkmate's random layered graphs twremat's schedule is the
+// only one that fits, and is outside the class).
 TEST(MoccasinWarmStart, NamesAFittingHeuristicOutsideItsClass) {
   const Graph g = LoadGraph("chain:n=16");
   const int64_t budget = 6;  // twremat fits, computing node 0 7 times

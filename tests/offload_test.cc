@@ -1,5 +1,5 @@
 // The offloading algorithms (vdnn, swap_remat) and the placement of
-// offloads they share, against hand-worked answers and the issue-16 goal.
+// offloads they share, against hand-worked answers and the hybrid's goal.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -98,7 +98,7 @@ TEST(Vdnn, DynamicPolicyOffloadsOnlyWhenTheBudgetAsks) {
   EXPECT_GT(tight.simulation->transfer_bytes, 0);
 }
 
-// Issue 16's goal, on graphs small enough for a unit test (the default
+// The hybrid's goal, on graphs small enough for a unit test (the default
 // corpus at three links is scripts/reproduce.py offload2016): swap_remat's
 // makespan is no worse than vdnn's or any of its remat algorithms' at
 // every budget where those fit.

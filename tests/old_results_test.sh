@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Results files from before the timeline (issue 16: no makespan,
+# Results files from before the timeline (no makespan,
 # critical_path, timing or longest_path_cost) are still read by every
 # results script, and a new file beside an old one too.
 #   tests/old_results_test.sh <remat binary> <source dir>

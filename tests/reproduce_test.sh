@@ -51,7 +51,7 @@ if [ -d "$shared/peer-graphs/kusumoto2019" ]; then
   strip() { sed '/## DP solve times/,$d' "$1"; }
   diff <(strip "$out/peer/kusumoto2019.md") <(strip "$out/peer2/kusumoto2019.md") ||
     { echo "FAIL: Markdown differs between two runs"; exit 1; }
-  # The exact-versus-approximate DP grid (issue 6): written, and no budget
+  # The exact-versus-approximate DP grid: written, and no budget
   # where the exact DP's least extra time exceeds the approximate DP's.
   "$py" "$src/scripts/kusumoto_dp_grid.py" --quick --remat "$remat" \
     --out "$out/grid/kusumoto_dp_grid" > /dev/null

@@ -150,8 +150,8 @@ std::string Join(const std::vector<std::string>& items) {
   return text;
 }
 
-// Issue 31: on a training star of 3*10^5 leaves (one stage), rotor with
-// --timeout 5 ran 84 s deriving the stage's figures before its DP.
+// On a training star of 3*10^5 leaves (one stage), rotor with
+// --timeout 5 once ran 84 s deriving the stage's figures before its DP.
 TEST(Rotor, ATrainingStarKeepsTheDeadline) {
   const Graph graph = testing::TrainingStar(300000);
   const AlgorithmInfo& info = FindAlgorithm("rotor");

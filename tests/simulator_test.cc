@@ -151,7 +151,7 @@ TEST(Bounds, ChainByFormula) {
   EXPECT_EQ(BaseCost(scaled), 33 * 7);
 }
 
-// Property (issue 31): sizes and costs near int64's end either make the
+// Property: sizes and costs near int64's end either make the
 // graph refused (naming a node) or give figures that are exact, never a
 // wrapped sum: a schedule whose cost passes int64 is invalid, naming the
 // compute, with the cost of the events before it.

@@ -106,7 +106,7 @@ TEST_F(Journal, IgnoresAnIncompleteLastLineAndRefusesACorruptEarlierOne) {
   EXPECT_THROW(RunSweep(config), InputError);
 }
 
-// Issue 31: a second sweep on the same journal renamed a new one over it
+// A second sweep on the same journal once renamed a new one over it
 // while the first kept appending to the deleted file; the first's points
 // were lost. The second is now refused before it reads or writes.
 TEST_F(Journal, IsOwnedByOneSweepAtATime) {

@@ -99,7 +99,7 @@ inline Graph RandomTrainingGraph(std::mt19937& rng, int n, double p) {
   return std::move(b).Build();
 }
 
-// A training graph's star (issue 31): a root read by `leaves` leaves, a
+// A training graph's star: a root read by `leaves` leaves, a
 // loss reading them all, each leaf's gradient reading the loss and the
 // leaf, and the root's gradient reading every leaf's. Every leaf and
 // gradient is next to two hubs, which made several algorithms quadratic.

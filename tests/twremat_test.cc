@@ -424,8 +424,8 @@ TEST(TwRematTest, ExpiredDeadlineIsATimeoutWithAFallback) {
   request.sub_solver = &RunnerSubSolver();  // the fallback runs others
   EXPECT_FALSE(DecomposeByElimination(graph, EliminationOrder::kMinFill,
                                       request.deadline));
-  // Issue 18: never nothing. The decomposition stops at once, and a
-  // schedule that needs none comes back instead.
+  // Never nothing (no method may look broken): the decomposition stops at
+  // once, and a schedule that needs none comes back instead.
   const AlgorithmOutput out = info.create()->Solve(graph, request);
   EXPECT_EQ(out.status, Status::kTimeout);
   ASSERT_TRUE(out.schedule);
@@ -450,7 +450,7 @@ Graph Star(int32_t leaves, bool fan_in) {
   return std::move(builder).Build();
 }
 
-// Issue 31: twremat --timeout 5 on a star of 10^6 leaves ran 685 s: the
+// twremat --timeout 5 on a star of 10^6 leaves once ran 685 s: the
 // initial fill-in counts walked the hub's list once per leaf, with no
 // deadline. Now leaves cost nothing there and the deadline is checked.
 TEST(TreeDecompositionTest, StarsAndFanInsEndByTheirDeadline) {
@@ -474,7 +474,7 @@ TEST(TreeDecompositionTest, StarsAndFanInsEndByTheirDeadline) {
   }
 }
 
-// Issue 31: each leaf of a training star is next to two hubs (the root
+// Each leaf of a training star is next to two hubs (the root
 // and the loss), and each gradient to two more; the fill-in counts and
 // the eliminations walked those hubs' lists once per leaf: 3*10^5 leaves
 // ran into graph info's 30 s limit and gave no treewidth. Hubs' lists are

@@ -498,7 +498,7 @@ std::optional<AlgorithmOutput> RefuseCheckmateRequest(
                     "binaries per edge and per node)",
                     order.size(), max_nodes));
   }
-  // A raised max_nodes lets in models that Clp cannot hold: issue 31's
+  // A raised max_nodes lets in models that Clp cannot hold: once
   // checkmate_lp with max_nodes=2000 on 1,163 nodes grew to 5 GB before it
   // was killed. The stage order the algorithm ends up with may differ from
   // the graph's, which changes the count a little, not its scale.

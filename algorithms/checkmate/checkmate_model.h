@@ -64,7 +64,7 @@ class CheckmateModel {
   // `with_milp` false builds the stage structure alone (order, inputs,
   // consumers, sizes, scales, Staged, RebuildR, Extract): what the interval
   // model and the warm start's staging need, without the O(n^2) columns
-  // that take most of the time and memory on 1,000 nodes (issue 32). The
+  // that take most of the time and memory on 1,000 nodes. The
   // MILP's vectors are then empty, and PointOf, RoundR, RoundS and SampleS
   // throw std::logic_error.
   CheckmateModel(const Graph& graph, int64_t budget_bytes,
@@ -203,13 +203,13 @@ enum class StageOrder { kGraph, kIncumbent, kLeastPeak };
 // The default warm start of the staged methods: these heuristics, in name
 // order, and for checkmate_milp and moccasin also checkmate_lp. A list
 // fixed here, not the registry, so that registering a heuristic changes no
-// staged result until it is added. rotor was (issue 17): on VGG19 at batch
-// 379 its schedule costs 1.033x the base where chen_greedy's, the start
+// staged result until it is added. rotor is in it because on VGG19 at
+// batch 379 its schedule costs 1.033x the base where chen_greedy's, the start
 // before, cost 1.096x, and CBC had not improved on the start in 300 s.
-// dtr was (issue 32): on the PyTorch ResNet-50 export at 70-90% of the
+// dtr is in it because on the PyTorch ResNet-50 export at 70-90% of the
 // NoRemat peak its schedule is the cheapest heuristic's, and without it
 // checkmate_milp answered 0.003-0.007% dearer than dtr after 600 s.
-// order_search was (issue 32): where an order computing each value once
+// order_search is in it because where an order computing each value once
 // fits, its schedule costs the base cost and needs no solver
 // (BaseCostAnswer); on Checkmate's 100-node random layered graph at 80% of
 // the NoRemat peak, checkmate_milp had proven 1.0006x the base cost
@@ -266,7 +266,8 @@ std::vector<OptionField<CheckmateOptions>> CheckmateOptionFields(
 // NoRemat peak (2026-11-25): resnet:depth=34 (1.03 million nonzeros)
 // 287 MB, 279 B each; resnet:depth=50 (2.00 million) 535 MB, 268 B;
 // transformer:layers=12 (2.05 million, stopped at its 300 s limit)
-// 479 MB, 234 B; issue 31's 5 GB at 1,163 nodes is about 300 B.
+// 479 MB, 234 B; the checkmate_lp run killed at 5 GB on 1,163 nodes, about
+// 300 B.
 inline constexpr int64_t kCheckmateBytesPerNonzero = 300;
 
 // Why checkmate_milp, checkmate_lp and moccasin refuse a request before

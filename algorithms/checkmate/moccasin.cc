@@ -174,7 +174,7 @@ class Moccasin : public Algorithm {
         BestStagedStart(graph, request, options.checkmate, c, !cpsat);
     if (auto optimal = BaseCostAnswer(graph, start)) return std::move(*optimal);
     // The greedy walk inside the class, where no heuristic fits in it or
-    // where it is cheaper than the one that does (issue 32). Its repair
+    // where it is cheaper than the one that does. Its repair
     // walks only where there is no start at all: beside a start they would
     // take up to a quarter of the solver's time for a cheaper hint at best.
     if (std::optional<Incumbent> walked = GreedyIntervalStart(
@@ -196,7 +196,7 @@ class Moccasin : public Algorithm {
     }
     // A heuristic that fits but is outside the class is no start: the
     // answer names it, and is its schedule where that is cheaper than the
-    // class's answer or the only one that fits (issue 32). A solver's
+    // class's answer or the only one that fits. A solver's
     // process can overrun the deadline (CBC's root node; Python's start and
     // the model's construction under load): the watchdog then answers with
     // the cheapest warm start, not with nothing. The MILP's path offers its

@@ -1,5 +1,5 @@
 // A schedule of Moccasin's class built without a solver: moccasin's start
-// when no heuristic of its warm start fits inside the class (issue 32: on
+// when no heuristic of its warm start fits inside the class (on
 // Checkmate's random layered graphs of 250 to 1,000 nodes none does, and
 // CP-SAT then searched from an infeasible hint).
 #pragma once

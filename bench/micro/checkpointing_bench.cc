@@ -1,5 +1,5 @@
 // Solve time of Chen et al.'s methods and revolve on a chain with 10^5
-// forward values (issue 4 goals: under 1 s each including schedule
+// forward values (goals: under 1 s each including schedule
 // generation, the greedy threshold search at most a few times that).
 // Budgets are in units of one value (mem=1): 0 means unbounded.
 //   build-chen/bench/micro/checkpointing_bench --benchmark_min_time=1

@@ -1,4 +1,4 @@
-// Speed of dp_exact and dp_approx on the authors' graphs (issue 6 goals:
+// Speed of dp_exact and dp_approx on the authors' graphs (goals:
 // exact DP on GoogLeNet and PSPNet under 3 s each, approximate DP on each
 // of the seven graphs under 0.1 s, peak RSS under 4 GB). Each iteration is
 // a cold solve (the lower sets are enumerated within it, the schedule is
@@ -65,7 +65,7 @@ void BM_DpExact(benchmark::State& state) { SolveColdly(state, "dp_exact"); }
 BENCHMARK(BM_DpApprox)
     ->ArgsProduct({{0, 1, 2, 3, 4, 5, 6}, {50, 100, 10000}, {0, 1}})
     ->Unit(benchmark::kMillisecond);
-// PSPNet and GoogLeNet, the two the issue names, across the budget range.
+// PSPNet and GoogLeNet, the two the goals name, across the budget range.
 BENCHMARK(BM_DpExact)
     ->ArgsProduct({{5, 6}, {20, 30, 40, 50, 60, 80, 100, 10000}, {0, 1}})
     ->Unit(benchmark::kMillisecond);

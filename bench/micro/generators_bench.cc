@@ -1,5 +1,5 @@
 // How long the layer-level generators take to build large training graphs,
-// including GraphBuilder's checks and topological sort. The bar: a
+// including GraphBuilder's checks and topological sort. The bar: a
 // graph of 10^6 nodes in seconds.
 //   build-gen/bench/micro/generators_bench --benchmark_min_time=1
 #include <benchmark/benchmark.h>

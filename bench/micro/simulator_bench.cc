@@ -1,4 +1,4 @@
-// Throughput of the simulator and of the native JSON reader (issue 2 goals:
+// Throughput of the simulator and of the native JSON reader (goals:
 // >= 50 million events per second on one core; a 10^5-node graph read in
 // under 0.5 s).
 #include <benchmark/benchmark.h>

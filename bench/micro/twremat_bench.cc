@@ -1,4 +1,4 @@
-// TwRemat against its performance goals (issue 5):
+// TwRemat against its performance goals:
 //   - decomposition (min-fill) plus separator hierarchy of a 10^5-node
 //     training graph in under 10 s: BM_Decompose, BM_Hierarchy;
 //   - schedule generation at >= 10^7 events/s: BM_Generate (events/s);

@@ -360,7 +360,7 @@ class Errors(unittest.TestCase):
             rb.solve(42, "noremat")
 
     def test_option_limits_as_the_cli(self):
-        """The module refuses what the command line refuses (issue 31)."""
+        """The module refuses the options out of range that the CLI refuses."""
         huge = str(2**70)
         self.check(lambda: rb.solve("chain:n=4", "noremat", budget=2**70),
                    ["solve", "-a", "noremat", "-g", "chain:n=4", "-b", huge])

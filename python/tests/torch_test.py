@@ -245,7 +245,7 @@ class Training(unittest.TestCase):
 class Refused(unittest.TestCase):
     """What a plan cannot replay on the next batch is refused at plan(),
     in one line naming the module and the op, and the model is left as it
-    was (issue 31, class 11)."""
+    was, not a failure on a later batch."""
 
     def refused(self, net, inputs, *words):
         net.train()

@@ -1,7 +1,7 @@
 """Kirisame et al., ICLR 2021, Dynamic Tensor Rematerialization: the shape of
 DTR's overhead against the memory budget on a ResNet, for its heuristics,
-beside the best offline method in rematbench at the same budget; and issue
-17's goal for `dtr` on the default corpus."""
+beside the best offline method in rematbench at the same budget; and the
+goal for `dtr` on the default corpus (within 1.5x of the best offline)."""
 import json
 import os
 
@@ -28,7 +28,7 @@ OFFLINE = ("chen_greedy", "chen_sqrtn", "revolve", "rotor", "twremat", "dp_exact
 # The same script's overhead_limit: a run stops once its recomputation
 # exceeds (limit - 1) x the baseline compute; slower counts as thrashing.
 THRASH = 2.0
-# Issue 17's goal: h_DTR within 1.5x of the best offline overhead at half the
+# The goal: h_DTR within 1.5x of the best offline overhead at half the
 # NoRemat peak on the default corpus's ResNet and Transformer graphs.
 GOAL_RATIO, GOAL_FACTOR = 0.5, 1.5
 GOAL_FAMILIES = ("resnet", "transformer")
@@ -205,7 +205,7 @@ def corpus_goal(remat, args):
                        "–" if ratio is None else f"{ratio:.2f}x",
                        f"{d.get('recomputations', '–')} / {d.get('max_recursion_depth', '–')}"])
     return [
-        f"## Issue 17's goal: h_DTR at {GOAL_RATIO:g} of the NoRemat peak", "",
+        f"## The goal: h_DTR at {GOAL_RATIO:g} of the NoRemat peak", "",
         f"Every ResNet and Transformer graph of the default corpus "
         f"(`graphs/corpus/default.json`) at an activation budget of {GOAL_RATIO:g} x "
         f"its NoRemat peak; best offline: the cheapest schedule within the budget "

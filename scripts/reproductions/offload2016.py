@@ -1,4 +1,4 @@
-"""Recomputation against offloading (issue 16): vDNN's memory reduction on
+"""Recomputation against offloading: vDNN's memory reduction on
 VGG-16 (Rhu et al., MICRO 2016), and for each graph of the default corpus the
 best remat-only, offload-only (vdnn) and hybrid (swap_remat) makespans at
 every budget over PCIe 3, PCIe 4 and NVLink-C2C."""
@@ -165,7 +165,7 @@ def corpus(remat, args):
               table(["link", "remat-only", "vdnn", "hybrid (strictly better)"],
                      [[link, wins[(link, "remat")], wins[(link, "vdnn")],
                        wins[(link, "hybrid")]] for link in LINKS]), "",
-              f"Goal (issue 16): `swap_remat` no slower than the better of the best "
+              f"Goal: `swap_remat` no slower than the better of the best "
               f"remat-only schedule and `vdnn` wherever either fits: "
               f"{'met at every point' if not violations else 'missed at ' + str(len(violations)) + ' points: ' + ', '.join(f'{n} at {b} over {l}' for n, b, l in violations)}.",
               ""]

@@ -1,7 +1,7 @@
 """Beaumont, Eyraud-Dubois, Herrmann, Joly, Shilova 2019: the optimal
 persistent-checkpointing DP for heterogeneous chains (`rotor`) against
 revolve and a checkpoint_sequential-like baseline at equal memory, on the
-Kusumoto graphs; and issue 17's goal that rotor is never worse than revolve
+Kusumoto graphs; and the goal that rotor is never worse than revolve
 or chen_greedy at any budget of a 16-point grid."""
 import os
 import statistics
@@ -151,9 +151,9 @@ def reproduce(remat, args):
               "(5) the paper's memory of a stage (PyTorch's saved tensors of each "
               "module) — here it is the liveness of the training graph in the one "
               "simulator.", ""]
-    # Issue 17's goal.
+    # The goal.
     med_all = statistics.median(all_gain) if all_gain else None
-    lines += ["## Issue 17's goal: never worse than revolve or chen_greedy", "",
+    lines += ["## The goal: never worse than revolve or chen_greedy", "",
               f"{total} budgets over {len(nets)} graphs; rotor worse than revolve or "
               f"chen_greedy at {len(worse_all)}. Median gain of rotor over the better "
               f"of the two (budgets where rotor and at least one of them have a "

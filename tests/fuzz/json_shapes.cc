@@ -1,4 +1,4 @@
-// Structure-aware (issue 31): nesting depth and byte content in every JSON
+// Structure-aware: nesting depth and byte content in every JSON
 // reader, which byte-level mutation of whole files rarely reaches (10^5
 // brackets; bytes that are not UTF-8 where a name is kept). The input is
 //   byte 0      the reader: native graph, Checkmate node-link, corpus
