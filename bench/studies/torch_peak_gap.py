@@ -35,30 +35,13 @@ from rematbench.torch import options
 _MARK = "rematbench.event:"
 
 
-def program_inputs(plan, built, inputs):
-    """The flat inputs of `built`, the plan's program, for one step on
-    `inputs`, as Plan.run_program makes them (the parameters, buffers and
-    batch, the gradient seed, and the generator states where the program
-    records them), made before the measured run: run_program hands them to
-    a stand-in for the program, which keeps them and runs nothing."""
-    class Keep:
-        recorded = built.recorded
-
-        def __call__(self, *flat):
-            self.flat = flat
-            return (None,)  # the loss; no gradients
-    keep = Keep()
-    plan.run_program(inputs, built=keep)
-    return keep.flat
-
-
 def event_memory(plan, inputs):
     """[(event, measured bytes)]: the largest sum of live allocations while
     the ops of each schedule event ran, in one run of the plan's program,
     and the measured peak of the whole run."""
     from torch.profiler import record_function
     built = plan.program()
-    flat = program_inputs(plan, built, inputs)
+    flat = plan.program_inputs(inputs, built)
 
     class Marked(torch.fx.Interpreter):
         """Runs the program as its generated code does, each op marked by

@@ -242,9 +242,12 @@ class Plan:
         self._built = {k: b for k, b in self._built.items()
                        if k[0] != self.algorithm}
 
-    def run_program(self, inputs, built=None):
-        """(gradients, loss) of the plan's program (or `built`) on one
-        batch, eagerly or compiled as the plan runs it; .grad untouched."""
+    def program_inputs(self, inputs, built=None):
+        """The arguments of the plan's program (or `built`) for one batch:
+        parameters, buffers, the batch and the gradient seed, and the
+        generator states recorded in an eager-order pass where the program
+        takes them (a schedule that draws random ops out of eager
+        order)."""
         built = built or self.program()
         flat = self.partition.flat(inputs)
         # The gradient seed (a 1): made once, not in every step.
@@ -252,10 +255,15 @@ class Plan:
             self._grad_seed = flat[-1]
         flat[-1] = self._grad_seed
         if built.recorded:
-            # The schedule draws random ops out of eager order: record the
-            # generator's state before each in an eager-order pass.
             states = rng.record(self.partition)
             flat.append([states[i] for i in sorted(self.partition.random)])
+        return flat
+
+    def run_program(self, inputs, built=None):
+        """(gradients, loss) of the plan's program (or `built`) on one
+        batch, eagerly or compiled as the plan runs it; .grad untouched."""
+        built = built or self.program()
+        flat = self.program_inputs(inputs, built)
         out = built.compiled(flat)(*flat) if self.compiled else built(*flat)
         return out[1:], out[0]
 
