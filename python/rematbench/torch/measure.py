@@ -4,7 +4,7 @@ budget, and rematbench's plans.
 
     from rematbench.torch import measure
     r = measure.measure_step(lambda: loss_fn(model(x), y).backward(), model)
-    r["peak_bytes"], r["step_seconds"], r["grads"]
+    r["measured_peak_bytes"], r["step_seconds"], r["grads"]
 
 The step is a callable that runs one forward and backward and leaves the
 gradients in each parameter's .grad (as loss.backward() does). Before every
@@ -173,9 +173,10 @@ def median_interval(n, level=0.95):
 def measure_step(step, model, repeats=5, warmup=2, reference=None,
                  peak=True, timing=True, seed=None, baseline=None):
     """Measures `step` (a callable: one forward + backward on `model`,
-    gradients left in .grad). Returns a dict: `peak_bytes` (allocator-level
-    activation peak, see the module's docstring), `end_bytes` (what the
-    step leaves allocated besides gradients), `grad_bytes`, `step_seconds`
+    gradients left in .grad). Returns a dict, the measurement record
+    (results/SCHEMA.md): `measured_peak_bytes` (allocator-level activation
+    peak, see the module's docstring), `end_bytes` (what the step leaves
+    allocated besides gradients), `grad_bytes`, `step_seconds`
     (median), `times` (every timed run), `grads` (of the first run, from
     the state at the call), `gradients_equal` and `max_grad_diff` against
     `reference` (a list of tensors, one per parameter; None: not
@@ -270,7 +271,7 @@ def measure_step(step, model, repeats=5, warmup=2, reference=None,
                 device) - start
         ptrs = {p.grad.untyped_storage().data_ptr() for p in params
                 if p.grad is not None}
-        out["peak_bytes"], out["end_bytes"], out["grad_bytes"] = \
+        out["measured_peak_bytes"], out["end_bytes"], out["grad_bytes"] = \
             peak_of(events, ptrs)
     reset()
     return out

@@ -215,8 +215,9 @@ class Plan:
             params = list(p.model.parameters())
             grads = [q.grad for q in params]
             try:
-                peak = measure.measure_step(lambda: p.step(*inputs), p.model,
-                                            timing=False)["peak_bytes"]
+                peak = measure.measure_step(
+                    lambda: p.step(*inputs), p.model,
+                    timing=False)["measured_peak_bytes"]
             finally:
                 for q, g in zip(params, grads):
                     q.grad = g
