@@ -332,24 +332,24 @@ def make_point(gname, run, point, rep, r, source):
         "cuda_peak_bytes": r["cuda_peak_bytes"],
         "predicted_overhead_flop": r["predicted_overhead"],
         "predicted_overhead_measured_costs": pm,
-        "time_seconds": r["time_seconds"],
+        "step_seconds": r["step_seconds"],
         "timed_pairs": r["repeats"],
-        "noremat_time_seconds": r["noremat_time_seconds"],
-        "measured_overhead": r["measured_overhead"],
-        "overhead_error_flop": None if r["measured_overhead"] is None else
-        r["measured_overhead"] / r["predicted_overhead"] - 1,
+        "baseline_seconds": r["baseline_seconds"],
+        "ratio_to_baseline": r["ratio_to_baseline"],
+        "overhead_error_flop": None if r["ratio_to_baseline"] is None else
+        r["ratio_to_baseline"] / r["predicted_overhead"] - 1,
         "overhead_error_measured_costs": None if pm is None or
-        r["measured_overhead"] is None else r["measured_overhead"] / pm - 1,
+        r["ratio_to_baseline"] is None else r["ratio_to_baseline"] / pm - 1,
         "cpu_seconds": r["cpu_seconds"],
-        "noremat_cpu_seconds": r["noremat_cpu_seconds"],
-        "measured_overhead_cpu": r["measured_overhead_cpu"],
-        "cpu_overhead_error_flop": None if r["measured_overhead_cpu"] is None
-        else r["measured_overhead_cpu"] / r["predicted_overhead"] - 1,
+        "baseline_cpu_seconds": r["baseline_cpu_seconds"],
+        "ratio_to_baseline_cpu": r["ratio_to_baseline_cpu"],
+        "cpu_overhead_error_flop": None if r["ratio_to_baseline_cpu"] is None
+        else r["ratio_to_baseline_cpu"] / r["predicted_overhead"] - 1,
         "cpu_overhead_error_measured_costs": None if pm is None or
-        r["measured_overhead_cpu"] is None else
-        r["measured_overhead_cpu"] / pm - 1,
+        r["ratio_to_baseline_cpu"] is None else
+        r["ratio_to_baseline_cpu"] / pm - 1,
         "gradients_equal": r["gradients_equal"],
-        "max_abs_gradient_difference": r["max_abs_gradient_difference"],
+        "max_grad_diff": r["max_grad_diff"],
         "loss_equal": r["loss_equal"],
         "buffers_equal": r["buffers_equal"],
         "device": r["device"],
@@ -463,11 +463,11 @@ def plot(doc, out_dir):
     fig, ax = plt.subplots(figsize=(6.4, 5.4))
     hi = 1.0
     for key, y, label, m in (
-            ("predicted_overhead_flop", "measured_overhead",
+            ("predicted_overhead_flop", "ratio_to_baseline",
              "wall time vs FLOP costs", "x"),
-            ("predicted_overhead_measured_costs", "measured_overhead",
+            ("predicted_overhead_measured_costs", "ratio_to_baseline",
              "wall time vs measured costs", "o"),
-            ("predicted_overhead_measured_costs", "measured_overhead_cpu",
+            ("predicted_overhead_measured_costs", "ratio_to_baseline_cpu",
              "CPU time vs measured costs", "+")):
         timed = [p for p in pts if p.get(key) is not None and
                  p.get(y) is not None]

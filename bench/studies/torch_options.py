@@ -46,7 +46,7 @@ from rematbench.torch.options import HEURISTICS, machine, models
 def row_of(model_name, method, setting, r, **extra):
     row = {"model": model_name, "method": method, "setting": setting,
            "budget_bytes": None,
-           "measured_peak_bytes": r.get("peak_bytes"),
+           "measured_peak_bytes": r.get("measured_peak_bytes"),
            "cuda_peak_bytes": r.get("cuda_peak_bytes"),
            "step_seconds": r.get("step_seconds"),
            "gradients_equal": r.get("gradients_equal"),
@@ -144,8 +144,9 @@ def run_model(name, build, args, rows, summary):
     # accumulate with atomics differ from run to run, and this difference
     # is the floor of every method's.
     rerun = meas(eager, reference=ref, timing=False, peak=False)
-    log(f"{name}: {n_params} parameters; eager peak {base['peak_bytes']} "
-        f"bytes, step {base['step_seconds']:.3f} s")
+    log(f"{name}: {n_params} parameters; eager peak "
+        f"{base['measured_peak_bytes']} bytes, step "
+        f"{base['step_seconds']:.3f} s")
     options = {}
 
     def add(method, setting, running, **extra):
@@ -172,12 +173,13 @@ def run_model(name, build, args, rows, summary):
                          "error": f"{type(e).__name__}: {str(e)[:300]}"})
             return None
         rows.append(row_of(name, method, setting, r, **extra))
-        log(f"  {method} {setting}: peak {r['peak_bytes']} "
-            f"({r['peak_bytes'] / base['peak_bytes']:.2f} of eager), step "
+        log(f"  {method} {setting}: peak {r['measured_peak_bytes']} "
+            f"({r['measured_peak_bytes'] / base['measured_peak_bytes']:.2f}"
+            " of eager), step "
             f"{r['step_seconds']:.3f} s ({r['step_seconds'] / base['step_seconds']:.2f}x), "
             f"grads equal {r.get('gradients_equal')} "
             f"(max diff {r.get('max_grad_diff', 0):.1e})")
-        options[(method, setting)] = (r["peak_bytes"], running)
+        options[(method, setting)] = (r["measured_peak_bytes"], running)
         return r
 
     @contextlib.contextmanager
@@ -207,7 +209,7 @@ def run_model(name, build, args, rows, summary):
             functools.partial(opt.compiled, model, loss_fn, x, y, b))
 
     summary.update({"parameters": n_params,
-                    "eager_peak_bytes": base["peak_bytes"],
+                    "eager_peak_bytes": base["measured_peak_bytes"],
                     "eager_step_seconds": base["step_seconds"],
                     "eager_rerun_gradients_equal": rerun["gradients_equal"],
                     "eager_rerun_max_grad_diff": rerun["max_grad_diff"]})
@@ -313,13 +315,13 @@ def run_model(name, build, args, rows, summary):
                              "algorithm": p.algorithm,
                              "simulated_peak_bytes": p.solution.peak_bytes,
                              "predicted_peak_bytes": p.predicted_peak_bytes,
-                             "measured_peak_bytes": re["peak_bytes"]})
-            if re["peak_bytes"] <= budget or \
+                             "measured_peak_bytes": re["measured_peak_bytes"]})
+            if re["measured_peak_bytes"] <= budget or \
                     len(attempts) > args.calibrate:
                 break
             # Over (only with --calibrate): plan again below by the
             # overshoot.
-            planned = planned - (re["peak_bytes"] - budget) - 1
+            planned = planned - (re["measured_peak_bytes"] - budget) - 1
         if p is None and not attempts and why.startswith("ladder") and \
                 "(" not in why and smallest is not None:
             # The ladder's last step: the smallest budget that fits.
@@ -346,10 +348,10 @@ def run_model(name, build, args, rows, summary):
         rows.append(row_of(name, "rematbench_eager", why, re, **extra))
         candidates.append((rows[-1], functools.partial(
             plan_running, p, False)))
+        peak = re["measured_peak_bytes"]
         log(f"  rematbench_eager at {budget} ({why}): {p.algorithm} planned "
-            f"{planned}, simulated {p.solution.peak_bytes}, measured "
-            f"{re['peak_bytes']} "
-            f"({'within' if re['peak_bytes'] <= budget else 'OVER'}; "
+            f"{planned}, simulated {p.solution.peak_bytes}, measured {peak} "
+            f"({'within' if peak <= budget else 'OVER'}; "
             f"{len(attempts)} attempts), step "
             f"{re['step_seconds']:.3f} s ({re['step_seconds'] / base['step_seconds']:.2f}x; "
             f"predicted {p.predicted_overhead:.2f}), grads equal "
@@ -362,7 +364,7 @@ def run_model(name, build, args, rows, summary):
         # that gives is measured.
         sched = tuple(tuple(e) for e in p.schedule)
         cached = compiled_cache.get(sched)
-        if cached is None or cached[1].get("peak_bytes", 0) > budget:
+        if cached is None or cached[1].get("measured_peak_bytes", 0) > budget:
             if compiled_count >= args.compiled_max:
                 continue
             if deadline.passed():
@@ -399,9 +401,10 @@ def run_model(name, build, args, rows, summary):
                                op_counts=rc["op_counts"], **extra))
             candidates.append((rows[-1], functools.partial(
                 plan_running, p, True)))
+            peak = rc["measured_peak_bytes"]
             log(f"  rematbench_compiled at {budget} ({why}): {p.algorithm} "
-                f"planned {p.budget_bytes}, measured {rc['peak_bytes']} "
-                f"({'within' if rc['peak_bytes'] <= budget else 'OVER'}; "
+                f"planned {p.budget_bytes}, measured {peak} "
+                f"({'within' if peak <= budget else 'OVER'}; "
                 f"{len(attempts)} attempts), step "
                 f"{rc['step_seconds']:.3f} s, max grad diff "
                 f"{rc['max_grad_diff']:.1e}, recomputations kept "
@@ -412,7 +415,7 @@ def run_model(name, build, args, rows, summary):
     # Plain training is no memory option but is the step a NoRemat plan
     # must match (the goal: within 3%), timed the same way.
     summary["against_eager"] = compare(
-        {("eager", "-"): (base["peak_bytes"],
+        {("eager", "-"): (base["measured_peak_bytes"],
                           lambda: contextlib.nullcontext(eager))},
         candidates, meas, args, deadline)
     summary["seconds"] = round(time.perf_counter() - t0, 1)

@@ -108,8 +108,8 @@ def main():
     print("plain loss:   " + " ".join(f"{v:.6f}" for v in plain))
     print("planned loss: " + " ".join(f"{v:.6f}" for v in ours))
     print(f"activation peak measured at the allocator: plain "
-          f"{plain_peak['peak_bytes']:,} bytes, planned "
-          f"{our_peak['peak_bytes']:,} bytes; step: plain "
+          f"{plain_peak['measured_peak_bytes']:,} bytes, planned "
+          f"{our_peak['measured_peak_bytes']:,} bytes; step: plain "
           f"{plain_peak['step_seconds'] * 1e3:.1f} ms, planned "
           f"{our_peak['step_seconds'] * 1e3:.1f} ms")
     worst = max(abs(a - b) for a, b in zip(plain, ours))

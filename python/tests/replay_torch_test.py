@@ -280,6 +280,12 @@ class Sweep(unittest.TestCase):
         self.assertEqual(s["peak_equal"], s["points"])
         for p in doc["points"]:
             self.assertIsNotNone(p["predicted_overhead_measured_costs"])
+            # The measurement record's keys (results/SCHEMA.md).
+            for k in ("measured_peak_bytes", "step_seconds",
+                      "baseline_seconds", "ratio_to_baseline",
+                      "baseline_cpu_seconds", "ratio_to_baseline_cpu",
+                      "max_grad_diff"):
+                self.assertIsNotNone(p[k], k)
         for f in ("peak.png", "overhead.png", "cost_model.md"):
             self.assertTrue(os.path.getsize(os.path.join(d, f)) > 0, f)
 
