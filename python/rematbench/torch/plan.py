@@ -21,6 +21,7 @@ eagerly). plan.replay() runs it in the measuring interpreter
 (rematbench.torch.interpreter) to count live storages.
 """
 
+import collections.abc
 import platform
 import statistics
 import time
@@ -28,22 +29,31 @@ import time
 import torch
 
 import rematbench
-from rematbench.torch import fx_program, rng
+from rematbench.torch import distributed, fx_program, rng
 from rematbench.torch.interpreter import run_step
 from rematbench.torch.memory import as_events
 from rematbench.torch.search import Search, SearchOptions
 from rematbench.torch.trace import Unsupported
-from rematbench.torch.traced_step import LossStep, TracedStep
+from rematbench.torch.traced_step import LossStep, TracedStep, split_batch
 
 
-def plan(model, example_inputs, loss_fn, budget, algorithms="all",
-         timeout=10.0, exact_max_nodes=100, cost="measured", repeats=3,
-         threads=None):
+def plan(model, example_inputs, loss_fn=None, budget=None,
+         algorithms="all", timeout=10.0, exact_max_nodes=100,
+         cost="measured", repeats=3, threads=None):
     """Plans training `model` within an activation-memory budget.
 
-    example_inputs: a tuple (model inputs..., target); a step computes
-        loss = loss_fn(model(*inputs[:-1]), inputs[-1]). Later steps must
-        have the same shapes and dtypes.
+    example_inputs: an example batch: a tuple of positional arguments or a
+        dict of keyword arguments (tensors, nested in tuples, lists and
+        dicts, and other values, which later batches must repeat). A step
+        computes loss_fn(model(*inputs[:-1]), inputs[-1]) when given
+        loss_fn and a tuple of two or more (inputs..., target); otherwise
+        outputs = model(*args, **kwargs) and loss_fn(outputs, batch), or,
+        without loss_fn, the loss the model returns (outputs.loss,
+        outputs["loss"], outputs[0] or the output itself). Later steps
+        must have the same shapes and dtypes. Parameters that do not
+        require grad are frozen: no gradient is computed for them.
+        A DistributedDataParallel model trains as plain DDP does (its
+        gradients averaged over the ranks after each step).
     budget: the bound on the simulated activation peak (what training
         holds besides parameters, gradients and the batch: the graph's
         static_bytes). An int or a str such as '512MiB' is bytes; a float
@@ -61,24 +71,26 @@ def plan(model, example_inputs, loss_fn, budget, algorithms="all",
     when no algorithm fits the budget, naming the smallest budget that
     fits.
     """
+    if budget is None:
+        raise rematbench.Error("plan: give a budget (bytes, '8GiB', or a "
+                               "fraction of plain training's peak: 0.5)")
     options = SearchOptions(algorithms, timeout, exact_max_nodes, threads)
-    params = list(model.parameters())
-    if not params:
-        raise rematbench.Error("plan: the model has no parameters")
-    if not all(p.requires_grad for p in params):
-        raise rematbench.Error("plan: every parameter must require grad "
-                               "(frozen parameters are not supported)")
-    name = f"torch_{type(model).__name__}"
+    inner, sync = distributed.unwrap(model)
+    if isinstance(example_inputs, collections.abc.Mapping):
+        tensors, layout = split_batch((), example_inputs)
+    else:
+        tensors, layout = split_batch(tuple(example_inputs), {})
+    name = f"torch_{type(inner).__name__}"
     try:
-        traced = TracedStep.trace(LossStep(model, loss_fn),
-                                  tuple(example_inputs), name, cost=cost,
-                                  repeats=repeats)
+        traced = TracedStep.trace(LossStep(inner, loss_fn, layout), tensors,
+                                  name, cost=cost, repeats=repeats)
     except Unsupported as e:
         raise rematbench.Error(f"plan: {e}") from None
+    traced.layout = layout
     search = Search(traced, options, {
-        "generator": "rematbench.torch", "model": type(model).__name__,
+        "generator": "rematbench.torch", "model": type(inner).__name__,
         "host": platform.node(), "threads": torch.get_num_threads()})
-    return Plan(model, search, search.at(budget))
+    return Plan(inner, search, search.at(budget), sync)
 
 
 class Plan:
@@ -88,8 +100,8 @@ class Plan:
     `memory` (the program's memory model, ProgramMemory) and `anchorings`
     (each algorithm's shared generator states, lowering.lower's)."""
 
-    def __init__(self, model, search, found):
-        self.model, self.search = model, search
+    def __init__(self, model, search, found, sync=None):
+        self.model, self.search, self.sync = model, search, sync
         self.traced, self.graph = search.traced, search.graph
         self.partition, self.memory = search.partition, search.memory
         self.budget_bytes, self.table = found.budget_bytes, found.table
@@ -135,7 +147,8 @@ class Plan:
         """A plan for the same traced step at another budget (bytes, or a
         fraction of the NoRemat peak), solved again without tracing again.
         Raises NoFit as plan() does when nothing fits."""
-        return Plan(self.model, self.search, self.search.at(budget))
+        return Plan(self.model, self.search, self.search.at(budget),
+                    self.sync)
 
     def use(self, algorithm):
         """Runs later steps with another feasible row of the table."""
@@ -147,6 +160,35 @@ class Plan:
                                    "schedule at this budget")
         self.algorithm, self.solution, self.schedule = algorithm, s, \
             s.schedule
+
+    def holds_for(self, *args, **kwargs):
+        """Whether the plan holds for this batch, laid out as the example
+        batch was: whether the values the step reads in Python (a mask
+        check) are the example batch's."""
+        tensors, _ = split_batch(args, kwargs)
+        return not self.traced.guards.check(self.partition.flat(tensors))
+
+    def batch_tensors(self, args, kwargs):
+        """The tensors of a batch given as step() takes it, checked against
+        the plan's: the same structure and other values, shapes, dtypes
+        and devices, and the values the step read in Python (a mask check)
+        the same as the example batch's. Raises rematbench.Error."""
+        tensors, layout = split_batch(args, kwargs)
+        if layout != self.traced.layout:
+            raise rematbench.Error(
+                "plan.step: the batch is not laid out as the example batch "
+                "was (its arguments, nesting or non-tensor values differ): "
+                "plan again for it")
+        self._check(tensors)
+        wrong = self.traced.guards.check(self.partition.flat(tensors))
+        if wrong:
+            where, traced, now = wrong[0]
+            raise rematbench.Error(
+                f"plan.step: {where} reads a value of the batch in Python "
+                f"that was {traced!r} when the plan was traced and is "
+                f"{now!r} now: the plan holds for the traced value only; "
+                "plan again for this batch (rt.remat does)")
+        return tensors
 
     def _check(self, inputs):
         ref = self.traced.inputs
@@ -196,12 +238,12 @@ class Plan:
         self.compiled = compiled
         return self
 
-    def compiled_within_budget(self, *inputs, tries=2):
+    def compiled_within_budget(self, *args, tries=2, **kwargs):
         """A plan whose program compiled by inductor measures at or below
         this plan's budget: this one, or one solved again below the
         budget by the overshoot (at most `tries` times). Each try compiles
         the program and measures the allocator-level activation peak of a
-        step on `inputs` (rematbench.torch.measure.measure_step: two
+        step on the batch (rematbench.torch.measure.measure_step: two
         steps, one compiling, one measured; the model's gradients, buffers
         and generator are put back). When no compiled program fits, this
         plan comes back eager (compile(False)), whose peak is the predicted
@@ -216,7 +258,7 @@ class Plan:
             grads = [q.grad for q in params]
             try:
                 peak = measure.measure_step(
-                    lambda: p.step(*inputs), p.model,
+                    lambda: p.step(*args, **kwargs), p.model,
                     timing=False)["measured_peak_bytes"]
             finally:
                 for q, g in zip(params, grads):
@@ -268,13 +310,17 @@ class Plan:
         out = built.compiled(flat)(*flat) if self.compiled else built(*flat)
         return out[1:], out[0]
 
-    def step(self, *inputs):
-        """Forward and backward of one batch (the layout of the example
-        inputs) under the plan's schedule, run as a program (program(),
-        eagerly or, after compile(), by inductor). Adds each parameter's
-        gradient to its .grad (as loss.backward() does), updates
-        batch-norm statistics once, and returns the loss (detached)."""
-        self._check(inputs)
+    def step(self, *args, **kwargs):
+        """Forward and backward of one batch (laid out as the example
+        batch: batch_tensors) under the plan's schedule, run as a program
+        (program(), eagerly or, after compile(), by inductor). Adds each
+        trained parameter's gradient to its .grad (as loss.backward()
+        does; under DistributedDataParallel, then averaged over the ranks
+        as DDP does), updates batch-norm statistics once, and returns the
+        loss (detached)."""
+        inputs = self.batch_tensors(args, kwargs)
+        if self.sync is not None:
+            self.sync.before_step()
         grads, loss = self.run_program(inputs)
         with torch.no_grad():
             for p, g in zip(self.traced.params, grads):
@@ -282,6 +328,8 @@ class Plan:
                     p.grad = g.detach()
                 else:
                     p.grad += g
+        if self.sync is not None:
+            self.sync.after_step(self.traced.params)
         return loss.detach()
 
     def replay(self, repeats=3, warmup=1):
@@ -389,40 +437,60 @@ class RematStep:
             loss = train_step(x, y)   # was: loss = loss_fn(model(x), y)
             opt.step()                #      loss.backward()
 
-    The first call with a new layout of shapes plans it (plan(), with the
-    batch as the example) and later calls run that plan's program:
-    gradients are added to .grad, batch-norm statistics updated once,
-    dropout's masks those of plain training; the loss comes back
-    detached. compile=True runs the program compiled by inductor, planned
-    so that its measured peak is within the budget
-    (Plan.compiled_within_budget; else the plan runs eagerly).
-    `plans` maps each input layout to its Plan."""
+        train_step = rt.remat(model, budget=0.5)   # the model's own loss
+        loss = train_step(**batch)    # was: model(**batch).loss.backward()
+
+    A batch with a new layout (structure, shapes, dtypes), or whose values
+    read in Python differ from every plan's (a padded batch after an
+    unpadded one), is planned (plan(), with the batch as the example);
+    later calls run the plan that holds for them: gradients are added to
+    .grad, batch-norm statistics updated once, dropout's masks those of
+    plain training; the loss comes back detached. compile=True runs the
+    program compiled by inductor, planned so that its measured peak is
+    within the budget (Plan.compiled_within_budget; else the plan runs
+    eagerly). `plans` maps each batch layout to its plans."""
 
     def __init__(self, model, loss_fn, budget, compile=False, **plan_args):
+        if budget is None:
+            raise rematbench.Error(
+                "remat: give a budget (bytes, '8GiB', or a fraction of "
+                "plain training's peak: 0.5)")
         self.model, self.loss_fn, self.budget = model, loss_fn, budget
         self.compile, self.plan_args = compile, plan_args
         self.plans = {}
 
-    def _key(self, inputs):
-        return tuple((tuple(t.shape), t.dtype, str(t.device))
-                     for t in inputs)
+    @staticmethod
+    def _key(args, kwargs):
+        tensors, (spec, rest) = split_batch(args, kwargs)
+        return (repr(spec), repr(rest),
+                tuple((tuple(t.shape), t.dtype, str(t.device))
+                      for t in tensors))
 
-    def __call__(self, *inputs):
-        key = self._key(inputs)
-        p = self.plans.get(key)
-        if p is None:
-            p = plan(self.model, inputs, self.loss_fn, self.budget,
-                     **self.plan_args)
-            if self.compile:
-                p = p.compiled_within_budget(*inputs)
-            self.plans[key] = p
-        return p.step(*inputs)
+    def __call__(self, *args, **kwargs):
+        plans = self.plans.setdefault(self._key(args, kwargs), [])
+        for p in plans:
+            if p.holds_for(*args, **kwargs):
+                return p.step(*args, **kwargs)
+        example = kwargs if kwargs and not args else args
+        if kwargs and args:
+            raise rematbench.Error(
+                "remat: give the batch as positional or as keyword "
+                "arguments, not both")
+        p = plan(self.model, example, self.loss_fn, self.budget,
+                 **self.plan_args)
+        if self.compile:
+            p = p.compiled_within_budget(*args, **kwargs)
+        plans.append(p)
+        return p.step(*args, **kwargs)
 
 
-def remat(model, loss_fn, budget, compile=False, **plan_args):
-    """The one-line entry point: a callable `train_step(*inputs, target)`
-    that runs forward and backward of `loss_fn(model(*inputs), target)`
-    within `budget` (bytes as an int or '512MiB', or a float: a fraction of
-    the NoRemat activation peak) and returns the loss. `plan_args` go to
-    plan() (algorithms, timeout, ...). See RematStep."""
+def remat(model, loss_fn=None, budget=None, compile=False, **plan_args):
+    """The one-line entry point: a callable train_step(*args, **kwargs)
+    that runs forward and backward of one batch within `budget` (bytes as
+    an int or '512MiB', or a float: a fraction of the NoRemat activation
+    peak) and returns the loss: loss_fn(model(*inputs), target) for
+    train_step(*inputs, target), or the model's own loss
+    (model(**batch).loss) for train_step(**batch) without loss_fn; see
+    plan() for every form. `plan_args` go to plan() (algorithms, timeout,
+    ...). See RematStep."""
     return RematStep(model, loss_fn, budget, compile, **plan_args)

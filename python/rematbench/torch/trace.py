@@ -33,6 +33,8 @@ from torch.utils._pytree import tree_flatten
 
 from torch.func import functionalize
 
+from rematbench.torch.checks import (Guards, Unsupported,  # noqa: F401
+                                     check_replayable, node_tag)
 from rematbench.torch.nodes import (by_module, flops, is_alias_node, measure,
                                     node_bytes, op_memory, to_native)
 
@@ -182,13 +184,36 @@ def _current_tracer():
     return proxy_tensor.get_innermost_proxy_mode().tracer
 
 
+def mkldnn_rnn_layer(*args, **kwargs):
+    """aten.mkldnn_rnn_layer (an LSTM or GRU layer on the CPU) as the traced
+    graph runs it: oneDNN keeps the workspace its backward reads only when
+    grad mode is on, and every engine runs without it, so the op runs with
+    grad mode on, on detached inputs (no autograd graph is recorded)."""
+    args = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
+    with torch.enable_grad():
+        return aten.mkldnn_rnn_layer.default(*args, **kwargs)
+
+
+def static_inputs(step):
+    """(the parameters that train, every other tensor the step holds) of
+    module `step`: the traced graph's inputs before the batch. Frozen
+    parameters (requires_grad=False: LoRA's base weights, a frozen
+    backbone) get no gradient and are static memory, as buffers are;
+    they come first among the others, then the buffers."""
+    params = list(step.parameters())
+    return ([p for p in params if p.requires_grad],
+            [p for p in params if not p.requires_grad] + list(step.buffers()))
+
+
 def trace_joint(step, inputs, copy_saved_parts=True):
     """Returns (graph-2 GraphModule, info) for one training step. Tracing
     runs the step on real tensors (twice); the buffers (batch-norm running
-    statistics) are restored afterwards, so the step is left as it was."""
-    params = [p for p in step.parameters()]
-    buffers = [b for b in step.buffers()]
-    saved_buffers = [b.detach().clone() for b in buffers]
+    statistics) are restored afterwards, so the step is left as it was.
+    A value the step reads in Python (`.item()`, a mask check) is the
+    example batch's: info["guards"] (Guards) says which, and checks that a
+    later batch gives the same."""
+    params, buffers = static_inputs(step)
+    saved_buffers = [b.detach().clone() for b in step.buffers()]
     n_p, n_b = len(params), len(buffers)
     fwd_of = {}
     groups = []  # index -> grad_fn, for the backward tags
@@ -240,84 +265,33 @@ def trace_joint(step, inputs, copy_saved_parts=True):
             return torch.fx.Interpreter(g1).run(*a)
 
     try:
-        g1 = make_fx(joint)(*flat)
+        # Values read in Python are taken from the real tensors and become
+        # guards (check_replayable) rather than errors.
+        g1 = make_fx(joint, _error_on_data_dependent_ops=False)(*flat)
         for node in g1.graph.nodes:
             node.stack_trace = f"{node.name}|{node.stack_trace or ''}"
         fwd_node = {k: fwd_of.get(g) for k, g in enumerate(groups)}
         grad_name = {k: g.name() for k, g in enumerate(groups)}
-        check_replayable(g1, {"g1": g1, "fwd_node": fwd_node,
-                              "calls": calls})
+        where = {"g1": g1, "fwd_node": fwd_node, "calls": calls}
+        check_replayable(g1, where)
+        guards = Guards(g1, where, flat)
         _reset_stack_trace()
-        g2 = make_fx(functionalize(replay))(*flat)
+        g2 = make_fx(functionalize(replay),
+                     _error_on_data_dependent_ops=False)(*flat)
     finally:
         with torch.no_grad():
-            for b, v in zip(buffers, saved_buffers):
+            for b, v in zip(step.buffers(), saved_buffers):
                 b.copy_(v)
     if copy_saved_parts:
         _copy_saved_parts(g2)
+    for n in g2.graph.nodes:
+        if n.target is aten.mkldnn_rnn_layer.default:
+            n.target = mkldnn_rnn_layer
+    g2.recompile()
     info = dict(n_params=n_p, n_buffers=n_b, n_inputs=len(inputs),
                 fwd_node=fwd_node, grad_name=grad_name, calls=calls,
-                g1=g1)
+                g1=g1, guards=guards)
     return g2, info
-
-
-class Unsupported(ValueError):
-    """A step the tracer cannot replay faithfully; one line naming the
-    module and the op."""
-
-
-def check_replayable(g1, info):
-    """Raises Unsupported for what a traced step cannot replay on the next
-    batch: an op whose output shape depends on the data (boolean-mask
-    indexing, nonzero, unique: the traced shapes hold for the example
-    batch only) or a sparse tensor (the replay counts and frees dense
-    storages). `g1` is the joint graph of pass 1: functionalization
-    (pass 2) fails on sparse tensors with a message about storage."""
-    for n in g1.graph.nodes:
-        if n.op != "call_function" or not isinstance(
-                n.target, torch._ops.OpOverload):
-            continue
-        tags = n.target.tags
-        vals = [v for v in tree_flatten(n.meta.get("val"))[0]
-                if isinstance(v, torch.Tensor)]
-        if (torch.Tag.dynamic_output_shape in tags or
-                torch.Tag.data_dependent_output in tags) and \
-                not _integer_indexing(n):
-            why = ("its output's shape depends on the batch's values "
-                   "(boolean-mask indexing, nonzero, unique): a plan holds "
-                   "for the traced shapes only")
-        elif "sparse" in str(n.target) or any(
-                v.layout != torch.strided for v in vals):
-            why = ("it makes a sparse tensor (a sparse embedding's "
-                   "gradient?), which rematbench does not replay")
-        else:
-            continue
-        raise Unsupported(f"{_module_of(n, info)}: op {n.target}: {why}")
-
-
-def _integer_indexing(n):
-    """aten.index with integer index tensors only: its output's shape is
-    the indices', whatever their values (boolean masks make it dynamic)."""
-    if n.target is not aten.index.Tensor:
-        return False
-    idx = [x.meta.get("val") for x in n.args[1] if x is not None]
-    return all(isinstance(v, torch.Tensor) and not v.is_floating_point()
-               and v.dtype not in (torch.bool, torch.uint8) for v in idx)
-
-
-def _module_of(n, info):
-    """'module PATH (Class)' of the module call an FX node ran in (a
-    backward op: that of the forward op it differentiates)."""
-    g1 = {m.name: m for m in info["g1"].graph.nodes}
-    tag = _tag(n)
-    for _ in range(2):
-        if tag.startswith(("bwd:", "acc:")):
-            fwd = g1.get(info["fwd_node"].get(int(tag[4:])))
-            tag = _tag(fwd) if fwd is not None else ""
-    if tag.startswith("mod:"):
-        path, _, cls = info["calls"][int(tag[4:])]
-        return f"module '{path or '(the model)'}' ({cls})"
-    return "the training step"
 
 
 def _copy_saved_parts(g2):
@@ -364,7 +338,7 @@ def _copy_saved_parts(g2):
                 c.meta["remat_with"] = reader.name
             # An origin of its own: no backward op takes the clone for
             # the forward op it differentiates.
-            c.stack_trace = f"{c.name}|{_tag(reader)}"
+            c.stack_trace = f"{c.name}|{node_tag(reader)}"
             for r in list(u.users):
                 if r is not c and _in_backward(r):
                     r.replace_input_with(u, c)
@@ -381,15 +355,8 @@ def _readers(n):
     return out
 
 
-def _tag(n):
-    """Where an FX node came from: the tag after `origin|` in its stack
-    trace (`mod:K` a module call, `bwd:K`/`acc:K` a grad_fn, `seed`,
-    `top`)."""
-    return (n.stack_trace or "").split("\n")[0].partition("|")[2]
-
-
 def _in_backward(n):
-    tag = _tag(n)
+    tag = node_tag(n)
     return n.op == "output" or tag.startswith(("bwd:", "acc:", "seed"))
 
 
@@ -436,8 +403,8 @@ def trace_nodes(step, inputs, granularity="aten", cost="flop", repeats=5,
     existed are rebuilt without it)."""
     step.train()
     g2, info = trace_joint(step, inputs, copy_saved_parts)
-    params = [p for p in step.parameters()]
-    flat = params + list(step.buffers()) + list(inputs) + [seed_like(params)]
+    params, others = static_inputs(step)
+    flat = params + others + list(inputs) + [seed_like(params)]
     saved = [b.detach().clone() for b in step.buffers()]
     memory = op_memory(g2, flat, workspace)
     if cost == "measured":

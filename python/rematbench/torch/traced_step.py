@@ -5,6 +5,7 @@ the graph's nodes, with the one writer of its graph document (the
 scripts/export_torch.py writes.
 """
 
+import collections.abc
 import dataclasses
 import json
 import platform
@@ -13,38 +14,105 @@ import time
 import torch
 import torch.fx
 import torch.nn as nn
+from torch.utils._pytree import tree_flatten, tree_unflatten
 
 import rematbench
 from rematbench.torch import rng, trace
 
 
-class LossStep(nn.Module):
-    """The traced module of plan(): loss_fn(model(*inputs[:-1]),
-    inputs[-1])."""
+def split_batch(args, kwargs):
+    """(tensors, layout) of a batch given as positional and keyword
+    arguments (nested tuples, lists and dicts of them): the tensors in
+    pytree order, which the traced graph takes, and the rest (the nesting
+    and every other leaf), which a plan holds for as traced."""
+    leaves, spec = tree_flatten((tuple(args), dict(kwargs)))
+    tensors = tuple(x for x in leaves if isinstance(x, torch.Tensor))
+    rest = tuple(None if isinstance(x, torch.Tensor) else x for x in leaves)
+    return tensors, (spec, rest)
 
-    def __init__(self, model, loss_fn):
+
+def join_batch(tensors, layout):
+    """split_batch's inverse: (args, kwargs)."""
+    spec, rest = layout
+    it = iter(tensors)
+    leaves = [next(it) if x is None else x for x in rest]
+    return tree_unflatten(leaves, spec)
+
+
+def loss_of(outputs):
+    """The loss a model returns itself: a scalar tensor, `outputs.loss`
+    (transformers' ModelOutput when given labels), outputs["loss"], or the
+    first element of a tuple (return_dict=False)."""
+    loss = outputs
+    if getattr(outputs, "loss", None) is not None:
+        loss = outputs.loss
+    elif isinstance(outputs, collections.abc.Mapping) and "loss" in outputs:
+        loss = outputs["loss"]
+    elif isinstance(outputs, (tuple, list)) and outputs:
+        loss = outputs[0]
+    if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+        raise rematbench.Error(
+            f"plan: the model's output ({type(outputs).__name__}) holds no "
+            "scalar loss: give loss_fn(outputs, batch), or have the model "
+            "compute its loss (transformers: pass labels)")
+    return loss
+
+
+class LossStep(nn.Module):
+    """The traced module of plan(): one training step's loss, from the
+    batch's tensors (split_batch). With `loss_fn` and two or more
+    positional arguments only, the classic form
+    loss_fn(model(*inputs[:-1]), inputs[-1]); otherwise
+    outputs = model(*args, **kwargs) and loss_fn(outputs, batch) (batch:
+    the keyword arguments as a dict, or the one positional argument), or,
+    without loss_fn, the loss the model returns (loss_of)."""
+
+    def __init__(self, model, loss_fn, layout):
         super().__init__()
         self.model = model
         self.loss_fn = loss_fn
+        self.layout = layout
+        args, kwargs = join_batch([None] * len(layout[1]), layout)
+        self.classic = loss_fn is not None and not kwargs and len(args) >= 2
+        if loss_fn is not None and not self.classic and args and kwargs:
+            raise rematbench.Error(
+                "plan: with loss_fn, give the batch as keyword arguments, "
+                "as one positional argument, or as (inputs..., target)")
 
-    def forward(self, *inputs):
-        *xs, target = inputs
-        return self.loss_fn(self.model(*xs), target)
+    def forward(self, *tensors):
+        args, kwargs = join_batch(tensors, self.layout)
+        if self.classic:
+            loss = self.loss_fn(self.model(*args[:-1]), args[-1])
+        elif self.loss_fn is not None:
+            outputs = self.model(*args, **kwargs)
+            loss = self.loss_fn(outputs, kwargs if kwargs else args[0])
+        else:
+            return loss_of(self.model(*args, **kwargs))
+        if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+            what = f"a tensor of shape {tuple(loss.shape)}" \
+                if isinstance(loss, torch.Tensor) else type(loss).__name__
+            raise rematbench.Error(
+                f"plan: loss_fn must return a scalar tensor, not {what}")
+        return loss
 
 
 @dataclasses.dataclass
 class TracedStep:
-    """module: the functionalized joint FX graph (inputs: parameters,
-        buffers, the batch, the gradient seed; outputs: the loss and each
-        parameter's gradient);
+    """module: the functionalized joint FX graph (inputs: the parameters
+        that train, the other tensors the step holds (frozen parameters,
+        buffers), the batch's tensors, the gradient seed; outputs: the
+        loss and each trained parameter's gradient);
     nodes: the graph's nodes (JSON dicts: id, name, kind, op, mem, cost,
         inputs, and `fx`, the FX nodes each covers);
-    params, buffers, inputs: the placeholders' values;
+    params, buffers, inputs: the placeholders' values (`buffers`: frozen
+        parameters, then buffers);
+    frozen_bytes: the bytes of the frozen parameters;
     name: names the step in errors and documents;
     seed: the seed of the step whose random ops a replay reproduces (None:
         the generator's state when a run starts);
     cost_units: "ns" (measured) or "flop";
-    trace_seconds: how long tracing took."""
+    trace_seconds: how long tracing took;
+    guards: the values the step read in Python (checks.Guards)."""
     module: torch.fx.GraphModule
     nodes: list
     params: list
@@ -55,6 +123,11 @@ class TracedStep:
     cost_units: str = "flop"
     trace_seconds: float = 0.0
     info: dict = None
+    frozen_bytes: int = 0
+
+    @property
+    def guards(self):
+        return self.info["guards"]
 
     @classmethod
     def trace(cls, step, inputs, name, granularity="aten", cost="flop",
@@ -63,8 +136,11 @@ class TracedStep:
         (trace.trace_nodes). The module's buffers, training mode and the
         generators are put back afterwards. Raises trace.Unsupported for a
         step the tracer cannot follow."""
-        params = list(step.parameters())
-        device = params[0].device if params else torch.device("cpu")
+        params, others = trace.static_inputs(step)
+        if not params:
+            raise rematbench.Error(
+                f"{name}: no parameter requires grad: nothing to train")
+        device = params[0].device
         was_training = step.training
         saved = rng.snapshot(device)
         t0 = time.perf_counter()
@@ -75,10 +151,11 @@ class TracedStep:
         finally:
             rng.restore(saved)
             step.train(was_training)
-        return cls(module, nodes, params, list(step.buffers()),
-                   tuple(inputs), name, seed,
+        frozen = sum(p.numel() * p.element_size()
+                     for p in step.parameters() if not p.requires_grad)
+        return cls(module, nodes, params, others, tuple(inputs), name, seed,
                    "ns" if cost == "measured" else "flop",
-                   time.perf_counter() - t0, info)
+                   time.perf_counter() - t0, info, frozen)
 
     @property
     def device(self):
@@ -86,6 +163,7 @@ class TracedStep:
 
     @property
     def parameter_bytes(self):
+        """The bytes of the parameters that train."""
         return sum(p.numel() * p.element_size() for p in self.params)
 
     @property
@@ -95,8 +173,9 @@ class TracedStep:
     @property
     def static_bytes(self):
         """What training holds besides activations (docs/model.md): the
-        parameters, their gradients and the batch."""
-        return 2 * self.parameter_bytes + self.input_bytes
+        parameters, the gradients of those that train, and the batch."""
+        return 2 * self.parameter_bytes + self.frozen_bytes + \
+            self.input_bytes
 
     def document(self, provenance=None, name=None):
         """The graph document (a dict, the `remat` graph format) of the

@@ -1,0 +1,71 @@
+"""Models wrapped for data-parallel training. A plan runs the wrapped
+module's step as its own program, which writes each gradient itself and
+so never fires the hooks DistributedDataParallel's reducer waits on: the
+reducer's work is done here instead, as the reducer does it, so that every
+rank's gradients equal plain DDP's. Other wrappers are refused.
+"""
+
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+import rematbench
+
+
+class DataParallelSync:
+    """What DistributedDataParallel `ddp` does around a step: broadcasts
+    the module's buffers from rank 0 before the forward (broadcast_buffers,
+    as DDP's forward does), and after the backward, unless in no_sync(),
+    replaces each trained parameter's .grad by the mean over the ranks: the
+    reducer multiplies each gradient by 1 / world size as it copies it into
+    its bucket, then sums the buckets over the ranks; here all the
+    gradients travel in one flat buffer. (With two ranks the sum of two
+    values is the same in any order, so the gradients are plain DDP's bit
+    for bit; with more, the ranks' order of summation may differ from the
+    reducer's.) The all-reduce starts after the backward: it does not
+    overlap it."""
+
+    def __init__(self, ddp):
+        self.ddp = ddp
+        self.group = ddp.process_group
+
+    def before_step(self):
+        if self.ddp.broadcast_buffers:
+            for b in self.ddp.module.buffers():
+                dist.broadcast(b, 0, group=self.group)
+
+    def after_step(self, params):
+        if not self.ddp.require_backward_grad_sync:
+            return  # no_sync(): gradients accumulate locally
+        grads = [p.grad for p in params if p.grad is not None]
+        if not grads:
+            return
+        scale = 1.0 / dist.get_world_size(self.group)
+        flat = torch.cat([g.reshape(-1) for g in grads]).mul_(scale)
+        dist.all_reduce(flat, group=self.group)
+        at = 0
+        with torch.no_grad():
+            for g in grads:
+                g.copy_(flat[at:at + g.numel()].view_as(g))
+                at += g.numel()
+
+
+def unwrap(model):
+    """(the module whose step is traced, its DataParallelSync or None).
+    Raises rematbench.Error for a wrapper whose gradients a plan would get
+    wrong."""
+    if isinstance(model, nn.parallel.DistributedDataParallel):
+        return model.module, DataParallelSync(model)
+    if isinstance(model, nn.DataParallel):
+        raise rematbench.Error(
+            "plan: nn.DataParallel is not supported: plan the module "
+            "inside it, or train with DistributedDataParallel")
+    kinds = [type(m).__name__ for m in model.modules()
+             if type(m).__name__ in ("FullyShardedDataParallel",)
+             or "FSDP" in type(m).__name__]
+    if kinds:
+        raise rematbench.Error(
+            f"plan: {kinds[0]} (FSDP) is not supported: its parameters "
+            "are gathered and resharded by hooks a plan's program does not "
+            "run; use DistributedDataParallel")
+    return model, None
