@@ -100,7 +100,7 @@ def main():
     torch.set_num_threads(1)
     plain, plain_peak, _ = train(False)
     ours, our_peak, train_step = train(True, compile)
-    (plan,) = train_step.plans.values()
+    ((plan,),) = train_step.plans.values()
     print(f"plan: {plan.algorithm}, budget {plan.budget_bytes} bytes "
           f"(40% of the NoRemat peak {plan.noremat_peak_bytes}), "
           f"predicted peak {plan.predicted_peak_bytes}, predicted overhead "

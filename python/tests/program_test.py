@@ -273,7 +273,7 @@ def test_one_line_entry_point():
             opt.step()
         losses.append(run)
         if use:
-            (p,) = step.plans.values()
+            ((p,),) = step.plans.values()
             assert p.budget_bytes == math.ceil(0.7 * p.noremat_peak_bytes)
     for a, b in zip(*losses):
         assert torch.equal(a, b), (losses)
@@ -292,7 +292,7 @@ def test_compiled_within_budget():
                     algorithms=["rotor", "twremat", "dtr"])
     torch.manual_seed(5)
     loss = step(x, y)
-    (p,) = step.plans.values()
+    ((p,),) = step.plans.values()
     budget = math.ceil(0.6 * p.noremat_peak_bytes)
     assert p.compiled and p.compiled_attempts[-1][2] <= budget
     r = measure.measure_step(lambda: p.step(x, y), model, timing=False)

@@ -128,7 +128,7 @@ def test_gradients_once_lower_bound_by_hand():
 
 
 def test_median_interval_by_hand():
-    from rematbench.measure import median_interval
+    from rematbench.torch.measure import median_interval
     # Binomial(n, 1/2) tails: n = 5, 1/32 > 2.5% below the smallest, so
     # no 95% interval; n = 6, 1/64: the extremes (96.9%); n = 21, the
     # tail below the 6th smallest is 27896 / 2**21 = 1.3% and below the
@@ -142,7 +142,7 @@ def test_history_events_by_hand():
     """CUDA's allocator history as measure reads it: blocks handed out and
     given back, in the allocator's order; requests to free and segment
     traffic are not the program's memory."""
-    from rematbench.measure import history_events, peak_of
+    from rematbench.torch.measure import history_events, peak_of
     trace = [
         {"action": "segment_alloc", "addr": 0, "size": 2 << 20},
         {"action": "alloc", "addr": 0, "size": 512},

@@ -1,13 +1,36 @@
 """What a traced step cannot replay on the next batch, refused in one line
-naming the module and the op, and the values it read in Python, which a
-plan checks on every batch (Guards).
+naming the module and the op, and what it holds for only as traced: the
+values it read in Python, which a plan checks on every batch (Guards), and
+the autocast state it was traced in.
 """
+
+import contextlib
 
 import torch
 import torch.fx
 from torch.utils._pytree import tree_flatten
 
 aten = torch.ops.aten
+
+AUTOCAST_DEVICES = ("cpu", "cuda")
+
+
+def autocast_state():
+    """Whether autocast is on, and to which dtype, on each device: a
+    traced step's casts are those of the state it was traced in."""
+    return tuple((d, torch.is_autocast_enabled(d), torch.get_autocast_dtype(d))
+                 for d in AUTOCAST_DEVICES)
+
+
+@contextlib.contextmanager
+def autocast_off():
+    """Autocast off on every device: the traced graph holds the casts
+    autocast made while tracing, and running its ops under autocast again
+    would cast them twice."""
+    with contextlib.ExitStack() as stack:
+        for d in AUTOCAST_DEVICES:
+            stack.enter_context(torch.autocast(d, enabled=False))
+        yield
 
 
 def node_tag(n):
@@ -118,7 +141,8 @@ class Guards:
                     f"{module_of(n, info)}: op {n.target}: a value read in "
                     "Python depends on random numbers or on a buffer the "
                     "step changes, which a plan cannot check before the "
-                    "step")
+                    "step: take the check out of the training step "
+                    "(LayerDrop, stochastic depth drawn in Python)")
             stack.extend(n.all_input_nodes)
         g, env = torch.fx.Graph(), {}
         for n in g1.graph.nodes:
@@ -131,7 +155,7 @@ class Guards:
     def compute(self, flat):
         if self.module is None:
             return ()
-        with torch.no_grad():
+        with torch.no_grad(), autocast_off():
             return tuple(self.module(*flat))
 
     def check(self, flat):

@@ -14,8 +14,9 @@ import rematbench
 
 class DataParallelSync:
     """What DistributedDataParallel `ddp` does around a step: broadcasts
-    the module's buffers from rank 0 before the forward (broadcast_buffers,
-    as DDP's forward does), and after the backward, unless in no_sync(),
+    the module's buffers from rank 0 before the forward where DDP's forward
+    would (broadcast_buffers, unless the step before ran under no_sync()),
+    and after the backward, unless in no_sync(),
     replaces each trained parameter's .grad by the mean over the ranks: the
     reducer multiplies each gradient by 1 / world size as it copies it into
     its bucket, then sums the buckets over the ranks; here all the
@@ -30,12 +31,19 @@ class DataParallelSync:
         self.group = ddp.process_group
 
     def before_step(self):
-        if self.ddp.broadcast_buffers:
-            for b in self.ddp.module.buffers():
-                dist.broadcast(b, 0, group=self.group)
+        ddp = self.ddp
+        if ddp.require_forward_param_sync and getattr(
+                ddp, "forward_sync_buffers", ddp.broadcast_buffers):
+            with torch.no_grad():
+                for b in ddp.module.buffers():
+                    dist.broadcast(b, 0, group=self.group)
 
     def after_step(self, params):
-        if not self.ddp.require_backward_grad_sync:
+        # As DDP's forward leaves it: the next forward syncs the buffers
+        # only after a step that synchronized the gradients.
+        ddp = self.ddp
+        ddp.require_forward_param_sync = ddp.require_backward_grad_sync
+        if not ddp.require_backward_grad_sync:
             return  # no_sync(): gradients accumulate locally
         grads = [p.grad for p in params if p.grad is not None]
         if not grads:
@@ -55,6 +63,10 @@ def unwrap(model):
     Raises rematbench.Error for a wrapper whose gradients a plan would get
     wrong."""
     if isinstance(model, nn.parallel.DistributedDataParallel):
+        if hasattr(model, "buffer_hook"):
+            raise rematbench.Error(
+                "plan: DistributedDataParallel with a buffer communication "
+                "hook is not supported")
         return model.module, DataParallelSync(model)
     if isinstance(model, nn.DataParallel):
         raise rematbench.Error(

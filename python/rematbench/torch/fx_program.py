@@ -18,6 +18,7 @@ import torch
 import torch.fx
 
 from rematbench.torch import rng
+from rematbench.torch.checks import autocast_off
 from rematbench.torch.lowering import Compute, Ref, lower
 
 
@@ -35,7 +36,7 @@ class BuiltProgram:
         self.compiled_op_counts = None
 
     def __call__(self, *flat):
-        with torch.no_grad():
+        with torch.no_grad(), autocast_off():
             return self.module(*flat)
 
     def compiled(self, example_inputs):

@@ -21,6 +21,7 @@ import torch
 import torch.fx
 
 from rematbench.torch import rng
+from rematbench.torch.checks import autocast_off
 from rematbench.torch.lowering import clone
 from rematbench.torch.partition import writes
 
@@ -226,7 +227,7 @@ class _BoxedRunner:
         env = dict(zip(self.place, flat))
         del flat
         get = env.__getitem__
-        with torch.no_grad():
+        with torch.no_grad(), autocast_off():
             for step in self.steps:
                 n, target, dead, compiled, unpack = step
                 args, kwargs = torch.fx.node.map_arg((n.args, n.kwargs),

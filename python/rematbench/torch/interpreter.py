@@ -14,6 +14,7 @@ import time
 import torch
 
 from rematbench.torch import rng
+from rematbench.torch.checks import autocast_off
 from rematbench.torch.lowering import Compute, Ref, lower
 from rematbench.torch.partition import storage, tensors
 
@@ -122,7 +123,7 @@ class Interpreter:
             r = env[c.out] = target(*get_args(env), **get_kwargs(env))
             return r
 
-        with torch.no_grad():
+        with torch.no_grad(), autocast_off():
             for c in lowered.prologue:
                 call(c)
             for step in lowered.steps:

@@ -30,10 +30,11 @@ import torch
 
 import rematbench
 from rematbench.torch import distributed, fx_program, rng
+from rematbench.torch.checks import autocast_state
 from rematbench.torch.interpreter import run_step
 from rematbench.torch.memory import as_events
 from rematbench.torch.search import Search, SearchOptions
-from rematbench.torch.trace import Unsupported
+from rematbench.torch.checks import Unsupported
 from rematbench.torch.traced_step import LossStep, TracedStep, split_batch
 
 
@@ -83,10 +84,10 @@ def plan(model, example_inputs, loss_fn=None, budget=None,
     name = f"torch_{type(inner).__name__}"
     try:
         traced = TracedStep.trace(LossStep(inner, loss_fn, layout), tensors,
-                                  name, cost=cost, repeats=repeats)
+                                  name, cost=cost, repeats=repeats,
+                                  layout=layout)
     except Unsupported as e:
         raise rematbench.Error(f"plan: {e}") from None
-    traced.layout = layout
     search = Search(traced, options, {
         "generator": "rematbench.torch", "model": type(inner).__name__,
         "host": platform.node(), "threads": torch.get_num_threads()})
@@ -179,6 +180,11 @@ class Plan:
                 "plan.step: the batch is not laid out as the example batch "
                 "was (its arguments, nesting or non-tensor values differ): "
                 "plan again for it")
+        if autocast_state() != self.traced.autocast:
+            raise rematbench.Error(
+                "plan.step: autocast is not as it was when the plan was "
+                "traced (the plan's program holds the casts it made): plan "
+                "again under this autocast state")
         self._check(tensors)
         wrong = self.traced.guards.check(self.partition.flat(tensors))
         if wrong:
@@ -462,7 +468,7 @@ class RematStep:
     @staticmethod
     def _key(args, kwargs):
         tensors, (spec, rest) = split_batch(args, kwargs)
-        return (repr(spec), repr(rest),
+        return (repr(spec), repr(rest), autocast_state(),
                 tuple((tuple(t.shape), t.dtype, str(t.device))
                       for t in tensors))
 

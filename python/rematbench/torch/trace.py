@@ -34,7 +34,8 @@ from torch.utils._pytree import tree_flatten
 from torch.func import functionalize
 
 from rematbench.torch.checks import (Guards, Unsupported,  # noqa: F401
-                                     check_replayable, node_tag)
+                                     autocast_off, check_replayable,
+                                     node_tag)
 from rematbench.torch.nodes import (by_module, flops, is_alias_node, measure,
                                     node_bytes, op_memory, to_native)
 
@@ -276,8 +277,9 @@ def trace_joint(step, inputs, copy_saved_parts=True):
         check_replayable(g1, where)
         guards = Guards(g1, where, flat)
         _reset_stack_trace()
-        g2 = make_fx(functionalize(replay),
-                     _error_on_data_dependent_ops=False)(*flat)
+        with autocast_off():
+            g2 = make_fx(functionalize(replay),
+                         _error_on_data_dependent_ops=False)(*flat)
     finally:
         with torch.no_grad():
             for b, v in zip(step.buffers(), saved_buffers):
@@ -406,9 +408,10 @@ def trace_nodes(step, inputs, granularity="aten", cost="flop", repeats=5,
     params, others = static_inputs(step)
     flat = params + others + list(inputs) + [seed_like(params)]
     saved = [b.detach().clone() for b in step.buffers()]
-    memory = op_memory(g2, flat, workspace)
-    if cost == "measured":
-        times = measure(g2, flat, repeats)
+    with autocast_off():
+        memory = op_memory(g2, flat, workspace)
+        times = measure(g2, flat, repeats) if cost == "measured" else None
+    if times is not None:
         # A node's time is that of all its traced ops: a replay runs the
         # views and getitems too, and on small tensors they are not free.
         cost_of = lambda n, names: sum(times.get(x, 0) for x in names)

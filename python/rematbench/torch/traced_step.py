@@ -17,7 +17,7 @@ import torch.nn as nn
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
 import rematbench
-from rematbench.torch import rng, trace
+from rematbench.torch import checks, rng, trace
 
 
 def split_batch(args, kwargs):
@@ -112,7 +112,10 @@ class TracedStep:
         the generator's state when a run starts);
     cost_units: "ns" (measured) or "flop";
     trace_seconds: how long tracing took;
-    guards: the values the step read in Python (checks.Guards)."""
+    guards: the values the step read in Python (checks.Guards);
+    layout: the batch's layout besides its tensors (split_batch);
+    autocast: the autocast state it was traced in (its casts are in the
+        graph)."""
     module: torch.fx.GraphModule
     nodes: list
     params: list
@@ -124,6 +127,8 @@ class TracedStep:
     trace_seconds: float = 0.0
     info: dict = None
     frozen_bytes: int = 0
+    layout: tuple = None
+    autocast: tuple = None
 
     @property
     def guards(self):
@@ -131,7 +136,8 @@ class TracedStep:
 
     @classmethod
     def trace(cls, step, inputs, name, granularity="aten", cost="flop",
-              repeats=5, workspace=True, copy_saved_parts=True, seed=None):
+              repeats=5, workspace=True, copy_saved_parts=True, seed=None,
+              layout=None):
         """Traces `step` (a module returning the loss) on `inputs`
         (trace.trace_nodes). The module's buffers, training mode and the
         generators are put back afterwards. Raises trace.Unsupported for a
@@ -155,7 +161,8 @@ class TracedStep:
                      for p in step.parameters() if not p.requires_grad)
         return cls(module, nodes, params, others, tuple(inputs), name, seed,
                    "ns" if cost == "measured" else "flop",
-                   time.perf_counter() - t0, info, frozen)
+                   time.perf_counter() - t0, info, frozen, layout,
+                   checks.autocast_state())
 
     @property
     def device(self):
