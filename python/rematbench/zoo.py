@@ -13,11 +13,14 @@ wherever the model takes an attention mask.
 """
 
 import dataclasses
+import os
 
 import torch
 import torch.nn as nn
 
 VOCAB, SEQ, BATCH = 128, 16, 2
+# Every model is built from a config: nothing may reach the hub.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
 @dataclasses.dataclass

@@ -95,6 +95,9 @@ def module_of(n, info):
             tag = node_tag(fwd) if fwd is not None else ""
     if tag.startswith("mod:"):
         path, _, cls = info["calls"][int(tag[4:])]
+        # The traced step wraps the model as its `model`: paths are named
+        # as in the user's model.
+        path = path.removeprefix("model").removeprefix(".")
         return f"module '{path or '(the model)'}' ({cls})"
     return "the training step"
 

@@ -1,0 +1,128 @@
+"""The training loop engineers run, on models nobody here wrote (run by
+ctest as python.model_zoo; rematbench.zoo builds them from small configs
+with random weights, downloading nothing): transformers GPT-2, Llama,
+BERT, T5 and ViT, timm ConvNeXt and Swin, PEFT LoRA on the Llama, and a
+torch.nn model with LSTM and GRU layers, each trained one step through
+rt.remat as its users call it (train_step(**batch) with padded batches
+for the transformers), in float32 and, for the transformers, under bf16
+autocast. Every step: gradients equal plain training's bit for bit,
+allocator-measured activation peak within the budget (half of plain
+training's, or the smallest budget NoFit names where half is below what
+any schedule reaches).
+"""
+
+from conftest import require_modules
+
+torch, transformers, timm, peft = require_modules(
+    "torch", "transformers", "timm", "peft")
+
+import pytest
+
+import rematbench as rb
+import rematbench.torch as rt
+from rematbench import zoo
+from rematbench.torch import measure
+
+torch.set_num_threads(1)
+
+ALGORITHMS = ["dtr", "twremat", "chen_greedy", "checkpoint_last", "noremat"]
+TRANSFORMERS = ["gpt2", "llama", "bert", "t5", "hf_vit"]
+
+
+def budget_for(model, batch):
+    """0.5, or the smallest budget that fits where nothing fits at 0.5."""
+    try:
+        rt.plan(model, batch.example, batch.loss_fn, budget=0.5,
+                algorithms=ALGORITHMS, timeout=3, cost="flop")
+        return 0.5
+    except rt.NoFit as e:
+        assert e.reach_bound_bytes <= e.smallest_budget_bytes <= \
+            e.noremat_peak_bytes
+        assert e.closest_algorithm in ALGORITHMS
+        return e.smallest_budget_bytes
+
+
+def train_one_step(name, autocast=False):
+    model, batch = zoo.build(name)
+    amp = torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast)
+    with amp:
+        budget = budget_for(model, batch)
+        plain = measure.measure_step(lambda: batch.plain_step(model), model,
+                                     timing=False)
+        step = rt.remat(model, batch.loss_fn, budget=budget,
+                        algorithms=ALGORITHMS, timeout=3)
+        got = measure.measure_step(
+            lambda: step(*batch.args, **batch.kwargs), model, timing=False,
+            reference=plain["grads"])
+    ((plan,),) = step.plans.values()
+    assert got["gradients_equal"], (name, got["max_grad_diff"])
+    assert got["measured_peak_bytes"] <= plan.budget_bytes, name
+    return model, plan, plain, got
+
+
+@pytest.mark.parametrize("name", TRANSFORMERS + [
+    "convnext", "swin", "llama_lora", "recurrent"])
+def test_trains_exactly_within_budget(name):
+    train_one_step(name)
+
+
+@pytest.mark.parametrize("name", TRANSFORMERS)
+def test_trains_exactly_under_bf16_autocast(name):
+    model, plan, _, _ = train_one_step(name, autocast=True)
+    casts = [n for n in plan.traced.module.graph.nodes
+             if n.target is torch.ops.aten._to_copy.default and
+             n.kwargs.get("dtype") is torch.bfloat16]
+    assert casts  # the plan's program holds autocast's casts
+
+
+def test_lora_trains_adapters_only():
+    """LoRA: the frozen base weights get no gradient and are static
+    memory (counted once in static_bytes), the adapters train."""
+    model, plan, plain, got = train_one_step("llama_lora")
+    frozen = [p for p in model.parameters() if not p.requires_grad]
+    trained = [p for p in model.parameters() if p.requires_grad]
+    assert frozen and trained and len(trained) < len(frozen)
+    assert all(g is None for p, g in zip(model.parameters(), got["grads"])
+               if not p.requires_grad)
+    assert len(plan.traced.params) == len(trained)
+    frozen_bytes = sum(p.numel() * p.element_size() for p in frozen)
+    assert plan.traced.frozen_bytes == frozen_bytes
+    assert plan.graph.static_bytes == 2 * plan.traced.parameter_bytes + \
+        frozen_bytes + plan.traced.input_bytes
+
+
+def test_padded_and_unpadded_batches_get_their_own_plans():
+    """GPT-2 checks in Python whether the attention mask masks anything:
+    the plan traced on a padded batch holds for padded batches only, is
+    refused for an unpadded one in one line, and rt.remat plans that one
+    again; both train exactly."""
+    model, batch = zoo.build("gpt2")
+    unpadded = dict(batch.kwargs,
+                    attention_mask=torch.ones_like(
+                        batch.kwargs["attention_mask"]))
+    plan = rt.plan(model, batch.kwargs, budget=0.5, algorithms=ALGORITHMS,
+                   timeout=3, cost="flop")
+    assert plan.holds_for(**batch.kwargs)
+    assert not plan.holds_for(**unpadded)
+    with pytest.raises(rb.Error, match="plan again for this batch"):
+        plan.step(**unpadded)
+    step = rt.remat(model, budget=0.5, algorithms=ALGORITHMS, timeout=3)
+    for kwargs in (batch.kwargs, unpadded, batch.kwargs):
+        plain = measure.measure_step(lambda: model(**kwargs).loss.backward(),
+                                     model, timing=False, peak=False)
+        got = measure.measure_step(lambda: step(**kwargs), model,
+                                   timing=False, peak=False,
+                                   reference=plain["grads"])
+        assert got["gradients_equal"]
+    assert [len(v) for v in step.plans.values()] == [2]
+
+
+def test_values_drawn_at_random_and_read_in_python_are_refused():
+    """OPT's LayerDrop draws a random number and compares it in Python: no
+    plan can check that before the step, so plan() refuses in one line
+    naming the module and the op."""
+    model, batch = zoo.build("opt")
+    with pytest.raises(rb.Error, match=r"^plan: module 'model\.decoder' "
+                       r"\(OPTDecoder\): op aten\.rand"):
+        rt.plan(model, batch.kwargs, budget=0.5, algorithms=ALGORITHMS,
+                timeout=3, cost="flop")
