@@ -40,7 +40,7 @@ from rematbench.torch.traced_step import LossStep, TracedStep, split_batch
 
 def plan(model, example_inputs, loss_fn=None, budget=None,
          algorithms="all", timeout=10.0, exact_max_nodes=100,
-         cost="measured", repeats=3, threads=None):
+         cost="measured", repeats=3, threads=None, plan_seconds=3.0):
     """Plans training `model` within an activation-memory budget.
 
     example_inputs: an example batch: a tuple of positional arguments or a
@@ -64,6 +64,10 @@ def plan(model, example_inputs, loss_fn=None, budget=None,
         graphs of at most `exact_max_nodes` nodes) or a list of names or
         'name:k=v,...' specs. Each solve gets `timeout` seconds; they run
         on `threads` threads (default: one per CPU).
+    plan_seconds: the search's time limit (tracing comes before it): the
+        fastest kinds of algorithm start first, each with the time left,
+        and the best plan found when it runs out is the answer (the table
+        says which were cut short or not started).
     cost: "measured" (each op's median time over `repeats` runs of the
         step on the model's device, nanoseconds) or "flop".
 
@@ -75,7 +79,8 @@ def plan(model, example_inputs, loss_fn=None, budget=None,
     if budget is None:
         raise rematbench.Error("plan: give a budget (bytes, '8GiB', or a "
                                "fraction of plain training's peak: 0.5)")
-    options = SearchOptions(algorithms, timeout, exact_max_nodes, threads)
+    options = SearchOptions(algorithms, timeout, exact_max_nodes, threads,
+                            plan_seconds)
     inner, sync = distributed.unwrap(model)
     if isinstance(example_inputs, collections.abc.Mapping):
         tensors, layout = split_batch((), example_inputs)
@@ -423,6 +428,12 @@ class Plan:
                 f"{r['solve_seconds']:.3f}"
             lines.append(f"{r['algorithm']:<16} {r['status']:<11} "
                          f"{peak:>12} {over:>9} {secs:>8}")
+        for what, prefix in (("cut short by plan_seconds", "cut short"),
+                             ("not started (plan_seconds)", "not started")):
+            names = [r["algorithm"] for r in self.table
+                     if (r["message"] or "").startswith(prefix)]
+            if names:
+                lines.append(f"{what}: {', '.join(names)}")
         return "\n".join(lines)
 
     def __str__(self):

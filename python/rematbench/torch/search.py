@@ -11,6 +11,8 @@ import concurrent.futures
 import dataclasses
 import math
 import os
+import threading
+import time
 
 import rematbench
 from rematbench.torch import anchoring
@@ -51,13 +53,23 @@ class SearchOptions:
     registered algorithm, exact ones only on graphs of at most
     `exact_max_nodes` nodes; or a list of names or 'name:k=v,...' specs),
     each solve's `timeout` in seconds, `threads` solving at once (None:
-    one per CPU)."""
+    one per CPU), and `plan_seconds`, the search's own time limit: the
+    algorithms start fastest kind first (heuristics, then solvers that run
+    in child processes, then exact ones), each with the time left, and the
+    plan answers with the best found when it runs out."""
     algorithms: object = "all"
     timeout: float = 10.0
     exact_max_nodes: int = 100
     threads: int = None
+    plan_seconds: float = 3.0
 
     def __post_init__(self):
+        for name in ("timeout", "plan_seconds"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(
+                    value, (int, float)) or not 0 < value < math.inf:
+                raise rematbench.Error(f"plan: {name} must be a positive "
+                                       f"number of seconds, not {value!r}")
         if self.algorithms != "all":
             if isinstance(self.algorithms, str):
                 self.algorithms = [self.algorithms]
@@ -165,21 +177,76 @@ class Search:
                        for s in specs}
             return {s: f.result() for s, f in futures.items()}
 
+    def _solve_within(self, specs, budget, deadline):
+        """({spec: Solution}, {spec: why it did not run}, {specs cut short
+        by the deadline}) of `specs` solved in parallel, fastest kind
+        first, each with `timeout` or the time left before `deadline`
+        (time.monotonic()), whichever is less. One that would start with no
+        time left does not run, nor does any once a schedule of overhead 1
+        (no recomputation) fits, which nothing beats."""
+        o, kinds = self.options, {a.name: a for a in rematbench.algorithms()}
+
+        def kind(spec):
+            a = kinds[spec.split(":")[0]]
+            return (a.exact, a.isolate)
+
+        lock, best = threading.Lock(), [math.inf]
+        cut = set()  # solves given less than `timeout`
+
+        def run(spec):
+            left = deadline - time.monotonic()
+            with lock:
+                if best[0] <= 1.0:
+                    return ("no recomputation needed: a schedule of "
+                            "overhead 1.000 fits, which nothing beats")
+            if left < 0.05:
+                return (f"not started: the plan's time limit "
+                        f"(plan_seconds={o.plan_seconds:g}) ran out")
+            if left < o.timeout:
+                cut.add(spec)
+            sol = rematbench.solve(self.graph, spec, budget, None,
+                                   min(o.timeout, left))
+            if sol.status == "feasible" and sol.overhead <= 1.0 and \
+                    self.memory.peak(sol.schedule) <= budget:
+                with lock:
+                    best[0] = 1.0
+            return sol
+
+        with concurrent.futures.ThreadPoolExecutor(o.threads) as pool:
+            futures = {s: pool.submit(run, s) for s in sorted(specs,
+                                                               key=kind)}
+            done = {s: f.result() for s, f in futures.items()}
+        solutions = {s: r for s, r in done.items() if not isinstance(r, str)}
+        return (solutions,
+                {s: r for s, r in done.items() if isinstance(r, str)},
+                {s for s in cut & set(solutions)
+                 if solutions[s].status == "timeout"})
+
     def at(self, budget):
         """The Found at `budget` (bytes, '512MiB', or a fraction of the
-        NoRemat peak). Raises NoFit when no algorithm fits."""
+        NoRemat peak) within the options' plan_seconds. Raises NoFit when
+        no algorithm fits."""
         budget = budget_bytes(budget, self.noremat_peak_bytes)
+        deadline = time.monotonic() + self.options.plan_seconds
         specs, skipped = self._specs()
-        solutions = self._solve_all(specs, budget)
+        solutions, not_run, cut_short = self._solve_within(specs, budget,
+                                                           deadline)
+        skipped.update(not_run)
+        specs = [s for s in specs if s in solutions]
         anchored = {}
         for s in specs:
-            solutions[s], a = self._fitted(s, solutions[s], budget)
+            solutions[s], a = self._fitted(s, solutions[s], budget, deadline)
             if a is not None:
                 anchored[s] = a
         rows = [_row(s, solutions[s], anchored[s][1] - solutions[s].peak_bytes
                      if s in anchored else 0, budget,
                      anchored[s][2] if s in anchored else None)
                 for s in specs]
+        for r in rows:
+            if r["algorithm"] in cut_short:
+                r["message"] = (f"cut short by the plan's time limit "
+                                f"(plan_seconds={self.options.plan_seconds:g})"
+                                f"; {r['message']}")
         rows += [{"algorithm": n, "status": "skipped", "peak_bytes": None,
                   "overhead": None, "solve_seconds": None, "message": why}
                  for n, why in skipped.items()]
@@ -189,7 +256,7 @@ class Search:
         return Found(budget, rows, solutions,
                      {s: a for s, (a, _, _) in anchored.items()})
 
-    def _fitted(self, spec, solution, budget):
+    def _fitted(self, spec, solution, budget, deadline=math.inf):
         """(solution, anchoring.anchored's triple or None) of `spec` at
         `budget`. The program also holds what the schedule does not model
         (generator states, the returned loss), with the fewest replayed
@@ -199,7 +266,9 @@ class Search:
         state saved) and by the most a program can add with every state
         saved (ProgramMemory.most_held), smallest first, until one fits
         without replays: of those that fit, the one of least predicted
-        overhead; the last one solved when none fits."""
+        overhead; the last one solved when none fits. Re-solves run within
+        what is left before `deadline` (time.monotonic()), but at least a
+        second."""
         if solution.status != "feasible":
             return solution, None
         memory = self.memory
@@ -212,8 +281,10 @@ class Search:
             for margin in margins:
                 if not 0 < margin <= budget:
                     continue
-                again = rematbench.solve(self.graph, spec, budget - margin,
-                                         None, self.options.timeout)
+                left = deadline - time.monotonic()
+                again = rematbench.solve(
+                    self.graph, spec, budget - margin, None,
+                    min(self.options.timeout, max(left, 1.0)))
                 if again.status != "feasible":
                     break
                 tried.append((again, anchoring.anchored(memory, again,
