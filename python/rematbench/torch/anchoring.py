@@ -183,8 +183,14 @@ def anchored(memory, solution, budget=None):
                                                       anchoring)),
                    default=0)
 
-    peaks = [(held((a, {}, {})), k, a)
-             for k, a in enumerate(candidates(memory.partition, events))]
+    # The first candidate shares nothing: where it fits, it is the answer,
+    # and the others need not be judged.
+    own = held(({}, {}, {}))
+    if budget is not None and own <= budget:
+        return ({}, {}, {}), own, solution.overhead
+    peaks = [(own, 0, {})] + [
+        (held((a, {}, {})), k, a) for k, a in
+        enumerate(candidates(memory.partition, events)[1:], 1)]
     fit = [t for t in peaks if budget is not None and t[0] <= budget]
     if fit and not fit[0][2]:
         return ({}, {}, {}), fit[0][0], solution.overhead

@@ -274,10 +274,11 @@ class Search:
         memory = self.memory
         first = anchoring.anchored(memory, solution, budget)
         tried = [(solution, first)]
-        margins = sorted({memory.peak(solution.schedule) -
-                          solution.peak_bytes, first[1] - solution.peak_bytes,
-                          memory.most_held()})
         if first[0][0] or first[1] > budget:
+            margins = sorted({memory.peak(solution.schedule) -
+                              solution.peak_bytes,
+                              first[1] - solution.peak_bytes,
+                              memory.most_held()})
             for margin in margins:
                 if not 0 < margin <= budget:
                     continue
