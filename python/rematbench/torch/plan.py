@@ -81,6 +81,13 @@ def plan(model, example_inputs, loss_fn=None, budget=None,
                                "fraction of plain training's peak: 0.5)")
     options = SearchOptions(algorithms, timeout, exact_max_nodes, threads,
                             plan_seconds)
+    if cost not in ("measured", "flop"):
+        raise rematbench.Error(f"plan: cost must be 'measured' or 'flop', "
+                               f"not {cost!r}")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or \
+            repeats < 1:
+        raise rematbench.Error(f"plan: repeats must be an integer >= 1, not "
+                               f"{repeats!r}")
     inner, sync = distributed.unwrap(model)
     if isinstance(example_inputs, collections.abc.Mapping):
         tensors, layout = split_batch((), example_inputs)
@@ -99,6 +106,12 @@ def plan(model, example_inputs, loss_fn=None, budget=None,
     return Plan(inner, search, search.at(budget), sync)
 
 
+def _parameter_key(model):
+    """Which tensors are the model's parameters, and which of them train:
+    a plan's program holds for those it was traced with."""
+    return tuple((id(p), p.requires_grad) for p in model.parameters())
+
+
 class Plan:
     """The planned training step: `table` (every algorithm's row, best
     first), `algorithm`, `schedule`, the traced step `traced` and its
@@ -115,6 +128,7 @@ class Plan:
         self.noremat_peak_bytes = search.noremat_peak_bytes
         self.trace_seconds = self.traced.trace_seconds
         self._built = {}  # (algorithm, recorded) -> BuiltProgram
+        self._parameters = _parameter_key(model)
         self._grad_seed = None
         self.compiled = False
         self.use(found.table[0]["algorithm"])
@@ -169,10 +183,12 @@ class Plan:
 
     def holds_for(self, *args, **kwargs):
         """Whether the plan holds for this batch, laid out as the example
-        batch was: whether the values the step reads in Python (a mask
-        check) are the example batch's."""
+        batch was: whether the model's parameters are those it traced and
+        the values the step reads in Python (a mask check) the example
+        batch's."""
         tensors, _ = split_batch(args, kwargs)
-        return not self.traced.guards.check(self.partition.flat(tensors))
+        return _parameter_key(self.model) == self._parameters and \
+            not self.traced.guards.check(self.partition.flat(tensors))
 
     def batch_tensors(self, args, kwargs):
         """The tensors of a batch given as step() takes it, checked against
@@ -185,6 +201,11 @@ class Plan:
                 "plan.step: the batch is not laid out as the example batch "
                 "was (its arguments, nesting or non-tensor values differ): "
                 "plan again for it")
+        if _parameter_key(self.model) != self._parameters:
+            raise rematbench.Error(
+                "plan.step: the model's parameters are not those the plan "
+                "was traced with (a module replaced, or requires_grad "
+                "changed): plan again (rt.remat does)")
         if autocast_state() != self.traced.autocast:
             raise rematbench.Error(
                 "plan.step: autocast is not as it was when the plan was "
@@ -334,13 +355,13 @@ class Plan:
             self.sync.before_step()
         grads, loss = self.run_program(inputs)
         with torch.no_grad():
-            for p, g in zip(self.traced.params, grads):
+            for p, g in zip(self.traced.grad_params, grads):
                 if p.grad is None:
                     p.grad = g.detach()
                 else:
                     p.grad += g
         if self.sync is not None:
-            self.sync.after_step(self.traced.params)
+            self.sync.after_step(self.traced.grad_params)
         return loss.detach()
 
     def replay(self, repeats=3, warmup=1):

@@ -74,8 +74,18 @@ class SearchOptions:
             if isinstance(self.algorithms, str):
                 self.algorithms = [self.algorithms]
             self.algorithms = list(self.algorithms)
+            if not self.algorithms:
+                raise rematbench.Error("plan: algorithms: give \"all\" or "
+                                       "at least one name")
             for spec in self.algorithms:
                 rematbench.algorithm(spec.split(":")[0])  # unknown: Error
+        for name, least in (("threads", 1), ("exact_max_nodes", 0)):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not
+                                      isinstance(value, int) or
+                                      value < least):
+                raise rematbench.Error(f"plan: {name} must be an integer >= "
+                                       f"{least}, not {value!r}")
         self.threads = self.threads or os.cpu_count() or 1
 
 

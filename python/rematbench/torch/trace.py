@@ -33,9 +33,8 @@ from torch.utils._pytree import tree_flatten
 
 from torch.func import functionalize
 
-from rematbench.torch.checks import (Guards, Unsupported,  # noqa: F401
-                                     autocast_off, check_replayable,
-                                     node_tag)
+from rematbench.torch.checks import (Guards, Unsupported, autocast_off,
+                                     check_replayable, module_of, node_tag)
 from rematbench.torch.nodes import (by_module, flops, is_alias_node, measure,
                                     node_bytes, op_memory, to_native)
 
@@ -195,6 +194,27 @@ def mkldnn_rnn_layer(*args, **kwargs):
         return aten.mkldnn_rnn_layer.default(*args, **kwargs)
 
 
+def _refuse_changed_input(g1, info, first, k):
+    """Raises Unsupported for a step whose forward changes tensor k of its
+    batch in place (the batch's placeholders start at `first`): a
+    recomputation would read the changed value, so no plan can give plain
+    training's step. Names the first op that writes it."""
+    place = [n for n in g1.graph.nodes if n.op == "placeholder"][first + k]
+    for n in g1.graph.nodes:
+        schema = getattr(n.target, "_schema", None)
+        if n.op == "call_function" and schema is not None and any(
+                a.alias_info is not None and a.alias_info.is_write and
+                k < len(n.args) and n.args[k] is place
+                for k, a in enumerate(schema.arguments)):
+            where = f"{module_of(n, info)}: op {n.target}"
+            break
+    else:
+        where = "the training step"
+    raise Unsupported(f"{where}: changes the batch's tensor {k} in place, "
+                      "which a recomputation would read changed: have the "
+                      "forward change a copy")
+
+
 def static_inputs(step):
     """(the parameters that train, every other tensor the step holds) of
     module `step`: the traced graph's inputs before the batch. Frozen
@@ -215,6 +235,8 @@ def trace_joint(step, inputs, copy_saved_parts=True):
     later batch gives the same."""
     params, buffers = static_inputs(step)
     saved_buffers = [b.detach().clone() for b in step.buffers()]
+    saved_inputs = [t.detach().clone() for t in inputs]
+    used = []  # indices of the parameters the loss depends on
     n_p, n_b = len(params), len(buffers)
     fwd_of = {}
     groups = []  # index -> grad_fn, for the backward tags
@@ -256,8 +278,15 @@ def trace_joint(step, inputs, copy_saved_parts=True):
             g.register_hook(_setter(f"acc:{k}", post=True))
         with _stack_trace_scope():
             fx_traceback.set_stack_trace(["seed"])
-            grads = torch.autograd.grad(loss, ps, grad_outputs=tangent)
-        return (loss, *grads)
+            grads = torch.autograd.grad(loss, ps, grad_outputs=tangent,
+                                        allow_unused=True)
+        used[:] = [i for i, g in enumerate(grads) if g is not None]
+        if not used:
+            raise Unsupported("the training step: the loss depends on no "
+                              "parameter that requires grad")
+        # A parameter the loss does not depend on gets no gradient, as in
+        # plain training.
+        return (loss, *[g for g in grads if g is not None])
 
     flat = params + buffers + list(inputs) + [seed_like(params)]
 
@@ -284,6 +313,13 @@ def trace_joint(step, inputs, copy_saved_parts=True):
         with torch.no_grad():
             for b, v in zip(step.buffers(), saved_buffers):
                 b.copy_(v)
+            changed = [k for k, (t, v) in enumerate(zip(inputs,
+                                                          saved_inputs))
+                       if not torch.equal(t, v)]
+            for k in changed:
+                inputs[k].copy_(saved_inputs[k])
+    if changed:
+        _refuse_changed_input(g1, where, n_p + n_b, changed[0])
     if copy_saved_parts:
         _copy_saved_parts(g2)
     for n in g2.graph.nodes:
@@ -291,6 +327,7 @@ def trace_joint(step, inputs, copy_saved_parts=True):
             n.target = mkldnn_rnn_layer
     g2.recompile()
     info = dict(n_params=n_p, n_buffers=n_b, n_inputs=len(inputs),
+                grad_params=list(used),
                 fwd_node=fwd_node, grad_name=grad_name, calls=calls,
                 g1=g1, guards=guards)
     return g2, info

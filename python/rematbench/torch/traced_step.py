@@ -134,6 +134,12 @@ class TracedStep:
     def guards(self):
         return self.info["guards"]
 
+    @property
+    def grad_params(self):
+        """The parameters the step returns gradients of, in the graph's
+        output order: those that train and that the loss depends on."""
+        return [self.params[i] for i in self.info["grad_params"]]
+
     @classmethod
     def trace(cls, step, inputs, name, granularity="aten", cost="flop",
               repeats=5, workspace=True, copy_saved_parts=True, seed=None,
