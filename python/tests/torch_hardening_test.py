@@ -139,3 +139,24 @@ def test_frozen_then_unfrozen_is_planned_again():
     model.used.bias.requires_grad_(True)
     step(x, y)
     assert model.used.bias.grad is not None
+
+
+def test_plans_from_threads():
+    """Tracing is serialized: six threads plan at once, every one plans."""
+    import threading
+    errors = []
+
+    def go():
+        try:
+            x, y = batch()
+            rt.plan(Two(), (x, y), nn.CrossEntropyLoss(), budget=1.0,
+                    cost="flop", algorithms=["noremat", "dtr"])
+        except Exception as e:  # collected, asserted below
+            errors.append(repr(e))
+
+    threads = [threading.Thread(target=go) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []

@@ -22,6 +22,7 @@ See `Mapping` in graphs/corpus/torch/README.md for how ops become nodes.
 
 import operator
 import sys
+import threading
 
 import torch
 import torch.nn as nn
@@ -39,6 +40,9 @@ from rematbench.torch.nodes import (by_module, flops, is_alias_node, measure,
                                     node_bytes, op_memory, to_native)
 
 aten = torch.ops.aten
+# Tracing from two threads at once would share make_fx's global state:
+# one traces at a time.
+_TRACING = threading.Lock()
 
 # --------------------------------------------------------------------------
 # Pass 1: the joint graph with tags.
@@ -441,22 +445,26 @@ def trace_nodes(step, inputs, granularity="aten", cost="flop", repeats=5,
     `copy_saved_parts`: see _copy_saved_parts (exports made before it
     existed are rebuilt without it)."""
     step.train()
-    g2, info = trace_joint(step, inputs, copy_saved_parts)
+    with _TRACING:  # make_fx's tracer state is global to the process
+        g2, info = trace_joint(step, inputs, copy_saved_parts)
     params, others = static_inputs(step)
     flat = params + others + list(inputs) + [seed_like(params)]
     saved = [b.detach().clone() for b in step.buffers()]
-    with autocast_off():
-        memory = op_memory(g2, flat, workspace)
-        times = measure(g2, flat, repeats) if cost == "measured" else None
+    try:
+        with autocast_off():
+            memory = op_memory(g2, flat, workspace)
+            times = measure(g2, flat, repeats) if cost == "measured" \
+                else None
+    finally:  # the runs updated running statistics (Ctrl-C included)
+        with torch.no_grad():
+            for b, v in zip(step.buffers(), saved):
+                b.copy_(v)
     if times is not None:
         # A node's time is that of all its traced ops: a replay runs the
         # views and getitems too, and on small tensors they are not free.
         cost_of = lambda n, names: sum(times.get(x, 0) for x in names)
     else:
         cost_of = lambda n, names: flops(n)
-    with torch.no_grad():  # the runs above updated running statistics
-        for b, v in zip(step.buffers(), saved):
-            b.copy_(v)
     nodes = to_native(g2, info, cost_of, memory)
     if granularity == "module":
         nodes = by_module(nodes, info["calls"])
