@@ -126,3 +126,26 @@ def test_values_drawn_at_random_and_read_in_python_are_refused():
                        r"\(OPTDecoder\): op aten\.rand"):
         rt.plan(model, batch.kwargs, budget=0.5, algorithms=ALGORITHMS,
                 timeout=3, cost="flop")
+
+
+def test_new_sequence_lengths_reuse_the_winning_algorithm():
+    """rt.remat on a Llama fed three sequence lengths: the first plans with
+    every algorithm, the others (the same structure) with the one that won,
+    alone; every step equals plain training's, within its budget."""
+    model, _ = zoo.build("llama")
+    step = rt.remat(model, budget=0.5, timeout=3)
+    g = torch.Generator().manual_seed(7)
+    for length in (16, 24, 32):
+        ids = torch.randint(zoo.VOCAB, (2, length), generator=g)
+        batch = dict(input_ids=ids, labels=ids)
+        plain = measure.measure_step(lambda: model(**batch).loss.backward(),
+                                     model, timing=False)
+        got = measure.measure_step(lambda: step(**batch), model,
+                                   timing=False, reference=plain["grads"])
+        assert got["gradients_equal"], length
+        (plan,) = step.plans[step.layout_key((), batch)]
+        assert got["measured_peak_bytes"] <= plan.budget_bytes
+    first, *later = [ps[0] for ps in step.plans.values()]
+    assert len(first.table) > 5
+    for p in later:
+        assert [r["algorithm"] for r in p.table] == [first.algorithm]

@@ -33,7 +33,7 @@ from rematbench.torch import distributed, fx_program, rng
 from rematbench.torch.checks import autocast_state
 from rematbench.torch.interpreter import run_step
 from rematbench.torch.memory import as_events
-from rematbench.torch.search import Search, SearchOptions
+from rematbench.torch.search import NoFit, Search, SearchOptions
 from rematbench.torch.checks import Unsupported
 from rematbench.torch.traced_step import LossStep, TracedStep, split_batch
 
@@ -480,7 +480,10 @@ class RematStep:
 
     A batch with a new layout (structure, shapes, dtypes), or whose values
     read in Python differ from every plan's (a padded batch after an
-    unpadded one), is planned (plan(), with the batch as the example);
+    unpadded one), is planned (plan(), with the batch as the example; a
+    new shape of a structure planned before, such as another sequence
+    length, by the algorithm that won there alone, falling back to every
+    algorithm where it fits nothing);
     later calls run the plan that holds for them: gradients are added to
     .grad, batch-norm statistics updated once, dropout's masks those of
     plain training; the loss comes back detached. compile=True runs the
@@ -498,14 +501,26 @@ class RematStep:
         self.plans = {}
 
     @staticmethod
-    def _key(args, kwargs):
+    def layout_key(args, kwargs):
+        """The key of `plans` a batch's plans are under: its layout
+        (nesting, other values), the autocast state, and each tensor's
+        shape, dtype and device."""
         tensors, (spec, rest) = split_batch(args, kwargs)
         return (repr(spec), repr(rest), autocast_state(),
                 tuple((tuple(t.shape), t.dtype, str(t.device))
                       for t in tensors))
 
+    @staticmethod
+    def structure_of(key):
+        """A layout key without the tensors' sizes: batches of one
+        structure differ only in their shapes (a sequence length)."""
+        *rest, tensors = key
+        return (*rest, tuple((len(shape), dtype, device)
+                             for shape, dtype, device in tensors))
+
     def __call__(self, *args, **kwargs):
-        plans = self.plans.setdefault(self._key(args, kwargs), [])
+        key = self.layout_key(args, kwargs)
+        plans = self.plans.setdefault(key, [])
         for p in plans:
             if p.holds_for(*args, **kwargs):
                 return p.step(*args, **kwargs)
@@ -514,12 +529,37 @@ class RematStep:
             raise rematbench.Error(
                 "remat: give the batch as positional or as keyword "
                 "arguments, not both")
-        p = plan(self.model, example, self.loss_fn, self.budget,
-                 **self.plan_args)
+        p = self._plan_like_neighbour(key, example)
+        if p is None:
+            p = plan(self.model, example, self.loss_fn, self.budget,
+                     **self.plan_args)
         if self.compile:
             p = p.compiled_within_budget(*args, **kwargs)
         plans.append(p)
         return p.step(*args, **kwargs)
+
+
+    def _plan_like_neighbour(self, key, example):
+        """A new shape of a structure planned before: traced, and solved
+        only by the algorithm that won the latest plan of that structure,
+        which answers in a fraction of a full search; None where there is
+        no such plan, algorithms were chosen by the caller, or that
+        algorithm fits nothing at this shape (then every algorithm
+        runs)."""
+        if "algorithms" in self.plan_args:
+            return None
+        structure = self.structure_of(key)
+        neighbours = [p for k, ps in self.plans.items()
+                      if k != key and self.structure_of(k) == structure
+                      for p in ps]
+        if not neighbours:
+            return None
+        try:
+            return plan(self.model, example, self.loss_fn, self.budget,
+                        **dict(self.plan_args,
+                               algorithms=[neighbours[-1].algorithm]))
+        except NoFit:
+            return None
 
 
 def remat(model, loss_fn=None, budget=None, compile=False, **plan_args):
