@@ -99,13 +99,28 @@ std::string ScheduleFileName(const std::string& graph,
     name += fmt::format(".{}", run.params.Canonical());
   }
   name += budget == kUnboundedBudget ? ".all" : fmt::format(".{}", budget);
-  for (char& c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) &&
-        std::string_view("._=+-").find(c) == std::string_view::npos) {
-      c = '_';
+  // Every byte outside [A-Za-z0-9._=+-] is written %XX, so that two graph
+  // names (or parameter values) never give one file name ("a/b" and "a_b",
+  // "g#2" and "g_2").
+  std::string file;
+  for (const char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c)) ||
+        std::string_view("._=+-").find(c) != std::string_view::npos) {
+      file += c;
+    } else {
+      file += fmt::format("%{:02X}", static_cast<unsigned char>(c));
     }
   }
-  return name + ".txt";
+  // A name past what a folder holds (255 bytes) keeps its start and gets
+  // the FNV-1a hash of the whole.
+  if (file.size() > 200) {
+    uint64_t hash = 14695981039346656037ull;
+    for (const char c : file) {
+      hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    }
+    file = fmt::format("{}.{:016x}", file.substr(0, 180), hash);
+  }
+  return file + ".txt";
 }
 
 // Graph names key the runs, so they must be unique within a sweep: a

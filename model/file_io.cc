@@ -14,6 +14,7 @@
 #include <iostream>
 #include <limits>
 #include <sstream>
+#include <vector>
 
 #include "model/errors.h"
 #include "model/limits.h"
@@ -164,24 +165,137 @@ void RemoveStaleTemporaries(const std::string& path) {
   }
 }
 
+namespace {
+
+FdBuffer* stdout_buffer = nullptr;
+bool stdout_error_reported = false;  // by WriteToStdout's exception
+
+bool UnderProcOrDevFd(const std::string& path) {
+  const std::string p = std::filesystem::path(path).lexically_normal().string();
+  return p.starts_with("/proc/") || p.starts_with("/dev/fd/");
+}
+
+// Where a write to `path` goes. A device, FIFO or socket, and anything
+// reached through /proc or /dev/fd (/dev/stdout, /proc/self/fd/1, which may
+// stand for a pipe or for the file the shell redirected stdout to), is
+// written in place: a rename would replace the link or the device node. A
+// regular file, or one that does not exist yet, is replaced atomically; a
+// symbolic link to a regular file is followed, so the link stays and the
+// file it names is replaced.
+struct OutputTarget {
+  bool in_place = false;
+  std::string file;
+};
+
+OutputTarget ResolveOutput(const std::string& path) {
+  std::string p = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    if (UnderProcOrDevFd(p)) return {true, p};
+    struct stat st;
+    if (lstat(p.c_str(), &st) != 0) return {false, p};  // a new file
+    if (S_ISDIR(st.st_mode)) {
+      throw InputError(fmt::format("{}: is a directory, not a file", path));
+    }
+    if (!S_ISLNK(st.st_mode)) return {!S_ISREG(st.st_mode), p};
+    std::vector<char> target(static_cast<size_t>(st.st_size) + 2);
+    const ssize_t n = readlink(p.c_str(), target.data(), target.size() - 1);
+    if (n < 0) return {true, path};  // let open() say why
+    const std::filesystem::path link(std::string(target.data(), n));
+    p = link.is_absolute()
+            ? link.string()
+            : (std::filesystem::path(p).parent_path() / link).string();
+  }
+  throw InputError(fmt::format(
+      "{}: cannot write ({})", path, std::strerror(ELOOP)));
+}
+
+// The descriptor among stdout and stderr that is the file `path` opens, or
+// -1: writing to `-o /dev/stdout` while stdout is a file must continue
+// where stdout is, not open the file again at offset 0.
+int StandardDescriptorOf(const std::string& path) {
+  struct stat target;
+  if (stat(path.c_str(), &target) != 0) return -1;
+  for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_dev == target.st_dev &&
+        st.st_ino == target.st_ino) {
+      return fd;
+    }
+  }
+  return -1;
+}
+
+void WriteToStdout(const std::function<void(std::ostream&)>& write) {
+  write(std::cout);
+  std::cout.flush();
+  if (!std::cout) {
+    const int error = stdout_buffer && stdout_buffer->error()
+                          ? stdout_buffer->error()
+                          : (errno ? errno : EIO);
+    stdout_error_reported = true;
+    throw InputError(
+        fmt::format("stdout: write failed ({})", std::strerror(error)));
+  }
+}
+
+}  // namespace
+
+void CheckStdoutWrites() {
+  static FdBuffer buffer(STDOUT_FILENO);
+  stdout_buffer = &buffer;
+  std::cout.rdbuf(&buffer);
+}
+
+std::string FinishStdout() {
+  std::cout.flush();
+  int error = stdout_buffer ? stdout_buffer->error() : 0;
+  if (error == 0 && !std::cout) error = EIO;
+  if (stdout_buffer) {
+    // Once, at the end: a failed close (NFS, a full disk) is a failed write.
+    // A closed stdout that nothing was written to is no error.
+    if (close(STDOUT_FILENO) != 0 && errno != EBADF && error == 0) {
+      error = errno;
+    }
+    std::cout.rdbuf(nullptr);
+    stdout_buffer = nullptr;
+  }
+  return error == 0 || stdout_error_reported ? ""
+                    : fmt::format("stdout: write failed ({})",
+                                  std::strerror(error));
+}
+
+void RefuseOutputThatIsAnInput(const std::string& output,
+                               const std::string& what,
+                               const std::vector<std::string>& inputs) {
+  if (output.empty() || output == "-") return;
+  struct stat out;
+  if (stat(output.c_str(), &out) != 0) return;  // a new file
+  for (const std::string& input : inputs) {
+    struct stat in;
+    if (stat(input.c_str(), &in) == 0 && in.st_dev == out.st_dev &&
+        in.st_ino == out.st_ino) {
+      throw InputError(fmt::format(
+          "{} {} is one of the command's inputs ({}); it would be replaced",
+          what, output, input));
+    }
+  }
+}
+
 void WriteFileAtomically(const std::string& path,
                          const std::function<void(std::ostream&)>& write) {
-  if (path == "-") {
-    write(std::cout);
-    std::cout.flush();
-    if (!std::cout) {
-      throw InputError(fmt::format("stdout: write failed ({})",
-                                   std::strerror(errno ? errno : EIO)));
-    }
-    return;
-  }
-  // A device or pipe (/dev/stdout, a FIFO) is written in place: renaming
-  // over it would replace the device node with a regular file.
-  std::error_code ec;
-  const auto status = std::filesystem::status(path, ec);
-  if (!ec && std::filesystem::exists(status) &&
-      !std::filesystem::is_regular_file(status)) {
-    const int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (path == "-") return WriteToStdout(write);
+  const OutputTarget target = ResolveOutput(path);
+  if (target.in_place) {
+    const int standard = StandardDescriptorOf(target.file);
+    if (standard == STDOUT_FILENO) return WriteToStdout(write);
+    if (standard == STDERR_FILENO) std::cerr.flush();
+    struct stat st;
+    const bool regular =
+        stat(target.file.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+    const int fd =
+        standard >= 0 ? fcntl(standard, F_DUPFD_CLOEXEC, 3)
+                      : open(target.file.c_str(),
+                             O_WRONLY | O_CLOEXEC | (regular ? O_TRUNC : 0));
     if (fd < 0) {
       throw InputError(
           fmt::format("{}: cannot write ({})", path, std::strerror(errno)));
@@ -191,7 +305,8 @@ void WriteFileAtomically(const std::string& path,
     }
     return;
   }
-  const std::string temp = fmt::format("{}.tmp.{}", path, getpid());
+  const std::string& file = target.file;
+  const std::string temp = fmt::format("{}.tmp.{}", file, getpid());
   const int fd =
       open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
   if (fd < 0) {
@@ -209,10 +324,11 @@ void WriteFileAtomically(const std::string& path,
     std::remove(temp.c_str());
     throw InputError(fmt::format("{}: write failed ({})", path, error));
   }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+  if (std::rename(temp.c_str(), file.c_str()) != 0) {
+    const int why = errno;
     std::remove(temp.c_str());
     throw InputError(fmt::format("{}: cannot rename into place ({})", path,
-                                 std::strerror(errno)));
+                                 std::strerror(why)));
   }
 }
 

@@ -7,6 +7,7 @@
 #include <iosfwd>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace remat {
 
@@ -30,10 +31,28 @@ std::string ReadFile(const std::string& path);
 
 // Writes through `write` into a temporary file beside `path` and renames it
 // into place, so an interrupted or failed write never leaves a truncated
-// file. "-" writes to stdout, and a path that is a device or pipe is
-// written in place. Throws InputError if the file cannot be written.
+// file. "-" writes to stdout. What is not a regular file (a device, a FIFO,
+// /dev/stdout or any link through /proc or /dev/fd) is written in place,
+// never renamed over; a symbolic link to a regular file is kept and the
+// file it names replaced. Throws InputError if the file cannot be written
+// (a file size limit gives EFBIG's reason when SIGXFSZ is ignored); no
+// temporary is left behind.
 void WriteFileAtomically(const std::string& path,
                          const std::function<void(std::ostream&)>& write);
+
+// Throws InputError "<what> <output> is one of the command's inputs (<input>);
+// it would be replaced" when `output` exists and is the same file as one of
+// `inputs` (files, or generator specs that name none).
+void RefuseOutputThatIsAnInput(const std::string& output,
+                               const std::string& what,
+                               const std::vector<std::string>& inputs);
+
+// Sends std::cout through a buffer on descriptor 1 that keeps the reason of
+// a failed write; FinishStdout() flushes and closes it and returns "" or
+// "stdout: write failed (<reason>)". main() calls both, so that output lost
+// to a full disk or a closed pipe is an error, not exit status 0.
+void CheckStdoutWrites();
+std::string FinishStdout();
 
 // Removes what WriteFileAtomically(path) left when its process was killed
 // while writing: "<path>.tmp.<pid>" files whose process is gone. Those of

@@ -322,10 +322,27 @@ def draw(graph, runs, order, include_static=False,
     return fig
 
 
+def file_stems(names):
+    """A file name stem for each graph name, none alike: the name with
+    runs of other characters as "_", and "-2", "-3", ... after a stem that
+    an earlier name took ("a/b" and "a_b" are two graphs, two files)."""
+    stems, taken = [], set()
+    for name in names:
+        base = re.sub(r"[^A-Za-z0-9._=-]+", "_", name).strip("_.") or "graph"
+        base = base[:200]
+        stem, copy = base, 2
+        while stem in taken:
+            stem, copy = f"{base}-{copy}", copy + 1
+        taken.add(stem)
+        stems.append(stem)
+    return stems
+
+
 def plot_graph(graph, runs, order, out_dir, include_static, formats,
-               max_overhead, max_curves=MAX_CURVES):
+               max_overhead, max_curves=MAX_CURVES, stem=None):
     fig = draw(graph, runs, order, include_static, max_overhead, max_curves)
-    stem = re.sub(r"[^A-Za-z0-9._=-]+", "_", graph["name"]).strip("_")
+    if stem is None:
+        stem = file_stems([graph["name"]])[0]
     paths = []
     for fmt in formats:
         path = os.path.join(out_dir, f"{stem}.{fmt}")
@@ -378,6 +395,10 @@ def main():
 
 def plot_all(results, args):
     graphs = results["graphs"]
+    # Stems over all the file's graphs, so that --graph draws each to the
+    # file it has in a full run.
+    stems = dict(zip((g["name"] for g in graphs),
+                     file_stems(g["name"] for g in graphs)))
     if args.graph:
         known = {g["name"] for g in graphs}
         missing = [g for g in args.graph if g not in known]
@@ -394,7 +415,8 @@ def plot_all(results, args):
     # separate processes; the paths are printed in the graphs' order.
     tasks = [(graph, [r for r in results["runs"] if r["graph"] == graph["name"]],
               order, args.out, args.include_static, args.formats.split(","),
-              args.max_overhead, args.max_curves) for graph in graphs]
+              args.max_overhead, args.max_curves, stems[graph["name"]])
+             for graph in graphs]
     jobs = min(args.jobs, len(tasks))
     if jobs <= 1:
         done = [plot_graph(*task) for task in tasks]

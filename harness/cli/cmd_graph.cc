@@ -103,6 +103,7 @@ void AddGraphCommand(CLI::App& app, int& exit_code) {
       ->required();
   auto convert_json = AddJsonFlag(convert);
   convert->callback([=, &exit_code] {
+    RefuseOutputThatIsAnInput(*out, "graph convert: -o", {*convert_spec});
     Graph g = LoadGraph(*convert_spec);
     // Check the format before creating any file.
     std::ostringstream text;

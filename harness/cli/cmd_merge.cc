@@ -21,6 +21,7 @@ void AddMergeCommand(CLI::App& app, int& exit_code) {
       ->required();
   auto as_json = AddJsonFlag(cmd);
   cmd->callback([=, &exit_code] {
+    RefuseOutputThatIsAnInput(*out, "merge: -o", *files);
     const Json results = MergeSweeps(*files, CommandLine());
     WriteFileAtomically(
         *out, [&](std::ostream& os) { os << DumpJson(results, 2) << "\n"; });

@@ -31,6 +31,8 @@ int64_t BudgetOf(const std::string& text, bool given) {
 }
 
 int RunSolve(const SolveOptions& o, bool as_json) {
+  RefuseOutputThatIsAnInput(o.schedule_out, "solve: --schedule-out",
+                            {o.graph});
   const AlgorithmInfo& info = FindAlgorithm(o.algorithm);
   Params params = Params::Parse(o.params, info.params, o.algorithm);
   Graph graph = LoadGraph(o.graph);

@@ -1,4 +1,6 @@
 // remat — the rematbench command line (docs/cli.md).
+#include <signal.h>
+
 #include <iostream>
 
 #include "harness/cli/commands.h"
@@ -6,12 +8,13 @@
 #include "harness/cli/usage.h"
 #include "harness/isolation.h"
 #include "model/errors.h"
+#include "model/file_io.h"
 #include "model/limits.h"
 #include "model/params.h"
 
-int main(int argc, char** argv) {
-  remat::ExitOnUncaughtOutOfMemory();
-  remat::InitIsolation(argc, argv);
+namespace {
+
+int Run(int argc, char** argv) {
   using namespace remat::cli;
   CLI::App app{
       "rematbench: rematerialization (gradient checkpointing) algorithms on "
@@ -64,4 +67,21 @@ int main(int argc, char** argv) {
     return kExitBadInput;
   }
   return exit_code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  remat::ExitOnUncaughtOutOfMemory();
+  remat::InitIsolation(argc, argv);
+  // Past a file size limit (ulimit -f) a write fails with EFBIG, which is
+  // reported in one line, instead of killing the process mid-write.
+  signal(SIGXFSZ, SIG_IGN);
+  remat::CheckStdoutWrites();
+  int status = Run(argc, argv);
+  if (const std::string error = remat::FinishStdout(); !error.empty()) {
+    std::cerr << "remat: " << error << "\n";
+    status = remat::cli::kExitBadInput;
+  }
+  return status;
 }

@@ -15,8 +15,82 @@ import datetime
 import json
 import os
 import socket
+import stat
 import sys
 import tempfile
+
+
+class OutputError(OSError):
+    """An output that cannot be written, in one line naming the path and
+    the reason: an output that is one of the run's inputs, a full disk, a
+    file size limit (EFBIG), a folder that cannot be made."""
+
+
+# What this run read (results.load notes each file) and the script whose
+# one-line errors end it with exit status 2 (results.load's `prog`).
+_inputs = []
+_prog = None
+
+
+def note_input(path, prog=None):
+    """Records `path` as one of this run's inputs: an output that is the
+    same file is refused, not replaced. `prog` names the script: an
+    OutputError then ends it with one line and exit status 2, as bad input
+    does."""
+    global _prog
+    _inputs.append(os.path.abspath(path))
+    if prog:
+        _prog = prog
+
+
+def _fail(message):
+    if _prog:
+        print(f"{_prog}: {message}", file=sys.stderr)
+        sys.exit(2)
+    raise OutputError(message)
+
+
+def _reason(error):
+    """strerror's reason, or the first line of the message."""
+    if isinstance(error, OSError) and error.strerror:
+        return error.strerror
+    return (str(error).splitlines() or [type(error).__name__])[0]
+
+
+def _target(path):
+    """(in_place, file): where a write to `path` goes. What is not a
+    regular file (a device, a FIFO, a socket) and anything reached through
+    /proc or /dev/fd (/dev/stdout) is written in place: a rename would
+    replace the device node or the link. A symbolic link to a regular file
+    is followed: the link stays and the file it names is replaced."""
+    p = path
+    for _ in range(40):
+        normal = os.path.normpath(os.path.abspath(p))
+        if normal.startswith(("/proc/", "/dev/fd/")):
+            return True, p
+        try:
+            st = os.lstat(p)
+        except FileNotFoundError:
+            return False, p
+        except OSError:
+            return True, p  # let open() say why
+        if stat.S_ISDIR(st.st_mode):
+            _fail(f"{path}: is a directory, not a file")
+        if not stat.S_ISLNK(st.st_mode):
+            return not stat.S_ISREG(st.st_mode), p
+        p = os.path.join(os.path.dirname(p), os.readlink(p))
+    _fail(f"{path}: cannot write (too many levels of symbolic links)")
+
+
+def _refuse_inputs(path):
+    for source in _inputs:
+        try:
+            same = os.path.samefile(path, source)
+        except OSError:
+            continue
+        if same:
+            _fail(f"{path}: is one of the inputs ({source}); it would be "
+                  "replaced")
 
 
 @contextlib.contextmanager
@@ -24,19 +98,53 @@ def replacing(path, binary=False):
     """A file opened for writing beside `path` (its folder is made if
     missing); when the block ends, the file is made readable by all
     (0644) and renamed over `path`. If the block raises, the file is
-    removed and `path` is left as it was."""
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp",
-                               prefix="." + os.path.basename(path) + ".")
+    removed and `path` is left as it was. What is not a regular file (a
+    device, a FIFO, /dev/stdout) is written in place, never renamed over;
+    an output that is one of the inputs noted by note_input is refused;
+    a failed write (a full disk, a file size limit) raises OutputError,
+    or ends a script with one line and exit status 2."""
+    path = os.fspath(path)
+    _refuse_inputs(path)
+    in_place, target = _target(path)
+    mode = "wb" if binary else "w"
+    text = {} if binary else {"encoding": "utf-8"}
+    if in_place:
+        try:
+            st = os.stat(target)
+            if st.st_ino == os.fstat(1).st_ino and \
+                    st.st_dev == os.fstat(1).st_dev:
+                sys.stdout.flush()
+                fd = os.dup(1)
+            else:
+                fd = os.open(target, os.O_WRONLY | os.O_CLOEXEC |
+                             (os.O_TRUNC if stat.S_ISREG(st.st_mode) else 0))
+        except OSError as e:
+            _fail(f"{path}: cannot write ({_reason(e)})")
+        try:
+            with os.fdopen(fd, mode, **text) as f:
+                yield f
+        except OSError as e:
+            _fail(f"{path}: write failed ({_reason(e)})")
+        return
+    folder = os.path.dirname(os.path.abspath(target))
     try:
-        with os.fdopen(fd, "wb" if binary else "w",
-                       **({} if binary else {"encoding": "utf-8"})) as f:
+        os.makedirs(folder, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp",
+                                   prefix="." + os.path.basename(target) + ".")
+    except OSError as e:
+        _fail(f"{path}: cannot write ({_reason(e)})")
+    try:
+        with os.fdopen(fd, mode, **text) as f:
             yield f
         os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        os.unlink(tmp)
+        os.replace(tmp, target)
+    except BaseException as e:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        if isinstance(e, OSError) and not isinstance(e, OutputError):
+            _fail(f"{path}: write failed ({_reason(e)})")
         raise
 
 

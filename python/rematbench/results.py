@@ -11,6 +11,8 @@ import json
 import os
 import sys
 
+from rematbench import files
+
 
 def bad_input(prog, message):
     print(f"{prog}: {message}", file=sys.stderr)
@@ -18,7 +20,9 @@ def bad_input(prog, message):
 
 
 def load(prog, path):
-    """The results document at `path`, or exit 2 with one line."""
+    """The results document at `path`, or exit 2 with one line. The file
+    is noted as an input (files.note_input): no output may replace it."""
+    files.note_input(path, prog)
     if not os.path.isfile(path):  # a FIFO would block, a folder is no file
         bad_input(prog, f"{path}: " + ("not a regular file"
                                        if os.path.exists(path)

@@ -409,5 +409,132 @@ class Errors(unittest.TestCase):
             rb.sweep(["chain:n=4"], ["noremat"], budgets=0)
 
 
+class OutputRule(unittest.TestCase):
+    """rematbench.files, which every script and bench writes through: what
+    is not a regular file is written in place, never renamed over; an
+    output that is one of the inputs is refused; a failed write is one
+    line and leaves no temporary. Devices are made with mknod in a
+    temporary folder, never the machine's own."""
+
+    def setUp(self):
+        from rematbench import files
+        self.files = files
+        self.dir = tempfile.mkdtemp(dir=TMP, prefix="output_rule.")
+
+    def temporaries(self):
+        return [n for n in os.listdir(self.dir) if ".tmp" in n]
+
+    def run_python(self, code, limit=None):
+        import resource
+
+        def limited():
+            if limit:
+                resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+        return subprocess.run([sys.executable, "-c", code], cwd=self.dir,
+                              capture_output=True, text=True,
+                              preexec_fn=limited, timeout=60)
+
+    def test_devices_and_fifos_are_written_in_place(self):
+        import stat
+        null, full = (os.path.join(self.dir, n) for n in ("null", "full"))
+        try:
+            os.mknod(null, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+            os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+        except PermissionError:
+            self.skipTest("mknod is not allowed here")
+        self.files.write_json(null, {"a": 1})
+        self.assertTrue(stat.S_ISCHR(os.lstat(null).st_mode))
+        with self.assertRaises(self.files.OutputError) as e:
+            self.files.write_text(full, "x" * 100000)
+        self.assertEqual(str(e.exception),
+                         f"{full}: write failed (No space left on device)")
+        self.assertTrue(stat.S_ISCHR(os.lstat(full).st_mode))
+        fifo = os.path.join(self.dir, "fifo")
+        os.mkfifo(fifo)
+        got = []
+        reader = threading.Thread(
+            target=lambda: got.append(open(fifo, "rb").read()))
+        reader.start()
+        self.files.write_text(fifo, "through the fifo\n")
+        reader.join(10)
+        self.assertEqual(got, [b"through the fifo\n"])
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+        self.assertEqual(self.temporaries(), [])
+
+    def test_links_to_stdout_stay_and_links_to_files_are_followed(self):
+        link = os.path.join(self.dir, "stdout")
+        os.symlink("/proc/self/fd/1", link)
+        out = os.path.join(self.dir, "out.txt")
+        with open(out, "w") as f:
+            r = subprocess.run(
+                [sys.executable, "-c",
+                 "import sys; print('before', flush=True); "
+                 "from rematbench import files; "
+                 f"files.write_text({link!r}, 'document\\n'); print('after')"],
+                stdout=f, stderr=subprocess.PIPE, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(os.readlink(link), "/proc/self/fd/1")
+        with open(out) as f:
+            self.assertEqual(f.read(), "before\ndocument\nafter\n")
+        target = write("target.txt", "old")
+        to_target = os.path.join(self.dir, "to_target")
+        os.symlink(target, to_target)
+        self.files.write_text(to_target, "new")
+        self.assertTrue(os.path.islink(to_target))
+        with open(target) as f:
+            self.assertEqual(f.read(), "new")
+        self.assertEqual(self.temporaries(), [])
+
+    def test_an_output_that_is_an_input_is_refused(self):
+        results = os.path.join(self.dir, "r.json")
+        cli("sweep", "--graphs", "chain:n=6", "--algorithms", "noremat",
+            "--budgets", "2", "--threads", "1", "-o", results, ok=(0,))
+        with open(results) as f:
+            before = f.read()
+        link = os.path.join(self.dir, "link.json")
+        os.symlink(results, link)
+        for out in (results, link):
+            r = self.run_python(
+                "from rematbench import files, results; "
+                f"doc = results.load('script', {results!r}); "
+                f"files.write_json({out!r}, {{}})")
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertEqual(
+                r.stderr, f"script: {out}: is one of the inputs "
+                f"({results}); it would be replaced\n")
+            with open(results) as f:
+                self.assertEqual(f.read(), before)
+        self.assertEqual(self.temporaries(), [])
+
+    def test_a_file_size_limit_is_one_line_and_leaves_no_temporary(self):
+        results = os.path.join(self.dir, "r.json")
+        cli("sweep", "--graphs", "chain:n=6", "--algorithms", "noremat",
+            "--budgets", "2", "--threads", "1", "-o", results, ok=(0,))
+        r = self.run_python(
+            "from rematbench import files, results; "
+            f"results.load('script', {results!r}); "
+            "files.write_text('big.txt', 'x' * 100000)", limit=4096)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.stderr,
+                         "script: big.txt: write failed (File too large)\n")
+        self.assertFalse(os.path.exists(os.path.join(self.dir, "big.txt")))
+        self.assertEqual(self.temporaries(), [])
+
+    def test_plot_file_names_never_collide_between_graphs(self):
+        import importlib.util
+        spec = importlib.util.spec_from_file_location(
+            "plot_tradeoff", os.path.join(SOURCE, "scripts", "plot_tradeoff.py"))
+        try:
+            plot = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(plot)
+        except ImportError as e:
+            self.skipTest(f"plot_tradeoff needs {e.name}")
+        names = ["a/b", "a_b", "a b", "a_b-2", "chain:n=6", "///"]
+        stems = plot.file_stems(names)
+        self.assertEqual(len(set(stems)), len(names), stems)
+        self.assertEqual(stems[0], "a_b")
+        self.assertEqual(stems[4], "chain_n=6")
+
+
 if __name__ == "__main__":
     unittest.main()
