@@ -31,10 +31,12 @@ class Cli : public ::testing::Test {
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
   // Runs `remat <args>` through the shell (so `args` may quote), killed
-  // after 60 s so that a hang fails the test instead of blocking it.
-  Outcome Remat(const std::string& args) {
+  // after 60 s so that a hang fails the test instead of blocking it;
+  // `wrapper` (a command that runs the rest, e.g. setpriv) goes before it.
+  Outcome Remat(const std::string& args, const std::string& wrapper = "") {
     const std::string err_file = (dir_ / "stderr.txt").string();
-    const std::string command = "timeout -s KILL 60 " +
+    const std::string command = "timeout -s KILL 60 " + wrapper +
+                                (wrapper.empty() ? "" : " ") +
                                 std::string(REMAT_BINARY) + " " + args + " 2>" +
                                 err_file;
     Outcome run;

@@ -365,7 +365,7 @@ TEST(MoccasinSolvers, CpSatWithoutOrtoolsSaysWhy) {
 // is above the budget, that minimum is the proof that none fits, and the
 // answer names it.
 TEST(MoccasinSolvers, CpSatLowersThePeakWhereNoWarmStartFits) {
-  if (!FindCpSat()) GTEST_SKIP() << "this build has no ortools";
+  if (!FindCpSat()) REMAT_SKIP_UNLESS_CI("this build has no ortools");
   // 32632 bytes: the least peak of the class on this graph (below it, the
   // answer is infeasible); moccasin's greedy walk does not fit there, and
   // the only warm start asked for, noremat, fits at 44589 bytes.
@@ -405,7 +405,7 @@ TEST(MoccasinSolvers, CpSatPastItsLimitLeavesTheWarmStart) {
     const ScopedEnv sleeping("REMAT_CPSAT_SCRIPT", script.c_str());
     r = Solve("moccasin", g, budget, {"solver=cpsat"}, 1);
   }
-  if (!FindCpSat()) GTEST_SKIP() << "this build has no ortools";
+  if (!FindCpSat()) REMAT_SKIP_UNLESS_CI("this build has no ortools");
   EXPECT_EQ(r.status, Status::kTimeout) << r.message;
   ASSERT_TRUE(r.has_schedule) << r.message;
   EXPECT_TRUE(r.valid);
@@ -418,7 +418,7 @@ TEST(MoccasinSolvers, CpSatPastItsLimitLeavesTheWarmStart) {
 // Without a time limit CP-SAT runs to its end (its child was once killed at
 // once: the unbounded deadline's seconds overflowed the kill time).
 TEST(MoccasinSolvers, CpSatWithoutATimeLimitAnswers) {
-  if (!FindCpSat()) GTEST_SKIP() << "this build has no ortools";
+  if (!FindCpSat()) REMAT_SKIP_UNLESS_CI("this build has no ortools");
   const Graph g = LoadGraph("chain:n=5");
   const SolveResult r =
       Solve("moccasin", g, 5, {"solver=cpsat"}, /*timeout_seconds=*/0);
@@ -441,7 +441,7 @@ TEST(MoccasinSolvers, AutoIsCpSatWhereOrtoolsIsFound) {
   ASSERT_EQ(without.status, Status::kFeasible) << without.message;
   EXPECT_EQ(without.message.find("CP-SAT"), std::string::npos)
       << without.message;
-  if (!FindCpSat()) GTEST_SKIP() << "this build has no ortools";
+  if (!FindCpSat()) REMAT_SKIP_UNLESS_CI("this build has no ortools");
   ASSERT_EQ(with.status, Status::kFeasible) << with.message;
   EXPECT_NE(with.message.find("CP-SAT"), std::string::npos) << with.message;
   EXPECT_TRUE(with.optimal && without.optimal);

@@ -127,7 +127,9 @@ std::string CheckmateGraphPath(const std::string& file) {
 TEST(ReachSearch, FitsSeventyPercentOfCheckmates250NodeGraph) {
   const std::string path = CheckmateGraphPath(
       "random_layered_n250_w0.43_nlv0.75_ed0.2_scd0.14.json");
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not found";
+  if (!std::filesystem::exists(path)) {
+    REMAT_SKIP_UNLESS_CI(path << " not found");
+  }
   const Graph graph = LoadGraph(path);
   const int64_t budget =
       static_cast<int64_t>(std::ceil(0.7 * NoRematPeak(graph)));
@@ -142,7 +144,9 @@ TEST(ReachSearch, FitsSeventyPercentOfCheckmates250NodeGraph) {
 TEST(ReachSearch, FitsSeventyPercentOfCheckmates1000NodeGraph) {
   const std::string path = CheckmateGraphPath(
       "random_layered_n1000_w0.31_nlv0.75_ed0.2_scd0.14.json");
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " not found";
+  if (!std::filesystem::exists(path)) {
+    REMAT_SKIP_UNLESS_CI(path << " not found");
+  }
   const Graph graph = LoadGraph(path);
   const auto budget = static_cast<int64_t>(0.7 * NoRematPeak(graph));
   const SolveResult r = testing::Solve("reach_search", graph, budget,

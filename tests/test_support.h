@@ -2,6 +2,9 @@
 // fixture graphs every registered algorithm is run on.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -16,6 +19,28 @@
 namespace remat::testing {
 
 inline std::string SourceDir() { return REMAT_SOURCE_DIR; }
+
+// Whether this run is CI's (CI=true), which must run every test: there a
+// test that lacks what it needs fails instead of skipping.
+inline bool UnderCi() {
+  const char* ci = std::getenv("CI");
+  return ci != nullptr && std::string(ci) == "true";
+}
+
+}  // namespace remat::testing
+
+// Ends the test where it lacks what it needs (a data folder, an optional
+// solver): skipped, with `why` (which may stream: `path << " not found"`),
+// except under CI=true, where it fails.
+#define REMAT_SKIP_UNLESS_CI(why)                        \
+  do {                                                   \
+    if (::remat::testing::UnderCi())                     \
+      GTEST_FAIL() << "CI=true and " << why;             \
+    else                                                 \
+      GTEST_SKIP() << why << " (a failure under CI=true)"; \
+  } while (0)
+
+namespace remat::testing {
 
 // Runs the registered `algorithm` through the runner, as a sweep does, with
 // `params` at `budget`, and judges its answer. The time limit makes a test
