@@ -4,7 +4,9 @@ network with batch norm (buffers broadcast from rank 0) and dropout, on
 different batches per rank, beside plain DDP from the same weights and
 generator states; after each of 3 steps, one of them under no_sync()
 (gradient accumulation), every rank's gradients, losses, buffers and
-parameters equal plain DDP's bit for bit. FSDP (fully_shard) and
+parameters equal plain DDP's bit for bit, whether the gradients were
+reduced inside the program as it finished them (step 1) or after it
+(step 3, onto accumulated gradients). FSDP (fully_shard) and
 DataParallel are refused in one line.
 """
 
@@ -53,9 +55,17 @@ def worker(rank, world, port, out_dir):
     g = torch.Generator().manual_seed(100 + rank)
     batches = [(torch.randn(4, 3, 16, 16, generator=g),
                 torch.randint(5, (4,), generator=g)) for _ in range(3)]
+    # Count the gradients the program reduces as it finishes them.
+    from rematbench.torch import distributed
+    started = []
+    start = distributed.GradientReducer.start
+    distributed.GradientReducer.start = \
+        lambda self, g: started.append(g.numel()) or start(self, g)
+    # Each rank plans with other algorithms: their programs finish the
+    # gradients in other orders, and must still reduce them in one.
     train_step = rt.remat(planned, loss_fn, budget=0.8, timeout=3,
-                          algorithms=["twremat", "chen_greedy", "dtr",
-                                      "checkpoint_last"])
+                          algorithms=[["twremat", "checkpoint_last"],
+                                      ["dtr", "chen_greedy"]][rank])
     opts = [torch.optim.SGD(m.parameters(), lr=0.1)
             for m in (plain, planned)]
     same, losses = [], []
@@ -81,6 +91,7 @@ def worker(rank, world, port, out_dir):
         same.append(bool(torch.equal(la, lb)) and
                     all(torch.equal(a, b) for a, b in zip(ga, gb)) and
                     all(torch.equal(a, b) for a, b in zip(ba, bb)))
+    ((plan,),) = train_step.plans.values()
     params_equal = all(torch.equal(a, b) for a, b in
                        zip(plain.parameters(), planned.parameters()))
     # The gradients were averaged: the ranks' parameters agree.
@@ -97,7 +108,9 @@ def worker(rank, world, port, out_dir):
     except rb.Error as e:
         fsdp = str(e)
     with open(os.path.join(out_dir, f"rank{rank}.json"), "w") as f:
-        json.dump({"same": same, "losses": losses,
+        json.dump({"same": same, "losses": losses, "started": started,
+                   "algorithm": plan.algorithm,
+                   "parameters": sum(1 for _ in net.parameters()),
                    "params_equal": params_equal,
                    "ranks_agree": ranks_agree, "fsdp": fsdp}, f)
     dist.destroy_process_group()
@@ -127,8 +140,12 @@ def test_ddp_gradients_equal_plain_ddp():
     for r in results:
         assert r["same"] == [True, True, True], r
         assert r["params_equal"] and r["ranks_agree"], r
+        # Step 1 (no gradient held before it) reduced every gradient inside
+        # the program; step 3 (after accumulating) after it.
+        assert len(r["started"]) == r["parameters"], r
         assert r["fsdp"].startswith("plan: ") and "(FSDP) is not " \
             "supported" in r["fsdp"] and "\n" not in r["fsdp"], r["fsdp"]
+    assert results[0]["algorithm"] != results[1]["algorithm"]
     # The ranks trained on different batches: their losses differ.
     assert results[0]["losses"][0][0] != results[1]["losses"][0][0]
 

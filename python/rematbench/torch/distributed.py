@@ -20,11 +20,14 @@ class DataParallelSync:
     replaces each trained parameter's .grad by the mean over the ranks: the
     reducer multiplies each gradient by 1 / world size as it copies it into
     its bucket, then sums the buckets over the ranks; here all the
-    gradients travel in one flat buffer. (With two ranks the sum of two
-    values is the same in any order, so the gradients are plain DDP's bit
-    for bit; with more, the ranks' order of summation may differ from the
-    reducer's.) The all-reduce starts after the backward: it does not
-    overlap it."""
+    gradients travel in one flat buffer, or, where the program reduces them
+    itself (in_program), each once the program has finished it and those
+    before it in reverse parameter order (every rank the same order,
+    whatever its schedule), overlapping the rest of the backward as DDP's
+    buckets do. (With two
+    ranks the sum of two values is the same in any order, so the gradients
+    are plain DDP's bit for bit; with more, the ranks' order of summation
+    may differ from the reducer's.)"""
 
     def __init__(self, ddp):
         self.ddp = ddp
@@ -38,12 +41,21 @@ class DataParallelSync:
                 for b in ddp.module.buffers():
                     dist.broadcast(b, 0, group=self.group)
 
-    def after_step(self, params):
+    def in_program(self, params):
+        """The GradientReducer a program runs this step, or None: only
+        where the gradients are synchronized and nothing accumulates into
+        .grad (an accumulated gradient is reduced after the sum)."""
+        if self.ddp.require_backward_grad_sync and all(
+                p.grad is None for p in params):
+            return GradientReducer(self.group)
+        return None
+
+    def after_step(self, params, reduced=False):
         # As DDP's forward leaves it: the next forward syncs the buffers
         # only after a step that synchronized the gradients.
         ddp = self.ddp
         ddp.require_forward_param_sync = ddp.require_backward_grad_sync
-        if not ddp.require_backward_grad_sync:
+        if not ddp.require_backward_grad_sync or reduced:
             return  # no_sync(): gradients accumulate locally
         grads = [p.grad for p in params if p.grad is not None]
         if not grads:
@@ -56,6 +68,24 @@ class DataParallelSync:
             for g in grads:
                 g.copy_(flat[at:at + g.numel()].view_as(g))
                 at += g.numel()
+
+
+class GradientReducer:
+    """The reducer a program calls (fx_program.build's `reduce`): each
+    finished gradient multiplied by 1 / world size and summed over the
+    ranks in place, asynchronously; finish() waits for them all."""
+
+    def __init__(self, group):
+        self.group = group
+        self.scale = 1.0 / dist.get_world_size(group)
+
+    def start(self, gradient):
+        gradient.mul_(self.scale)
+        return dist.all_reduce(gradient, group=self.group, async_op=True)
+
+    def finish(self, works):
+        for w in works:
+            w.wait()
 
 
 def unwrap(model):

@@ -24,14 +24,15 @@ from rematbench.torch.lowering import Compute, Ref, lower
 
 class BuiltProgram:
     """`module` (a GraphModule: inputs as the traced step's placeholders,
-    then the recorded generator states if `recorded`; returns (loss,
+    then the recorded generator states if `recorded`, then the reducer if
+    `reduce`; returns (loss,
     *grads); each node's meta["remat_event"] is the index in `events` of
     the computation that made it, meta["remat_segment"] its segment),
     `op_counts` (ATen op -> how many calls the body makes) and `events`."""
 
-    def __init__(self, module, op_counts, events, recorded):
+    def __init__(self, module, op_counts, events, recorded, reduce=False):
         self.module, self.op_counts, self.events = module, op_counts, events
-        self.recorded = recorded
+        self.recorded, self.reduce = recorded, reduce
         self._compiled = None
         self.compiled_op_counts = None
 
@@ -76,10 +77,24 @@ def _op_name(n):
         if isinstance(t, torch._ops.OpOverload) else None
 
 
-def build(partition, events, recorded=False, anchoring=None):
+def start_reduce(reducer, gradient):
+    """Starts reducing a gradient the program has finished (a call in the
+    program: its reducer is an input)."""
+    return reducer.start(gradient)
+
+
+def finish_reduce(reducer, works):
+    reducer.finish(works)
+
+
+def build(partition, events, recorded=False, anchoring=None, reduce=False):
     """The BuiltProgram of `events` ((kind, node, line) tuples) on
-    `partition`; `recorded` and `anchoring` as lowering.lower takes
-    them."""
+    `partition`; `recorded` and `anchoring` as lowering.lower takes them.
+    With `reduce`, the program takes a reducer as its last input
+    (distributed.GradientReducer) and starts reducing each parameter's
+    gradient as soon as the schedule's last computation of it has run, so
+    that the communication overlaps the rest of the backward; it waits for
+    them all before it returns."""
     p = partition
     lowered = lower(p, events, "schedule", recorded, anchoring)
     fx, index = p.fx, p.index
@@ -89,6 +104,23 @@ def build(partition, events, recorded=False, anchoring=None):
         cur[index[n]] = g.placeholder(n.name)
     if recorded:
         cur[lowered.states_input] = g.placeholder("rng_states")
+    reducer = g.placeholder("reducer") if reduce else None
+    # Every rank must start the same reductions in the same order, whatever
+    # its schedule: in reverse parameter order (the order of DDP's
+    # buckets, about the order the backward finishes them), each once it
+    # and every gradient before it in that order are final (after their
+    # nodes' last computations). A gradient another op reads, and those
+    # after it, are reduced at the end.
+    last = {st.node: st.event for st in lowered.steps
+            if isinstance(st, Compute)}
+    final_at, ready = collections.defaultdict(list), -1
+    for s in reversed(list(dict.fromkeys(lowered.outputs[1:]))
+                      if reduce else []):
+        readers = [u for u in fx[s].users if u.op != "output"]
+        ready = None if readers or ready is None else \
+            max(ready, last[p.owner[s]])
+        final_at[ready].append(s)
+    works = []
 
     def value(ref):
         i = ref.slot
@@ -133,10 +165,20 @@ def build(partition, events, recorded=False, anchoring=None):
             continue
         for c in step.calls:
             emit(c)
+        for s in final_at.get(step.event, ()):
+            works.append(g.call_function(start_reduce,
+                                         (reducer, value(Ref(s)))))
+            firsts.add(works[-1])
         for n in g.nodes:
             if "remat_segment" not in n.meta:
                 n.meta["remat_segment"] = step.segment
                 n.meta["remat_event"] = step.event
+    if reduce:
+        for s in final_at.get(None, ()):
+            works.append(g.call_function(start_reduce,
+                                         (reducer, value(Ref(s)))))
+            firsts.add(works[-1])
+        firsts.add(g.call_function(finish_reduce, (reducer, tuple(works))))
     g.output(tuple(value(Ref(s)) for s in lowered.outputs))
     # Recomputations no later op reads go; a first execution that writes
     # buffers (running statistics) or draws random numbers stays, read or
@@ -147,7 +189,7 @@ def build(partition, events, recorded=False, anchoring=None):
     module = torch.fx.GraphModule(p.traced.module, g)
     counts = collections.Counter(
         name for name in map(_op_name, g.nodes) if name is not None)
-    return BuiltProgram(module, counts, events, recorded)
+    return BuiltProgram(module, counts, events, recorded, reduce)
 
 
 def _copy_meta(new, n):

@@ -127,7 +127,7 @@ class Plan:
         self.solutions, self.anchorings = found.solutions, found.anchorings
         self.noremat_peak_bytes = search.noremat_peak_bytes
         self.trace_seconds = self.traced.trace_seconds
-        self._built = {}  # (algorithm, recorded) -> BuiltProgram
+        self._built = {}  # (algorithm, recorded, reduce) -> BuiltProgram
         self._parameters = _parameter_key(model)
         self._grad_seed = None
         self.compiled = False
@@ -236,22 +236,24 @@ class Plan:
                     f"{tuple(b.shape)} on {b.device} (plan again for other "
                     "shapes)")
 
-    def program(self, algorithm=None, anchoring=None):
+    def program(self, algorithm=None, anchoring=None, reduce=False):
         """The schedule of `algorithm` (default: the plan's) compiled into
         a program (fx_program.BuiltProgram: an FX GraphModule of the
         schedule's ops in order), built once; with `anchoring`, built
-        with that one instead of the plan's, and not kept."""
+        with that one instead of the plan's, and not kept; with `reduce`,
+        reducing its gradients over the ranks as it finishes them
+        (fx_program.build)."""
         algorithm = algorithm or self.algorithm
         events = as_events(self.solutions[algorithm].schedule)
         recorded = not self.partition.random_in_eager_order(events)
         if anchoring is not None:
             return fx_program.build(self.partition, events, recorded,
                                     anchoring)
-        key = (algorithm, recorded)
+        key = (algorithm, recorded, reduce)
         if key not in self._built:
             self._built[key] = fx_program.build(
                 self.partition, events, recorded,
-                self.anchorings.get(algorithm))
+                self.anchorings.get(algorithm), reduce)
         return self._built[key]
 
     def free_programs(self):
@@ -334,11 +336,15 @@ class Plan:
             flat.append([states[i] for i in sorted(self.partition.random)])
         return flat
 
-    def run_program(self, inputs, built=None):
+    def run_program(self, inputs, built=None, reducer=None):
         """(gradients, loss) of the plan's program (or `built`) on one
-        batch, eagerly or compiled as the plan runs it; .grad untouched."""
+        batch, eagerly or compiled as the plan runs it; .grad untouched.
+        `reducer`: the program's reducer input, for one built to reduce
+        its gradients."""
         built = built or self.program()
         flat = self.program_inputs(inputs, built)
+        if built.reduce:
+            flat.append(reducer)
         out = built.compiled(flat)(*flat) if self.compiled else built(*flat)
         return out[1:], out[0]
 
@@ -351,17 +357,21 @@ class Plan:
         as DDP does), updates batch-norm statistics once, and returns the
         loss (detached)."""
         inputs = self.batch_tensors(args, kwargs)
+        params, reducer = self.traced.grad_params, None
         if self.sync is not None:
             self.sync.before_step()
-        grads, loss = self.run_program(inputs)
+            if not self.compiled:
+                reducer = self.sync.in_program(params)
+        built = self.program(reduce=reducer is not None)
+        grads, loss = self.run_program(inputs, built, reducer)
         with torch.no_grad():
-            for p, g in zip(self.traced.grad_params, grads):
+            for p, g in zip(params, grads):
                 if p.grad is None:
                     p.grad = g.detach()
                 else:
                     p.grad += g
         if self.sync is not None:
-            self.sync.after_step(self.traced.grad_params)
+            self.sync.after_step(params, reduced=reducer is not None)
         return loss.detach()
 
     def replay(self, repeats=3, warmup=1):
