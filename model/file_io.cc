@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -40,6 +41,16 @@ void RequireRegularFile(const std::string& path) {
         : S_ISBLK(st.st_mode)  ? "block device"
         : S_ISSOCK(st.st_mode) ? "socket"
                                : "special file"));
+  }
+  // A file of /proc or /sys says it is empty (size 0) and its contents
+  // change as it is read: no input to measure, read whole or trust.
+  struct statfs fs;
+  constexpr long kProcMagic = 0x9fa0, kSysfsMagic = 0x62656572;
+  if (statfs(path.c_str(), &fs) == 0 &&
+      (fs.f_type == kProcMagic || fs.f_type == kSysfsMagic)) {
+    throw InputError(fmt::format(
+        "{}: not a regular file (a file of {}); copy it to a file first",
+        path, fs.f_type == kProcMagic ? "/proc" : "/sys"));
   }
 }
 

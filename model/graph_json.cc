@@ -154,7 +154,11 @@ Graph ParseGraphJson(std::string_view text, const std::string& source) {
   }
 
   GraphBuilder builder(source);
-  if (auto name = doc.find("name"); name != doc.end() && name->is_string()) {
+  if (auto name = doc.find("name"); name != doc.end() && !name->is_null()) {
+    if (!name->is_string()) {
+      throw InputError(fmt::format("{}: \"name\" must be a string, not {}",
+                                   source, DescribeJson(*name)));
+    }
     builder.set_name(name->get<std::string>());
   }
   if (auto bytes = doc.find("static_bytes");
@@ -168,12 +172,24 @@ Graph ParseGraphJson(std::string_view text, const std::string& source) {
     // Outside the try: the builder's own error names the source already.
     builder.set_static_bytes(static_bytes);
   }
-  if (auto units = doc.find("units");
-      units != doc.end() && units->is_object()) {
+  if (auto units = doc.find("units"); units != doc.end() && !units->is_null()) {
+    // A unit of the wrong type is refused, never replaced by the default:
+    // figures in FLOPs read as abstract units would be wrong silently.
+    if (!units->is_object()) {
+      throw InputError(fmt::format(
+          "{}: \"units\" must be an object such as {{\"memory\": "
+          "\"bytes\", \"cost\": \"flop\"}}, not {}",
+          source, DescribeJson(*units)));
+    }
     auto unit = [&](const char* key, const char* otherwise) {
       auto it = units->find(key);
-      return it != units->end() && it->is_string() ? it->get<std::string>()
-                                                   : std::string(otherwise);
+      if (it == units->end() || it->is_null()) return std::string(otherwise);
+      if (!it->is_string()) {
+        throw InputError(fmt::format("{}: \"units\".\"{}\" must be a string, "
+                                     "not {}",
+                                     source, key, DescribeJson(*it)));
+      }
+      return it->get<std::string>();
     };
     builder.set_units(unit("memory", "bytes"), unit("cost", "abstract"));
   }

@@ -26,12 +26,13 @@ size_t FindExcessNesting(std::string_view text, int max_depth = kMaxJsonDepth);
 
 // Parses JSON text; `source` names it in errors. Throws InputError
 // "<source>:<line>: not valid JSON: <why>" on a syntax error, a number
-// beyond double's range or nesting deeper than kMaxJsonDepth.
+// beyond double's range, nesting deeper than kMaxJsonDepth, a NUL byte
+// (nlohmann's parser would stop there and ignore what follows) or a key
+// that one object has twice.
 nlohmann::json ParseJson(std::string_view text, const std::string& source);
 
 // Parses one line (of a journal, say) without throwing: a discarded value
-// (is_discarded()) if it is not valid JSON or nests deeper than
-// kMaxJsonDepth.
+// (is_discarded()) if it is not valid JSON as ParseJson reads it.
 nlohmann::json ParseJsonLine(std::string_view text);
 
 // The JSON text of `value` (nlohmann::json or ordered_json; `indent` as

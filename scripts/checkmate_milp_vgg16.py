@@ -22,6 +22,7 @@ import subprocess
 import sys
 
 import rematbench
+import rematbench.results
 from rematbench import client
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -32,7 +33,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--remat", default="build/remat")
     ap.add_argument("--out", default="results/checkmate_milp_vgg16.json")
-    ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--timeout", type=rematbench.results.positive, default=600)
     ap.add_argument("--algorithms", default=(
         "checkmate_milp,moccasin:solver=cbc,moccasin:solver=gecode,moccasin"))
     # default=None, not ["threads=2"]: argparse appends to a list default,

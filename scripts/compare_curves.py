@@ -44,7 +44,7 @@ def main():
                         metavar="ALGORITHM",
                         help="fail (exit 1) if this algorithm got worse "
                         "(repeatable; 'all' for every algorithm)")
-    parser.add_argument("--tolerance", type=float, default=0.01,
+    parser.add_argument("--tolerance", type=rematbench.results.nonnegative, default=0.01,
                         help="relative slack before a change counts as worse "
                         "(default 0.01)")
     parser.add_argument("--json", action="store_true", help="print JSON")

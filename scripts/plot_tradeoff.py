@@ -361,7 +361,8 @@ def main():
     parser.add_argument("--out", default="plots", help="output directory")
     parser.add_argument("--include-static", action="store_true",
                         help="add the graph's static bytes to the x axis")
-    parser.add_argument("--max-overhead", type=float,
+    parser.add_argument("--max-overhead",
+                        type=rematbench.results.nonnegative,
                         default=DEFAULT_MAX_OVERHEAD,
                         help="top of the overhead axis; points above it are "
                         "drawn as arrows on the top edge (0: no clipping; "

@@ -59,7 +59,7 @@ def parse_args(argv):
                    "sweep --algorithms all` on them first, writing RESULTS")
     p.add_argument("--budgets", type=int, default=4,
                    help="budgets per graph for --sweep (default 4)")
-    p.add_argument("--timeout", type=float, default=30,
+    p.add_argument("--timeout", type=rematbench.results.positive, default=30,
                    help="seconds per solve for --sweep and re-solves")
     p.add_argument("--remat", default="build/remat",
                    help="the remat binary (default build/remat)")
@@ -74,7 +74,7 @@ def parse_args(argv):
     p.add_argument("--warmup", type=int, default=0,
                    help="untimed pairs before timing (the memory-measuring "
                    "replay that comes first already warms the kernels)")
-    p.add_argument("--time-limit", type=float, default=None,
+    p.add_argument("--time-limit", type=rematbench.results.positive, default=None,
                    help="seconds of timed replays per schedule: fewer "
                    "pairs (at least one) for schedules whose replay is "
                    "long (each point records the pairs it got)")

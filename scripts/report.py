@@ -677,7 +677,8 @@ def main():
                         "worse, and its curves dashed")
     parser.add_argument("-o", "--out", required=True, metavar="report.html",
                         help="the HTML file to write")
-    parser.add_argument("--max-overhead", type=float,
+    parser.add_argument("--max-overhead",
+                        type=rematbench.results.nonnegative,
                         default=DEFAULT_MAX_OVERHEAD,
                         help="top of the initial y range (zoom out for "
                         f"more; 0: everything; default {DEFAULT_MAX_OVERHEAD:g})")

@@ -24,7 +24,7 @@ import os
 import sys
 import time
 
-from rematbench import client, files
+from rematbench import client, files, results
 from reproductions import PAPERS  # the package scripts/reproductions/
 from reproductions.common import ROOT
 
@@ -43,7 +43,7 @@ def main():
     ap.add_argument("--shared", default=os.path.join(os.path.dirname(ROOT), "shared"))
     ap.add_argument("--quick", action="store_true", help="small graphs only (tests)")
     ap.add_argument("--jobs", type=int, default=2, help="solves run at once")
-    ap.add_argument("--milp-seconds", type=float, default=None,
+    ap.add_argument("--milp-seconds", type=results.nonnegative, default=None,
                     help="time limit per checkmate_milp solve in the Checkmate "
                          "reproduction (default 30, 5 with --quick; 0: not run)")
     args = ap.parse_args()

@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 
-from rematbench import files
+from rematbench import files, results
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -113,7 +113,7 @@ def main():
                                                         "remat"))
     parser.add_argument("--trials", type=int, default=10)
     parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--latest", type=float, default=1.0,
+    parser.add_argument("--latest", type=results.positive, default=1.0,
                         help="latest kill, as a fraction of the reference "
                         "run's time")
     parser.add_argument("--out", help="JSON report (default: stdout)")

@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from rematbench import files
+from rematbench import files, results
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -130,7 +130,7 @@ def main():
         ROOT, "graphs", "corpus", "default.json"))
     parser.add_argument("--algorithms", default="all")
     parser.add_argument("--budgets", type=int, default=8)
-    parser.add_argument("--timeout", type=float, default=10)
+    parser.add_argument("--timeout", type=results.positive, default=10)
     parser.add_argument("--tasks", type=int, default=10000)
     parser.add_argument("--ranks", type=int, default=8)
     parser.add_argument("--skip-corpus", action="store_true")

@@ -536,5 +536,42 @@ class OutputRule(unittest.TestCase):
         self.assertEqual(stems[4], "chain_n=6")
 
 
+class StrictScripts(unittest.TestCase):
+    """The results scripts' readers and options: a key twice in one
+    object of a results file and numbers that are not finite are refused
+    with exit status 2, as the CLI refuses them."""
+
+    def script(self, name, *args):
+        return subprocess.run(
+            [sys.executable, os.path.join(SOURCE, "scripts", name), *args],
+            capture_output=True, text=True, timeout=120)
+
+    def test_a_key_twice_in_a_results_file_is_refused(self):
+        results = os.path.join(TMP, "strict_r.json")
+        cli("sweep", "--graphs", "chain:n=6", "--algorithms", "noremat",
+            "--budgets", "2", "--threads", "1", "-o", results, ok=(0,))
+        with open(results) as f:
+            text = f.read()
+        twice = write("twice.json", text.replace(
+            '"format": "rematbench-results"',
+            '"format": "rematbench-results", "format": "other"', 1))
+        r = self.script("same_figures.py", twice, results)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("the key 'format' twice in one object", r.stderr)
+        self.assertEqual(r.stderr.count("\n"), 1, r.stderr)
+
+    def test_numeric_options_refuse_nan_and_inf(self):
+        for name, option in (("compare_curves.py", "--tolerance"),
+                             ("plot_tradeoff.py", "--max-overhead"),
+                             ("report.py", "--max-overhead"),
+                             ("replay_sweep.py", "--timeout"),
+                             ("sweep_scaling.py", "--timeout")):
+            for value in ("nan", "inf", "-1"):
+                r = self.script(name, "x.json", "y.json", f"{option}={value}")
+                self.assertEqual(r.returncode, 2, (name, value, r.stderr))
+                self.assertIn(f"argument {option}: '{value}' is not a finite "
+                              "number", r.stderr, (name, r.stderr))
+
+
 if __name__ == "__main__":
     unittest.main()
