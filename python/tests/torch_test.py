@@ -284,17 +284,49 @@ class Refused(unittest.TestCase):
                      "module '0' (Embedding)", "sparse")
 
     def test_integer_indexing_plans(self):
+        """Integer indexing (its output's shape is the indices', repeats
+        among them: the backward accumulates) plans below the NoRemat
+        peak, and each feasible schedule's step gives plain training's
+        loss and gradients bit for bit."""
         class Picked(nn.Module):
             def __init__(self):
                 super().__init__()
-                self.fc = nn.Linear(4, 4)
+                self.fc1, self.fc2 = nn.Linear(16, 32), nn.Linear(32, 32)
+                self.fc3 = nn.Linear(12, 5)
 
             def forward(self, x):
-                return self.fc(x)[:, torch.tensor([0, 2, 3])]
+                h = torch.tanh(self.fc2(torch.tanh(self.fc1(x))))
+                picked = torch.tensor([0, 2, 3, 3, 7, 31, 30, 12, 12, 12, 5,
+                                       1])
+                return self.fc3(torch.tanh(h[:, picked]))
 
-        plan = rt.plan(Picked(), (torch.randn(3, 4), torch.tensor([0, 1, 2])),
-                       nn.CrossEntropyLoss(), budget=1.0)
-        self.assertTrue(plan.table[0]["status"] == "feasible")
+        torch.manual_seed(0)
+        net = Picked()
+        g = torch.Generator().manual_seed(1)
+        x, y = torch.randn(8, 16, generator=g), torch.randint(5, (8,),
+                                                              generator=g)
+        loss_fn = nn.CrossEntropyLoss()
+        plan = rt.plan(net, (x, y), loss_fn, budget=0.7, timeout=3,
+                       algorithms=["checkpoint_reuse", "reach_search",
+                                   "checkmate_lp"])
+        self.assertLess(plan.budget_bytes, plan.noremat_peak_bytes)
+        feasible = [r["algorithm"] for r in plan.table
+                    if r["status"] == "feasible"]
+        self.assertTrue(feasible, plan.table)
+        for p in net.parameters():
+            p.grad = None
+        want = loss_fn(net(x), y)
+        want.backward()
+        plain = [p.grad.clone() for p in net.parameters()]
+        for name in feasible:
+            plan.use(name)
+            self.assertGreater(plan.solution.overhead, 1, name)
+            for p in net.parameters():
+                p.grad = None
+            loss = plan.step(x, y)
+            self.assertTrue(torch.equal(loss, want.detach()), name)
+            for p, b in zip(net.parameters(), plain):
+                self.assertTrue(torch.equal(p.grad, b), name)
 
 
 class TransposedDropout(unittest.TestCase):
