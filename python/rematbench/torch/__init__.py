@@ -9,7 +9,8 @@ fastest schedule any registered algorithm finds for it.
     print(plan)                      # every algorithm: peak, overhead, time
 
 docs/python.md is the guide. The modules, one concern each:
-  plan         plan(), Plan, remat(), RematStep
+  plan         plan(), Plan
+  step         remat(), RematStep: the one-line training step
   search       the search over algorithms and budgets; NoFit
   traced_step  TracedStep: the traced step and its graph document
   trace        tracing the joint forward+backward graph of ATen ops
@@ -26,8 +27,9 @@ docs/python.md is the guide. The modules, one concern each:
 """
 
 from rematbench.torch import measure, trace  # noqa: F401
-from rematbench.torch.plan import Plan, RematStep, plan, remat  # noqa: F401
+from rematbench.torch.plan import Plan, plan  # noqa: F401
 from rematbench.torch.search import NoFit  # noqa: F401
+from rematbench.torch.step import RematStep, remat  # noqa: F401
 from rematbench.torch.traced_step import TracedStep  # noqa: F401
 
 __all__ = ["plan", "remat", "Plan", "RematStep", "NoFit", "TracedStep",
