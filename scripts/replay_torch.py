@@ -14,7 +14,7 @@ schedule and the export and simulates the schedule, as `remat validate`
 does.
 
 What is replayed and measured: rematbench.torch.replay
-(python/rematbench/replay.py).
+(python/rematbench/torch/replay.py).
 
 Exit status: 0 replayed with gradients and running statistics equal to
 the eager step's, 1 replayed but they differ, 2 bad usage or bad input (one

@@ -1,4 +1,4 @@
-"""The models scripts/export_torch.py traces and rematbench.replay
+"""The models scripts/export_torch.py traces and rematbench.torch.replay
 rebuilds: the ones defined here (UNet, PSPNet, Seq2Seq), torchvision's,
 the traced training step (TrainStep) and the command-line options that pick
 one. Kept apart from the tracer so that the replayer rebuilds exactly the

@@ -130,7 +130,7 @@ def op_memory(g2, flat, workspace=True):
     after the first), `peak[name]` is the largest sum of the blocks op
     `name` allocated and had not freed at any moment while it ran: outputs,
     workspaces and temporaries alike, leaving out the blocks that end up
-    as parameter gradients (static memory, as for rematbench.measure).
+    as parameter gradients (static memory, as for rematbench.torch.measure).
     `aliases[name]` is the
     input node whose storage an op returned although its schema does not
     say it returns a view (only for ops with one tensor input: the memory
@@ -410,7 +410,8 @@ def by_module(aten_nodes, calls):
             if indeg[u] == 0:
                 heapq.heappush(heap, (first[u], u))
     if len(order) != len(groups):
-        raise SystemExit("rematbench.trace: module grouping made a cycle")
+        raise SystemExit("rematbench.torch.trace: module grouping made a "
+                         "cycle")
     new_id = {j: k for k, j in enumerate(order)}
     keys = list(groups)
     seen_calls = collections.Counter()

@@ -481,9 +481,10 @@ def trace_nodes(step, inputs, granularity="aten", cost="flop", repeats=5,
             m["fx"] = n["fx"]
         out.append(m)
     if info["grad_of_by_neighbour"] or info["grad_of_default_loss"]:
-        print(f"rematbench.trace: {info['grad_of_by_neighbour']} backward ops "
-              f"without a grad_fn tag, {info['grad_of_default_loss']} given "
-              "grad_of = the loss", file=sys.stderr)
+        print(f"rematbench.torch.trace: {info['grad_of_by_neighbour']} "
+              f"backward ops without a grad_fn tag, "
+              f"{info['grad_of_default_loss']} given grad_of = the loss",
+              file=sys.stderr)
     return out, g2, info
 
 
