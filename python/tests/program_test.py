@@ -201,6 +201,51 @@ def test_measured_peak_within_budget(planned):
     assert min(row["peak_bytes"] for row in rows) < ref["measured_peak_bytes"]
 
 
+def test_measure_step_tells_gradients_apart():
+    """measure_step's gradient comparison, against references made here:
+    plain training's own gradients are equal (difference 0); the same with
+    one element one ulp up are not, and the difference is that ulp; a
+    gradient missing on either side is not equal, by an infinite
+    difference."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    unused = nn.Linear(2, 2)  # its parameters get no gradient
+    model.add_module("unused", unused)
+    g = torch.Generator().manual_seed(1)
+    x, y = torch.randn(5, 6, generator=g), torch.randint(3, (5,), generator=g)
+    loss_fn = nn.CrossEntropyLoss()
+
+    def step():
+        loss_fn(model[2](model[1](model[0](x))), y).backward()
+
+    for p in model.parameters():
+        p.grad = None
+    step()
+    plain = [None if p.grad is None else p.grad.clone()
+             for p in model.parameters()]
+    assert [t is None for t in plain] == [False] * 4 + [True] * 2
+
+    def compare(reference):
+        r = measure.measure_step(step, model, repeats=1, warmup=0,
+                                 reference=reference, timing=False,
+                                 peak=False)
+        return r["gradients_equal"], r["max_grad_diff"]
+
+    assert compare(plain) == (True, 0.0)
+    nudged = [None if t is None else t.clone() for t in plain]
+    w = nudged[2].view(-1)
+    w[4] = torch.nextafter(w[4], torch.tensor(math.inf))
+    ulp = float(w[4].double() - plain[2].view(-1)[4].double())
+    assert 0 < ulp < 1e-6
+    assert compare(nudged) == (False, ulp)
+    missing = list(plain)
+    missing[1] = None  # the step gives a gradient the reference lacks
+    assert compare(missing) == (False, math.inf)
+    extra = list(plain)
+    extra[5] = torch.zeros(2)  # the reference has one the step lacks
+    assert compare(extra) == (False, math.inf)
+
+
 def compiled_beside_plain(model, batch):
     """(plan, its compiled step's measurement with gradients against plain
     training's) for a plan at 0.7 of the NoRemat peak, compiled."""
@@ -282,12 +327,19 @@ def test_one_line_entry_point():
 
 def test_compiled_within_budget():
     """compile=True: the compiled program's allocator-level peak, measured
-    again here, is within the budget, and training gives plain training's
-    losses within float rounding."""
+    again here, is within the budget, and its step gives plain training's
+    loss and gradients within float rounding (inductor sums in other
+    orders: the tolerance of compiled_beside_plain)."""
     model, (x, y) = resnet_case()
     loss_fn = nn.CrossEntropyLoss()
+    buffers = snapshot(model)
     torch.manual_seed(5)
-    want = loss_fn(model(x), y).detach()
+    want = loss_fn(model(x), y)
+    want.backward()
+    plain = [q.grad.clone() for q in model.parameters()]
+    restore(model, buffers)
+    for q in model.parameters():
+        q.grad = None
     step = rt.remat(model, loss_fn, budget=0.6, compile=True, timeout=3,
                     algorithms=["rotor", "twremat", "dtr"])
     torch.manual_seed(5)
@@ -295,9 +347,13 @@ def test_compiled_within_budget():
     ((p,),) = step.plans.values()
     budget = math.ceil(0.6 * p.noremat_peak_bytes)
     assert p.compiled and p.compiled_attempts[-1][2] <= budget
+    assert p.solution.overhead > 1  # it recomputes
+    assert torch.allclose(loss, want.detach(), rtol=1e-5)
+    for q, b in zip(model.parameters(), plain):
+        assert torch.allclose(q.grad, b, rtol=1e-4, atol=1e-5), \
+            float((q.grad - b).abs().max())
     r = measure.measure_step(lambda: p.step(x, y), model, timing=False)
     assert r["measured_peak_bytes"] <= budget
-    assert torch.allclose(loss, want, rtol=1e-5)
 
 
 def test_compiled_over_budget_plans_below(monkeypatch):
