@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <limits>
@@ -17,6 +19,8 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <system_error>
+#include <thread>
 
 #include "harness/results.h"
 #include "harness/runner.h"
@@ -70,11 +74,61 @@ std::vector<std::string> ReadCorpus(const std::string& path) {
 
 namespace {
 
+// Set while OpenMP may start threads: libgomp ends the process with
+// exit(1), the tool's "negative answer", when it cannot create one.
+std::atomic<bool> starting_threads{false};
+
+void ExitTwoIfThreadsFailed() {
+  if (starting_threads.load()) {
+    const char line[] =
+        "remat: the sweep's threads could not be started (libgomp's reason "
+        "above); use fewer --threads\n";
+    (void)!write(STDERR_FILENO, line, sizeof line - 1);
+    _exit(2);
+  }
+}
+
+// Refuses (InputError, exit status 2) a thread count the system cannot
+// start, before any work: all `threads` - 1 are started and held at once,
+// as OpenMP's team will be, then released.
+void CheckThreadsStart(int threads) {
+  static const bool registered = std::atexit(ExitTwoIfThreadsFailed) == 0;
+  (void)registered;
+  std::vector<std::thread> started;
+  std::mutex mutex;
+  std::condition_variable released;
+  bool release = false;
+  std::string failure;
+  try {
+    for (int i = 1; i < threads; ++i) {
+      started.emplace_back([&] {
+        std::unique_lock<std::mutex> lock(mutex);
+        released.wait(lock, [&] { return release; });
+      });
+    }
+  } catch (const std::system_error& e) {
+    failure = e.code().message();
+  }
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    release = true;
+  }
+  released.notify_all();
+  for (std::thread& t : started) t.join();
+  if (!failure.empty()) {
+    throw InputError(fmt::format(
+        "sweep: cannot start {} threads ({} started: {}); use fewer "
+        "--threads",
+        threads, started.size() + 1, failure));
+  }
+}
+
 // Runs `body(i)` for i in [0, count) on OpenMP threads with dynamic
 // scheduling, then rethrows the first exception (by index), if any.
 template <typename Body>
 void ParallelFor(size_t count, Body body) {
   std::vector<std::exception_ptr> errors(count);
+  starting_threads = true;
 #pragma omp parallel for schedule(dynamic, 1)
   for (size_t i = 0; i < count; ++i) {
     try {
@@ -83,6 +137,7 @@ void ParallelFor(size_t count, Body body) {
       errors[i] = std::current_exception();
     }
   }
+  starting_threads = false;
   for (const auto& error : errors) {
     if (error) std::rethrow_exception(error);
   }
@@ -569,6 +624,7 @@ nlohmann::json RunSweep(const SweepConfig& config) {
   if (config.threads > 0) omp_set_num_threads(config.threads);
   const int threads =
       config.threads > 0 ? config.threads : omp_get_max_threads();
+  CheckThreadsStart(threads);
   std::unique_ptr<MpiRanks> mpi = MpiRanks::IfLaunched();
   // Every step that can fail on some rank runs on all together, so that an
   // error ends every rank rather than leave some waiting.

@@ -29,7 +29,18 @@ PYBIND11_MODULE(_core, m) {
   m.doc() =
       "rematbench's C++ core: graphs, the algorithm registry, solves, "
       "the simulator and sweeps.";
-  py::register_exception<InputError>(m, "Error", PyExc_ValueError);
+  // One line, as the CLI prints it: a message quoting the user's input
+  // may hold any bytes, newlines included.
+  // (Never destroyed: no Python object outlives the interpreter.)
+  static py::exception<InputError>* error =
+      new py::exception<InputError>(m, "Error", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InputError& e) {
+      py::set_error(*error, Printable(e.what(), 2000).c_str());
+    }
+  });
   BindGraph(m);
   BindSchedule(m);
   BindRegistry(m);
@@ -43,7 +54,10 @@ PYBIND11_MODULE(_core, m) {
         py::arg("noremat_peak"), py::arg("count"),
         "The budgets of a sweep: `count` evenly spaced from the lower bound "
         "to the NoRemat peak, rounded up, without repeats.");
-  m.def("read_corpus", &ReadCorpus, py::arg("path"),
+  m.def(
+      "read_corpus",
+      [](const py::object& path) { return ReadCorpus(AsPath(path, "path")); },
+      py::arg("path"),
         "The graph specs of a corpus manifest.");
   m.attr("DEFAULT_CORPUS") = REMAT_DEFAULT_CORPUS;
   // The build folder the module was compiled in, where its `remat` lies:

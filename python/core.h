@@ -62,6 +62,14 @@ struct PyGraph {
   std::string spec;
 };
 
+// A path or spec given as a str, an os.PathLike (pathlib.Path) or bytes
+// (os.fsdecode); anything else is a TypeError naming `what`.
+std::string AsPath(const py::handle& path, const char* what);
+// An int within [low, high], named `what` in the InputError (the CLI's
+// rule, harness/option_limits.h) even when it is beyond C's long long.
+long long AsInt(const py::handle& value, long long low, long long high,
+                const std::string& what);
+
 // Loads a file or generator spec with the GIL released.
 PyGraph Load(const std::string& spec);
 // A Graph, or a spec to load.

@@ -17,6 +17,37 @@
 
 namespace remat::python {
 
+std::string AsPath(const py::handle& path, const char* what) {
+  if (py::isinstance<py::str>(path)) return path.cast<std::string>();
+  const py::module_ os = py::module_::import("os");
+  if (py::isinstance(path, os.attr("PathLike")) ||
+      py::isinstance<py::bytes>(path)) {
+    return os.attr("fsdecode")(path).cast<std::string>();
+  }
+  throw py::type_error(fmt::format("{} must be a str or an os.PathLike, not {}",
+                                   what, py::str(path.get_type().attr(
+                                                     "__name__"))
+                                             .cast<std::string>()));
+}
+
+long long AsInt(const py::handle& value, long long low, long long high,
+                const std::string& what) {
+  if (py::isinstance<py::bool_>(value) || !py::isinstance<py::int_>(value)) {
+    throw py::type_error(fmt::format(
+        "{} must be an int, not {}", what,
+        py::str(value.get_type().attr("__name__")).cast<std::string>()));
+  }
+  int overflow = 0;
+  const long long n = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
+  if (overflow != 0) {
+    const std::string text = py::str(value).cast<std::string>();
+    throw InputError(fmt::format("{}: must be in [{}, {}] (got {})", what, low,
+                                 high, Printable(text, 40)));
+  }
+  CheckRange(n, low, high, what);
+  return n;
+}
+
 PyGraph Load(const std::string& spec) {
   py::gil_scoped_release release;
   return {std::make_shared<const Graph>(LoadGraph(spec)), spec};
@@ -24,8 +55,12 @@ PyGraph Load(const std::string& spec) {
 
 PyGraph AsGraph(const py::object& graph) {
   if (py::isinstance<PyGraph>(graph)) return graph.cast<PyGraph>();
-  if (py::isinstance<py::str>(graph)) return Load(graph.cast<std::string>());
-  throw py::type_error("graph must be a rematbench.Graph or a spec string");
+  if (py::isinstance<py::str>(graph) ||
+      py::isinstance(graph, py::module_::import("os").attr("PathLike"))) {
+    return Load(AsPath(graph, "graph"));
+  }
+  throw py::type_error(
+      "graph must be a rematbench.Graph, a spec string or an os.PathLike");
 }
 
 namespace {
@@ -52,8 +87,9 @@ int64_t AsBudget(const py::object& budget) {
 
 Schedule AsSchedule(const py::object& schedule, const Graph& graph) {
   if (py::isinstance<Schedule>(schedule)) return schedule.cast<Schedule>();
-  if (py::isinstance<py::str>(schedule)) {
-    return ReadScheduleFile(schedule.cast<std::string>(), graph.num_nodes());
+  if (py::isinstance<py::str>(schedule) ||
+      py::isinstance(schedule, py::module_::import("os").attr("PathLike"))) {
+    return ReadScheduleFile(AsPath(schedule, "schedule"), graph.num_nodes());
   }
   throw py::type_error("schedule must be a rematbench.Schedule or a path");
 }
@@ -294,7 +330,10 @@ void BindGraph(py::module_& m) {
                std::to_string(g.graph->num_nodes()) + " nodes>";
       });
 
-  m.def("load_graph", &Load, py::arg("spec"),
+  m.def(
+      "load_graph",
+      [](const py::object& spec) { return Load(AsPath(spec, "spec")); },
+      py::arg("spec"),
         "A graph file (any registered format, chosen by its content) or a "
         "generator spec such as 'chain:n=16'.");
   m.def(
@@ -351,9 +390,10 @@ void BindSchedule(py::module_& m) {
       });
   m.def(
       "read_schedule",
-      [](const std::string& path, const PyGraph& g, bool lines) {
+      [](const py::object& path, const PyGraph& g, bool lines) {
         std::vector<int64_t> event_lines;
-        Schedule s = ReadScheduleFile(path, g.graph->num_nodes(),
+        Schedule s = ReadScheduleFile(AsPath(path, "path"),
+                                      g.graph->num_nodes(),
                                       lines ? &event_lines : nullptr);
         if (!lines) return py::cast(std::move(s));
         return py::object(py::make_tuple(std::move(s), event_lines));

@@ -84,15 +84,16 @@ Solution Solve(const py::object& graph_arg, const std::string& algorithm,
 
 // `remat sweep`'s results document (results/SCHEMA.md).
 py::object Sweep(const py::object& graphs, const py::object& algorithms,
-                 const py::object& corpus, int budgets, int threads,
-                 double timeout, const std::string& schedules_dir,
-                 const std::string& results_dir,
+                 const py::object& corpus, const py::object& budgets_arg,
+                 const py::object& threads_arg, double timeout,
+                 const py::object& schedules_dir,
+                 const py::object& results_dir,
                  const std::string& command_line) {
   SweepConfig config;
   config.graph_specs = AsSpecs(graphs);
   if (!corpus.is_none() || config.graph_specs.empty()) {
     const std::string path =
-        corpus.is_none() ? REMAT_DEFAULT_CORPUS : corpus.cast<std::string>();
+        corpus.is_none() ? REMAT_DEFAULT_CORPUS : AsPath(corpus, "corpus");
     for (std::string& spec : ReadCorpus(path)) {
       config.graph_specs.push_back(spec);
     }
@@ -105,15 +106,17 @@ py::object Sweep(const py::object& graphs, const py::object& algorithms,
       config.algorithm_specs.push_back(a->name);
     }
   }
-  CheckRange(budgets, 1, kMaxBudgetsPerGraph, "sweep: budgets");
-  CheckRange(threads, 0, kMaxThreads, "sweep: threads");
+  const int budgets = static_cast<int>(
+      AsInt(budgets_arg, 1, kMaxBudgetsPerGraph, "sweep: budgets"));
+  const int threads =
+      static_cast<int>(AsInt(threads_arg, 0, kMaxThreads, "sweep: threads"));
   CheckTimeLimit(timeout, "sweep: timeout");
   config.budgets_per_graph = budgets;
   config.threads = threads;
   config.timeout_seconds = timeout;
   config.command_line = command_line;
-  config.schedules_dir = schedules_dir;
-  config.results_dir = results_dir;
+  config.schedules_dir = AsPath(schedules_dir, "schedules_dir");
+  config.results_dir = AsPath(results_dir, "results_dir");
   nlohmann::json results;
   {
     py::gil_scoped_release release;

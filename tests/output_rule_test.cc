@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -256,6 +257,41 @@ TEST_F(OutputRule, ScheduleFileNamesNeverCollideBetweenGraphs) {
   }
   EXPECT_EQ(points, 3);
   EXPECT_EQ(files.size(), 3u);
+}
+
+TEST_F(OutputRule, ThreadsThatCannotStartAreOneLineAndStatusTwo) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "ulimit -v leaves no room for a sanitizer's shadow memory";
+#endif
+  // 1024 thread stacks (8 MiB each by default) do not fit in 1.5 GB of
+  // address space: libgomp ended the sweep with exit 1, the tool's
+  // "negative answer", and a line of its own.
+  const Outcome run = Remat(
+      "sweep --graphs chain:n=8 --algorithms noremat --budgets 2 "
+      "--threads 1024",
+      "sh -c 'ulimit -s 8192; ulimit -v 1500000; exec \"$0\" \"$@\"'");
+  ExpectOneLine(run, "remat: sweep: cannot start 1024 threads (", "threads");
+  EXPECT_NE(run.err.find("use fewer --threads"), std::string::npos) << run.err;
+  EXPECT_TRUE(run.out.empty()) << run.out;
+}
+
+TEST_F(OutputRule, AJournalThatIsNoRegularFileIsRefusedAtOnce) {
+  const std::string fifo = (dir_ / "journal").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0666), 0);
+  const auto start = std::chrono::steady_clock::now();
+  ExpectOneLine(Remat(std::string(kSweep) + " --journal " + fifo),
+                "sweep: --journal " + fifo + ": not a regular file (a pipe)",
+                "fifo");
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
+  const std::string null = Device("null", 3);
+  if (!null.empty()) {
+    ExpectOneLine(Remat(std::string(kSweep) + " --journal " + null),
+                  "not a regular file (a character device)", "device");
+    EXPECT_TRUE(IsCharDevice(null));
+  }
+  struct stat st;
+  ASSERT_EQ(lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // remat sweep — the main job: algorithms x graphs x budgets in parallel,
 // written as one results file (results/SCHEMA.md).
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -118,6 +119,20 @@ int RunSweepCommand(const SweepOptions& o, const std::string& command_line,
     throw InputError("sweep: --resume needs --journal or --out");
   }
   RefuseOutputThatIsAnInput(config.journal_path, "--journal", inputs);
+  // A journal is appended to, read back on --resume and locked: a FIFO or
+  // a device would block or lose it. Refused now, before any work.
+  if (struct stat st; !config.journal_path.empty() &&
+                      stat(config.journal_path.c_str(), &st) == 0 &&
+                      !S_ISREG(st.st_mode)) {
+    throw InputError(fmt::format(
+        "sweep: --journal {}: not a regular file (a {}); a journal must be a "
+        "file",
+        config.journal_path,
+        S_ISFIFO(st.st_mode)  ? "pipe"
+        : S_ISDIR(st.st_mode) ? "directory"
+        : S_ISCHR(st.st_mode) ? "character device"
+                              : "special file"));
+  }
   RefuseOutputThatIsAnInput(o.out, "--out", inputs);
   if (!o.out.empty() && o.out != "-" && SameFile(config.journal_path, o.out)) {
     throw InputError(fmt::format(

@@ -573,5 +573,41 @@ class StrictScripts(unittest.TestCase):
                               "number", r.stderr, (name, r.stderr))
 
 
+class OneLineErrors(unittest.TestCase):
+    """Arguments the CLI would refuse in one line are refused so by the
+    module: paths as os.PathLike, ints beyond C's range, messages that
+    quote newlines."""
+
+    def test_paths_may_be_path_objects(self):
+        import pathlib
+        g = rb.load_graph(pathlib.Path(DIAMOND))
+        self.assertEqual(len(g), len(rb.load_graph(DIAMOND)))
+        schedule = rb.solve(DIAMOND, "noremat").schedule
+        path = pathlib.Path(write("path_schedule.txt", schedule.to_text()))
+        self.assertEqual(len(rb.read_schedule(path, g)), len(schedule))
+        self.assertTrue(rb.validate(pathlib.Path(DIAMOND), path)["valid"])
+        with self.assertRaises(TypeError) as e:
+            rb.load_graph(3)
+        self.assertEqual(str(e.exception),
+                         "spec must be a str or an os.PathLike, not int")
+
+    def test_ints_beyond_range_are_one_line(self):
+        for kwargs, message in (
+                ({"budgets": 10**20}, "sweep: budgets: must be in [1, "),
+                ({"threads": -10**30}, "sweep: threads: must be in [0, ")):
+            with self.assertRaises(rb.Error) as e:
+                rb.sweep(["chain:n=4"], ["noremat"], **kwargs)
+            self.assertIn(message, str(e.exception))
+            self.assertNotIn("\n", str(e.exception))
+
+    def test_messages_have_no_raw_newlines(self):
+        for spec in ("chain:n=4\nx", "no\nsuch\rfile.json"):
+            with self.assertRaises(rb.Error) as e:
+                rb.load_graph(spec)
+            self.assertNotIn("\n", str(e.exception))
+            self.assertNotIn("\r", str(e.exception))
+            self.assertIn("\\x0a", str(e.exception))
+
+
 if __name__ == "__main__":
     unittest.main()
