@@ -513,7 +513,7 @@ TEST(DpPeerGraphs, KusumotoGraphs) {
   const std::string dir =
       testing::SourceDir() + "/../shared/peer-graphs/kusumoto2019";
   if (!std::filesystem::exists(dir)) {
-    REMAT_SKIP_UNLESS_CI(dir << " is absent (peer graphs are optional)");
+    REMAT_SKIP_UNLESS_CI(dir << " is absent");
   }
   const std::pair<const char*, int32_t> graphs[] = {
       {"vgg19", 47},       {"unet", 331},     {"resnet50", 241},
@@ -553,7 +553,7 @@ TEST(DpPeerGraphs, NeverDearerThanNoRematWhereItFits) {
   const std::string dir =
       testing::SourceDir() + "/../shared/peer-graphs/kusumoto2019";
   if (!std::filesystem::exists(dir)) {
-    REMAT_SKIP_UNLESS_CI(dir << " is absent (peer graphs are optional)");
+    REMAT_SKIP_UNLESS_CI(dir << " is absent");
   }
   for (const char* name : {"vgg19", "unet", "resnet50", "resnet152", "densenet",
                            "pspnet", "googlenet"}) {
@@ -584,7 +584,7 @@ TEST(DpPeerGraphs, AutoRetightensBeforeMemoryCentric) {
   const std::string path = testing::SourceDir() +
                            "/../shared/peer-graphs/kusumoto2019/cg_pspnet.txt";
   if (!std::filesystem::exists(path)) {
-    REMAT_SKIP_UNLESS_CI(path << " is absent (peer graphs are optional)");
+    REMAT_SKIP_UNLESS_CI(path << " is absent");
   }
   Graph graph = LoadGraph(path);
   const int64_t budget = 3'470'177'537;
