@@ -7,6 +7,7 @@
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -208,7 +209,9 @@ OutputTarget ResolveOutput(const std::string& path) {
       throw InputError(fmt::format("{}: is a directory, not a file", path));
     }
     if (!S_ISLNK(st.st_mode)) return {!S_ISREG(st.st_mode), p};
-    std::vector<char> target(static_cast<size_t>(st.st_size) + 2);
+    // st_size is the link's length, or 0 where a file system does not say.
+    std::vector<char> target(
+        std::max<size_t>(static_cast<size_t>(st.st_size), 4096) + 2);
     const ssize_t n = readlink(p.c_str(), target.data(), target.size() - 1);
     if (n < 0) return {true, path};  // let open() say why
     const std::filesystem::path link(std::string(target.data(), n));
