@@ -74,6 +74,27 @@ def check_replayable(g1, info):
         raise Unsupported(f"{module_of(n, info)}: op {n.target}: {why}")
 
 
+def refuse_changed_input(g1, info, first, k):
+    """Raises Unsupported for a step whose forward changes tensor k of its
+    batch in place (the batch's placeholders start at `first`): a
+    recomputation would read the changed value, so no plan can give plain
+    training's step. Names the first op that writes it."""
+    place = [n for n in g1.graph.nodes if n.op == "placeholder"][first + k]
+    for n in g1.graph.nodes:
+        schema = getattr(n.target, "_schema", None)
+        if n.op == "call_function" and schema is not None and any(
+                a.alias_info is not None and a.alias_info.is_write and
+                k < len(n.args) and n.args[k] is place
+                for k, a in enumerate(schema.arguments)):
+            where = f"{module_of(n, info)}: op {n.target}"
+            break
+    else:
+        where = "the training step"
+    raise Unsupported(f"{where}: changes the batch's tensor {k} in place, "
+                      "which a recomputation would read changed: have the "
+                      "forward change a copy")
+
+
 def integer_indexing(n):
     """aten.index with integer index tensors only: its output's shape is
     the indices', whatever their values (boolean masks make it dynamic)."""
