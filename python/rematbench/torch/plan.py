@@ -181,46 +181,54 @@ class Plan:
         self.algorithm, self.solution, self.schedule = algorithm, s, \
             s.schedule
 
+    def _mismatch(self, tensors):
+        """Why the plan does not hold for a batch of these tensors, or
+        None: the model's parameters are not those it traced, or a value
+        the step reads in Python (a mask check) is not the example
+        batch's."""
+        if _parameter_key(self.model) != self._parameters:
+            return ("the model's parameters are not those the plan was "
+                    "traced with (a module replaced, or requires_grad "
+                    "changed): plan again (rt.remat does)")
+        wrong = self.traced.guards.check(self.partition.flat(tensors))
+        if not wrong:
+            return None
+        where, traced, now = wrong[0]
+        return (f"{where} reads a value of the batch in Python that was "
+                f"{traced!r} when the plan was traced and is {now!r} now: "
+                "the plan holds for the traced value only; plan again for "
+                "this batch (rt.remat does)")
+
     def holds_for(self, *args, **kwargs):
         """Whether the plan holds for this batch, laid out as the example
-        batch was: whether the model's parameters are those it traced and
-        the values the step reads in Python (a mask check) the example
-        batch's."""
+        batch was (_mismatch)."""
         tensors, _ = split_batch(args, kwargs)
-        return _parameter_key(self.model) == self._parameters and \
-            not self.traced.guards.check(self.partition.flat(tensors))
+        return self._mismatch(tensors) is None
 
-    def batch_tensors(self, args, kwargs):
+    def batch_tensors(self, args, kwargs, refuse=True):
         """The tensors of a batch given as step() takes it, checked against
-        the plan's: the same structure and other values, shapes, dtypes
-        and devices, and the values the step read in Python (a mask check)
-        the same as the example batch's. Raises rematbench.Error."""
+        the plan's: the same structure and other values, autocast state,
+        shapes, dtypes and devices (else rematbench.Error), and the model's
+        parameters and the values the step read in Python the traced ones
+        (else rematbench.Error, or None where not `refuse`)."""
         tensors, layout = split_batch(args, kwargs)
         if layout != self.traced.layout:
             raise rematbench.Error(
                 "plan.step: the batch is not laid out as the example batch "
                 "was (its arguments, nesting or non-tensor values differ): "
                 "plan again for it")
-        if _parameter_key(self.model) != self._parameters:
-            raise rematbench.Error(
-                "plan.step: the model's parameters are not those the plan "
-                "was traced with (a module replaced, or requires_grad "
-                "changed): plan again (rt.remat does)")
         if autocast_state() != self.traced.autocast:
             raise rematbench.Error(
                 "plan.step: autocast is not as it was when the plan was "
                 "traced (the plan's program holds the casts it made): plan "
                 "again under this autocast state")
         self._check(tensors)
-        wrong = self.traced.guards.check(self.partition.flat(tensors))
-        if wrong:
-            where, traced, now = wrong[0]
-            raise rematbench.Error(
-                f"plan.step: {where} reads a value of the batch in Python "
-                f"that was {traced!r} when the plan was traced and is "
-                f"{now!r} now: the plan holds for the traced value only; "
-                "plan again for this batch (rt.remat does)")
-        return tensors
+        why = self._mismatch(tensors)
+        if why is None:
+            return tensors
+        if not refuse:
+            return None
+        raise rematbench.Error(f"plan.step: {why}")
 
     def _check(self, inputs):
         ref = self.traced.inputs
@@ -356,7 +364,15 @@ class Plan:
         does; under DistributedDataParallel, then averaged over the ranks
         as DDP does), updates batch-norm statistics once, and returns the
         loss (detached)."""
-        inputs = self.batch_tensors(args, kwargs)
+        return self._step(self.batch_tensors(args, kwargs))
+
+    def step_if_holds(self, *args, **kwargs):
+        """step() on a batch the plan holds for (holds_for), checked once;
+        None, having run nothing, on one it does not."""
+        inputs = self.batch_tensors(args, kwargs, refuse=False)
+        return None if inputs is None else self._step(inputs)
+
+    def _step(self, inputs):
         params, reducer = self.traced.grad_params, None
         if self.sync is not None:
             self.sync.before_step()

@@ -68,8 +68,9 @@ class RematStep:
         key = self.layout_key(args, kwargs)
         plans = self.plans.setdefault(key, [])
         for p in plans:
-            if p.holds_for(*args, **kwargs):
-                return p.step(*args, **kwargs)
+            loss = p.step_if_holds(*args, **kwargs)
+            if loss is not None:
+                return loss
         example = kwargs if kwargs and not args else args
         if kwargs and args:
             raise rematbench.Error(
