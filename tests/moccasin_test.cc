@@ -448,6 +448,49 @@ TEST(MoccasinSolvers, AutoIsCpSatWhereOrtoolsIsFound) {
   EXPECT_EQ(with.cost, without.cost);
 }
 
+// Each solver is held to its own size limit, and the details say which
+// solver ran and why: where solver=auto runs CP-SAT, the MILP solvers'
+// limit (here lowered to 1 nonzero a second) does not refuse the request,
+// CP-SAT's own (cpsat_literals_per_second) does; without CP-SAT, auto runs
+// the MILP and its limit refuses.
+TEST(MoccasinSolvers, AutoAppliesTheLimitOfTheSolverThatRuns) {
+  const Graph g = LoadGraph("chain:n=8");
+  const int64_t budget = 5;
+  const std::vector<std::string> milp_limit = {"nonzeros_per_second=1"};
+  SolveResult without;
+  {
+    const ScopedEnv none("REMAT_CPSAT_PYTHON", "");
+    without = Solve("moccasin", g, budget, milp_limit, 10);
+  }
+  EXPECT_EQ(without.status, Status::kTooLarge) << without.message;
+  EXPECT_NE(without.message.find("MILP solvers were measured"),
+            std::string::npos)
+      << without.message;
+  EXPECT_EQ(without.extra.value("solver", ""), "gecode+milp");
+  // Gecode alone is held to neither speed.
+  const SolveResult gecode = Solve(
+      "moccasin", g, budget,
+      {"solver=gecode", "nonzeros_per_second=1", "cpsat_literals_per_second=1"},
+      10);
+  EXPECT_EQ(gecode.status, Status::kFeasible) << gecode.message;
+  EXPECT_EQ(gecode.extra.value("solver", ""), "gecode");
+  if (!FindCpSat()) REMAT_SKIP_UNLESS_CI("this build has no ortools");
+  const SolveResult with = Solve("moccasin", g, budget, milp_limit, 10);
+  EXPECT_EQ(with.status, Status::kFeasible) << with.message;
+  EXPECT_EQ(with.extra.value("solver", ""), "cpsat");
+  EXPECT_NE(with.extra.value("solver_choice", "").find("solver=auto: CP-SAT"),
+            std::string::npos)
+      << with.extra.dump();
+  // 17 nodes x 2 intervals and 24 inputs x 4 literals: 130, over 4 x 10 s.
+  const SolveResult over = Solve("moccasin", g, budget,
+                                 {"cpsat_literals_per_second=4"}, 10);
+  EXPECT_EQ(over.status, Status::kTooLarge) << over.message;
+  EXPECT_NE(over.message.find("CP-SAT's interval model would have 130 "
+                              "literals"),
+            std::string::npos)
+      << over.message;
+}
+
 // A heuristic whose schedule fits the budget but computes a value more
 // than C times is no warm start of moccasin; the answer names it and says
 // why (on Checkmate's random layered graphs twremat's schedule is the

@@ -484,7 +484,7 @@ Schedule CheckmateModel::Extract(
 
 std::optional<AlgorithmOutput> RefuseCheckmateRequest(
     const Graph& graph, const SolveRequest& request,
-    const CheckmateOptions& options, bool milp) {
+    const CheckmateOptions& options, CheckmateLimitsFor limits) {
   if (request.budget_bytes < MemoryLowerBound(graph)) {
     return AlgorithmOutput::NoSchedule(
         Status::kInfeasible, "budget is below the memory lower bound");
@@ -498,6 +498,7 @@ std::optional<AlgorithmOutput> RefuseCheckmateRequest(
                     "binaries per edge and per node)",
                     order.size(), max_nodes));
   }
+  if (limits == CheckmateLimitsFor::kNoMilp) return std::nullopt;
   // A raised max_nodes lets in models that Clp cannot hold: once
   // checkmate_lp with max_nodes=2000 on 1,163 nodes grew to 5 GB before it
   // was killed. The stage order the algorithm ends up with may differ from
@@ -515,7 +516,8 @@ std::optional<AlgorithmOutput> RefuseCheckmateRequest(
   }
   const double per_second = options.nonzeros_per_second;
   const double seconds = request.deadline.SecondsLeft();
-  if (milp && per_second > 0 && seconds < 1e9 &&
+  if (limits == CheckmateLimitsFor::kMilpSolver && per_second > 0 &&
+      seconds < 1e9 &&
       static_cast<double>(size.nonzeros) > per_second * seconds) {
     return AlgorithmOutput::NoSchedule(
         Status::kTooLarge,

@@ -270,17 +270,24 @@ std::vector<OptionField<CheckmateOptions>> CheckmateOptionFields(
 // 300 B.
 inline constexpr int64_t kCheckmateBytesPerNonzero = 300;
 
+// What a solve builds and runs, and so which limits bind it: the MILP's
+// model and a MILP solver; the MILP's model without a MILP solver
+// (moccasin's solver=gecode); or neither (moccasin on CP-SAT, whose
+// interval model grows with the edges, not with n^2, and has its own limit).
+enum class CheckmateLimitsFor { kMilpSolver, kMilpModel, kNoMilp };
+
 // Why checkmate_milp, checkmate_lp and moccasin refuse a request before
 // building a model (a budget below the memory lower bound: infeasible; more
 // needed nodes than max_nodes, more nonzeros than nonzeros_per_second x
 // the seconds left, or a model whose LP would need more than
 // MemoryLimit() at kCheckmateBytesPerNonzero or has more columns, rows or
-// nonzeros than an int holds: too_large), or nullopt. `milp` false (a
-// solve without a MILP solver: moccasin's solver=gecode) skips the limit
-// by the MILP solvers' speed.
+// nonzeros than an int holds: too_large), or nullopt. Without a MILP
+// solver the limit by the MILP solvers' speed is skipped; without the
+// MILP's model, the limits of its size too.
 std::optional<AlgorithmOutput> RefuseCheckmateRequest(
     const Graph& graph, const SolveRequest& request,
-    const CheckmateOptions& options, bool milp = true);
+    const CheckmateOptions& options,
+    CheckmateLimitsFor limits = CheckmateLimitsFor::kMilpSolver);
 
 // The warm start of checkmate_milp and checkmate_lp, and their model: the
 // cheapest schedule the algorithms of the warm_start parameter find

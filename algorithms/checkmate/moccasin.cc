@@ -71,6 +71,7 @@ struct MoccasinOptions {
   int computations;
   MoccasinSolver solver;
   double gecode_seconds;
+  double cpsat_literals_per_second;
   CheckmateOptions checkmate;
 };
 
@@ -107,20 +108,94 @@ const Options<MoccasinOptions> kOptions(
     DoubleOption(&MoccasinOptions::gecode_seconds, "gecode_seconds", 2,
                  "solver=auto without CP-SAT: Gecode's share (at most a "
                  "tenth of the time left)"),
+    DoubleOption(&MoccasinOptions::cpsat_literals_per_second,
+                 "cpsat_literals_per_second", kCpSatLiteralsPerSecond,
+                 "where CP-SAT runs, refuse (too_large) interval models of "
+                 "more literals (n x C + edges x C^2) than this x the "
+                 "seconds left (0: no such limit; the default is CP-SAT's "
+                 "measured speed, docs/algorithms.md)"),
     NestedOptions(&MoccasinOptions::checkmate,
                   CheckmateOptionFields("moccasin", kMoccasinWarmStart,
                                         kMilpLimits)));
 
-// The limit by the MILP solvers' measured speed does not bind Gecode or
-// CP-SAT alone, which solve the smaller interval model. solver=auto keeps
-// it with CP-SAT too: on the default corpus's graphs over it, CP-SAT found
-// no schedule cheaper than its warm start in 10 s (docs/algorithms.md).
+// The solver that runs, and why, for the answer's details (`solver`,
+// `solver_choice`) and for the limits that bind it.
+struct SolverChoice {
+  bool cpsat;
+  std::string why;
+};
+
+SolverChoice ChooseSolver(MoccasinSolver solver) {
+  if (solver == MoccasinSolver::kCpSat) return {true, "solver=cpsat"};
+  if (solver == MoccasinSolver::kGecode) return {false, "solver=gecode"};
+  if (solver == MoccasinSolver::kCbc) return {false, "solver=cbc"};
+  if (solver == MoccasinSolver::kHighs) return {false, "solver=highs"};
+  if (std::optional<CpSatProgram> program = FindCpSat()) {
+    return {true, fmt::format("solver=auto: CP-SAT, found ({} with ortools)",
+                              program->python)};
+  }
+  return {false,
+          "solver=auto: Gecode then the MILP, as CP-SAT was not found (a "
+          "Python with ortools: python/requirements.txt, "
+          "REMAT_CPSAT_PYTHON)"};
+}
+
+// The solver (or solvers, in their order) that `choice` runs.
+std::string_view SolverName(MoccasinSolver solver, const SolverChoice& choice) {
+  if (choice.cpsat) return "cpsat";
+  switch (solver) {
+    case MoccasinSolver::kGecode:
+      return "gecode";
+    case MoccasinSolver::kCbc:
+      return "cbc";
+    case MoccasinSolver::kHighs:
+      return "highs";
+    default:
+      return "gecode+milp";
+  }
+}
+
+void AddSolverDetails(AlgorithmOutput& out, std::string_view solver,
+                      const SolverChoice& choice) {
+  out.extra["solver"] = solver;
+  out.extra["solver_choice"] = choice.why;
+}
+
+// Each solver is held to its own limits: CP-SAT to its measured speed on
+// the interval model (kCpSatLiteralsPerSecond), the MILP solvers to theirs
+// on the MILP's nonzeros, and Gecode alone, which builds the MILP's model
+// but was not measured against its size, to that model's memory only.
 std::optional<AlgorithmOutput> Refuse(const Graph& graph,
                                       const SolveRequest& request,
                                       const MoccasinOptions& options) {
-  return RefuseCheckmateRequest(graph, request, options.checkmate,
-                                options.solver != MoccasinSolver::kGecode &&
-                                    options.solver != MoccasinSolver::kCpSat);
+  const SolverChoice choice = ChooseSolver(options.solver);
+  const CheckmateLimitsFor limits =
+      choice.cpsat ? CheckmateLimitsFor::kNoMilp
+      : options.solver == MoccasinSolver::kGecode
+          ? CheckmateLimitsFor::kMilpModel
+          : CheckmateLimitsFor::kMilpSolver;
+  std::optional<AlgorithmOutput> refused =
+      RefuseCheckmateRequest(graph, request, options.checkmate, limits);
+  const double per_second = options.cpsat_literals_per_second;
+  const double seconds = request.deadline.SecondsLeft();
+  if (!refused && choice.cpsat && per_second > 0 && seconds < 1e9) {
+    const int64_t literals = CountIntervalModel(graph, options.computations);
+    if (static_cast<double>(literals) > per_second * seconds) {
+      refused = AlgorithmOutput::NoSchedule(
+          Status::kTooLarge,
+          fmt::format("CP-SAT's interval model would have {} literals (n x "
+                      "C + edges x C^2): more than the {:.0f} "
+                      "(cpsat_literals_per_second={} x the {:.1f} s left) "
+                      "that CP-SAT was measured to answer in time "
+                      "(docs/algorithms.md); raise the time limit or "
+                      "cpsat_literals_per_second",
+                      literals, per_second * seconds, per_second, seconds));
+    }
+  }
+  if (refused) {
+    AddSolverDetails(*refused, SolverName(options.solver, choice), choice);
+  }
+  return refused;
 }
 
 // Where no warm start fits, in the class or outside it, and reach_search
@@ -167,12 +242,15 @@ class Moccasin : public Algorithm {
     if (auto refused = Refuse(graph, request, options)) {
       return std::move(*refused);
     }
-    const bool cpsat = solver == MoccasinSolver::kCpSat ||
-                       (solver == MoccasinSolver::kAuto && FindCpSat());
+    const SolverChoice choice = ChooseSolver(solver);
+    const bool cpsat = choice.cpsat;
     // CP-SAT's interval model needs the stages, not the MILP's columns.
     StagedStart start =
         BestStagedStart(graph, request, options.checkmate, c, !cpsat);
-    if (auto optimal = BaseCostAnswer(graph, start)) return std::move(*optimal);
+    if (auto optimal = BaseCostAnswer(graph, start)) {
+      AddSolverDetails(*optimal, "none", choice);
+      return std::move(*optimal);
+    }
     // The greedy walk inside the class, where no heuristic fits in it or
     // where it is cheaper than the one that does. Its repair
     // walks only where there is no start at all: beside a start they would
@@ -203,11 +281,16 @@ class Moccasin : public Algorithm {
     // own start where it has one.
     const ClassAnswer answer(graph, request, start,
                              cpsat ? "CP-SAT" : "the solver");
+    const auto answered = [&](AlgorithmOutput out, std::string_view ran) {
+      AddSolverDetails(out, ran, choice);
+      return answer.Answer(std::move(out));
+    };
     if (cpsat) {
-      return answer.Answer(SolveMoccasinCpSat(graph, request.budget_bytes, c,
-                                              options.milp.threads, start,
-                                              request.deadline)
-                               .output);
+      return answered(SolveMoccasinCpSat(graph, request.budget_bytes, c,
+                                         options.milp.threads, start,
+                                         request.deadline)
+                          .output,
+                      "cpsat");
     }
     std::string gecode_note;
     if (solver == MoccasinSolver::kAuto || solver == MoccasinSolver::kGecode) {
@@ -219,7 +302,7 @@ class Moccasin : public Algorithm {
       CpAnswer cp = SolveMoccasinCp(graph, request, c, options.milp.threads,
                                     start, deadline);
       if (solver == MoccasinSolver::kGecode || cp.settled) {
-        return answer.Answer(std::move(cp.output));
+        return answered(std::move(cp.output), "gecode");
       }
       gecode_note = fmt::format("; Gecode first: {}", cp.output.message);
     }
@@ -234,7 +317,7 @@ class Moccasin : public Algorithm {
         : solver == MoccasinSolver::kHighs ? MilpSolver::kHighs
                                            : kDefaultMilpSolver);
     out.message += gecode_note;
-    return answer.Answer(std::move(out));
+    return answered(std::move(out), SolverName(solver, choice));
   }
 };
 
@@ -250,7 +333,7 @@ const bool kRegistered = RegisterAlgorithm({
     .uses_budget = true,
     // CBC 2.10 crashed in CglPreProcess::postProcess and keeps static state.
     .isolate = true,
-    // As Run refuses: Gecode alone is not held to the MILP solvers' speed.
+    // As Run refuses: each solver by its own limits.
     .refuse =
         [](const Graph& graph, const SolveRequest& request) {
           return Refuse(graph, request, kOptions.Read(request.params));

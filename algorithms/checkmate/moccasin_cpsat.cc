@@ -420,6 +420,16 @@ CpSatRun RunCpSat(const CpSatProgram& program, const IntervalModel& cp,
 
 }  // namespace
 
+int64_t CountIntervalModel(const Graph& graph, int computes) {
+  const std::vector<NodeId> needed = NoRematOrder(graph);
+  const int64_t c = computes;
+  int64_t literals = static_cast<int64_t>(needed.size()) * c;
+  for (NodeId v : needed) {
+    literals += static_cast<int64_t>(graph.inputs(v).size()) * c * c;
+  }
+  return literals;
+}
+
 std::optional<CpSatProgram> FindCpSat() {
   const CpSatProgram program{
       .python = EnvironmentOr("REMAT_CPSAT_PYTHON", REMAT_CPSAT_PYTHON_DEFAULT),

@@ -28,6 +28,22 @@ struct CpSatProgram {
 };
 std::optional<CpSatProgram> FindCpSat();
 
+// The size of the interval model of `graph` (its needed nodes) with
+// `computes` intervals per value: its intervals and the literals that say
+// which interval of an input covers a compute, n x C + edges x C^2. It
+// grows with the edges, where the MILP's nonzeros grow with n^2.
+int64_t CountIntervalModel(const Graph& graph, int computes);
+
+// The default of moccasin's cpsat_literals_per_second: a model larger than
+// this x the seconds left is too_large for CP-SAT. Measured: at 10 s on the
+// default corpus CP-SAT found no schedule cheaper than its warm start (none
+// at all at 23 of 40 points) on the graphs of 1,128 literals and more
+// (ResNet-18, 138 nodes, and larger), and answered on those of 898 and less
+// (the U-Nets, the Transformer); at 60 s it answered Checkmate's ResNet-50
+// (3,710), at 600 s the random layered graph of 1,000 nodes (25,500) and
+// the PyTorch ResNet-50 export (docs/algorithms.md, results/moccasin_scale).
+inline constexpr double kCpSatLiteralsPerSecond = 100;
+
 // Solves the staged schedules in `start`'s order that compute each value at
 // most `computes` times within `budget_bytes` on CP-SAT with `threads` workers
 // until `deadline`, from start.incumbent as its hint, and makes the cheaper of
