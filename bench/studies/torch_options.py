@@ -37,8 +37,8 @@ import torch
 
 import rematbench
 import rematbench.torch as rt
-from rematbench import files
-from rematbench.torch import measure
+from rematbench import files, zoo
+from rematbench.torch import measure, sac_milp
 from rematbench.torch import options as opt
 from rematbench.torch.options import HEURISTICS, machine, models
 
@@ -93,14 +93,84 @@ def skipped_row(name, method, setting, **extra):
                  "error": SKIPPED}, **extra)
 
 
-def run_model(name, build, args, rows, summary):
+class Case:
+    """A model as the bench runs it: `build()` makes (model, batch, blocks,
+    sequential): the batch a rematbench.zoo.Batch, the blocks the
+    per-block options wrap, the model as an nn.Sequential of them for
+    checkpoint_sequential (None where there is none). `build` runs again
+    under FakeTensorMode for sac_milp's statistics."""
+
+    def __init__(self, build, description):
+        self.build, self.description = build, description
+
+
+def studies_case(build, description):
+    """A model of rematbench.torch.options.models as a Case."""
+    def case_build():
+        model, (x, y), loss_fn, blocks, seq = build()
+        return model, zoo.Batch(args=(x, y), loss_fn=loss_fn), blocks, seq
+    return Case(case_build, description)
+
+
+def zoo_case(name):
+    """Model `name` of rematbench.zoo as a Case (its blocks found by
+    options.repeated_blocks)."""
+    def case_build():
+        model, batch = zoo.build(name)
+        # Training keeps no key-value cache (transformers turns it off
+        # itself under gradient checkpointing); a checkpointed block's
+        # recomputation would append to it a second time.
+        if getattr(getattr(model, "config", None), "use_cache", False):
+            model.config.use_cache = False
+        return model, batch, opt.repeated_blocks(model), None
+    return Case(case_build, f"rematbench.zoo {name} "
+                f"({zoo_description(name)})")
+
+
+def zoo_description(name):
+    src = zoo.ZOO[name]
+    return getattr(src, "__doc__", None) and src.__doc__.split("\n")[0] \
+        or name
+
+
+def placed_batch(model, batch, device, dtype):
+    """The model and the batch's tensors on `device`, floating point in
+    `dtype`."""
+    model.to(device=device, dtype=dtype)
+
+    def put(t):
+        if not isinstance(t, torch.Tensor):
+            return t
+        return t.to(device=device, dtype=dtype) if t.is_floating_point() \
+            else t.to(device)
+    return zoo.Batch(args=tuple(put(t) for t in batch.args),
+                     kwargs={k: put(v) for k, v in batch.kwargs.items()},
+                     loss_fn=batch.loss_fn)
+
+
+def sac_milp_parts(case):
+    """sac_milp's statistics' build: (model, args, kwargs, loss_of) of the
+    case, the attention mask left out (sac_milp module docstring)."""
+    def build():
+        model, batch, _, _ = case.build()
+        kwargs = {k: v for k, v in batch.kwargs.items()
+                  if k != "attention_mask"}
+        if batch.loss_fn is not None:
+            return model, batch.args[:-1], kwargs, \
+                lambda out: batch.loss_fn(out, batch.args[-1])
+        return model, batch.args, kwargs, \
+            lambda out: out.loss if hasattr(out, "loss") else out
+    return build
+
+
+def run_model(name, case, args, rows, summary):
     """Measures model `name`'s methods into `rows`, and what holds for the
     whole model into `summary` (filled as the run goes, so that a run that
     raises keeps what it measured)."""
     torch.manual_seed(0)
-    model, batch, loss_fn, blocks, seq = build()
+    model, batch, blocks, seq = case.build()
     device = torch.device(args.device)
-    x, y = opt.placed(model, batch, device, getattr(torch, args.dtype))
+    batch = placed_batch(model, batch, device, getattr(torch, args.dtype))
     model.train()
     deadline = args.deadline
     n_params = sum(p.numel() for p in model.parameters())
@@ -122,18 +192,26 @@ def run_model(name, build, args, rows, summary):
         return meas_(step, **kw)
 
     def eager():
-        loss_fn(model(x), y).backward()
+        batch.plain_step(model)
+
+    own_forwards = {m for m in model.modules() if "forward" in m.__dict__}
 
     def plain():
-        """The eager step with no block patched by a checkpointing
-        method."""
-        saved = {b: b.__dict__.pop("forward") for b in blocks
-                 if "forward" in b.__dict__}
+        """The eager step with no module patched by a checkpointing
+        method and transformers' gradient checkpointing off."""
+        saved = {m: m.__dict__.pop("forward") for m in model.modules()
+                 if "forward" in m.__dict__ and m not in own_forwards}
+        hf = [m for m in model.modules()
+              if getattr(m, "gradient_checkpointing", False) is True]
+        for m in hf:
+            m.gradient_checkpointing = False
         try:
             eager()
         finally:
-            for b, f in saved.items():
-                b.forward = f
+            for m, f in saved.items():
+                m.forward = f
+            for m in hf:
+                m.gradient_checkpointing = True
 
     t0 = time.perf_counter()
     base = meas(eager)
@@ -183,14 +261,33 @@ def run_model(name, build, args, rows, summary):
         return r
 
     @contextlib.contextmanager
-    def per_block(wrap):
-        with opt.patched_blocks(blocks, wrap):
+    def per_block(wrap, which=blocks):
+        with opt.patched_blocks(which, wrap):
             yield eager
 
-    add("checkpoint_block", f"{len(blocks)} blocks",
-        lambda: per_block(opt.checkpointed))
+    def not_run(method, why):
+        rows.append({"model": name, "method": method, "setting": "-",
+                     "budget_bytes": None, "measured_peak_bytes": None,
+                     "step_seconds": None, "gradients_equal": None,
+                     "error": why})
+
+    if blocks:
+        add("checkpoint_block", f"{len(blocks)} blocks",
+            lambda: per_block(opt.checkpointed))
+    else:
+        not_run("checkpoint_block", "no repeated blocks")
+    # torchtitan's "selective, every N-th layer": blocks 0, N, 2N, ...
+    # checkpointed, the others kept.
+    for n in args.every:
+        if len(blocks) >= n:
+            add("checkpoint_every_n", f"every {n}th of {len(blocks)} blocks",
+                lambda n=n: per_block(opt.checkpointed, blocks[::n]))
+    if getattr(model, "supports_gradient_checkpointing", False):
+        add("hf_gradient_checkpointing", "non-reentrant",
+            lambda: hf_checkpointing(model, eager))
     if seq is not None:
-        segs, seq_step = opt.sequential_step(seq, loss_fn, x, y)
+        segs, seq_step = opt.sequential_step(seq, batch.loss_fn,
+                                             *batch.args)
         add("checkpoint_sequential", f"{segs} segments of {len(seq)}",
             lambda: contextlib.nullcontext(seq_step))
     else:
@@ -200,13 +297,18 @@ def run_model(name, build, args, rows, summary):
                      "gradients_equal": None,
                      "error": "not a sequence of modules (skip "
                               "connections across blocks)"})
-    add("sac", "save mm/addmm/bmm/convolution outputs, per block",
-        lambda: per_block(opt.selective))
+    if blocks:
+        add("sac", "save mm/addmm/bmm/convolution outputs, per block",
+            lambda: per_block(opt.selective))
     # Compiled by its first step; recompiling for the head-to-head timing
     # reuses inductor's cache of compiled graphs.
     for b in args.compile_budgets if not args.no_compile else []:
         add("compile", f"activation_memory_budget={b}",
-            functools.partial(opt.compiled, model, loss_fn, x, y, b))
+            functools.partial(opt.compiled, model, batch, b))
+    for solver in args.compile_solvers if not args.no_compile else []:
+        for b in args.solver_budgets:
+            add(f"compile_{solver}", f"activation_memory_budget={b}",
+                functools.partial(opt.compiled, model, batch, b, solver))
 
     summary.update({"parameters": n_params,
                     "eager_peak_bytes": base["measured_peak_bytes"],
@@ -219,7 +321,7 @@ def run_model(name, build, args, rows, summary):
         return
     # rematbench: one trace, then a plan per budget.
     t = time.perf_counter()
-    plan = rt.plan(model, (x, y), loss_fn, budget=1.0,
+    plan = rt.plan(model, batch.example, batch.loss_fn, budget=1.0,
                    algorithms=HEURISTICS, timeout=args.solve_timeout,
                    repeats=2, threads=args.solve_threads)
     trace_seconds = time.perf_counter() - t
@@ -246,8 +348,8 @@ def run_model(name, build, args, rows, summary):
         try:
             if compiled:
                 torch.manual_seed(0)
-                p.step(x, y)
-            yield lambda: p.step(x, y)
+                p.step(*batch.args, **batch.kwargs)
+            yield lambda: p.step(*batch.args, **batch.kwargs)
         finally:
             p.compile(False)
             p.free_programs()  # and the compiled graphs
@@ -264,7 +366,8 @@ def run_model(name, build, args, rows, summary):
         """Plan p's program, compiled by inductor, measured (or the error
         running it gave)."""
         try:
-            rc = meas(lambda: p.step(x, y), reference=ref)
+            rc = meas(lambda: p.step(*batch.args, **batch.kwargs),
+                      reference=ref)
             ok, kept = p.program().recomputations_kept()
             rc["recomputations_kept"] = ok
             rc["op_counts"] = {k: list(v) for k, v in kept.items()}
@@ -308,7 +411,8 @@ def run_model(name, build, args, rows, summary):
             sched = tuple(tuple(e) for e in p.schedule)
             if sched not in eager_cache:
                 p.compile(False)
-                eager_cache[sched] = meas(lambda p=p: p.step(x, y),
+                eager_cache[sched] = meas(
+                    lambda p=p: p.step(*batch.args, **batch.kwargs),
                                           reference=ref)
             re = eager_cache[sched]
             attempts.append({"planned_bytes": planned,
@@ -375,7 +479,8 @@ def run_model(name, build, args, rows, summary):
             t = time.perf_counter()
             try:
                 cp = p.compiled_within_budget(
-                    x, y, tries=args.calibrate_compiled)
+                    *batch.args, tries=args.calibrate_compiled,
+                    **batch.kwargs)
                 csecs = round(time.perf_counter() - t, 1)
                 rc = measure_compiled(cp) if cp.compiled else {
                     "error": "no compiled program within the budget"}
@@ -410,6 +515,9 @@ def run_model(name, build, args, rows, summary):
                 f"{rc['max_grad_diff']:.1e}, recomputations kept "
                 f"{rc['recomputations_kept']}, compile "
                 f"{rc['compile_seconds']} s")
+    if args.sac_milp:
+        sac_milp_rows(name, case, model, eager, ref, meas, targets, args,
+                      rows, options, summary)
     summary["head_to_head"] = compare(options, candidates, meas, args,
                                       deadline)
     # Plain training is no memory option but is the step a NoRemat plan
@@ -419,6 +527,83 @@ def run_model(name, build, args, rows, summary):
                           lambda: contextlib.nullcontext(eager))},
         candidates, meas, args, deadline)
     summary["seconds"] = round(time.perf_counter() - t0, 1)
+
+
+@contextlib.contextmanager
+def hf_checkpointing(model, eager):
+    """transformers' gradient checkpointing (non-reentrant) on inside."""
+    model.gradient_checkpointing_enable(
+        gradient_checkpointing_kwargs={"use_reentrant": False})
+    try:
+        yield eager
+    finally:
+        model.gradient_checkpointing_disable()
+
+
+def sac_milp_rows(name, case, model, eager, ref, meas, targets, args,
+                  rows, options, summary):
+    """PyTorch's sac_milp at each ladder budget rematbench was planned at
+    (its statistics taken once): each distinct plan measured and added to
+    `options` for the head-to-head timing."""
+    ladder = [(b, why) for b, why in targets if why.startswith("ladder")]
+    try:
+        planner = sac_milp.Planner(model, sac_milp_parts(case),
+                                   torch.device(args.device))
+    except Exception as e:  # PyTorch's tool failing is a result too
+        rows.append({"model": name, "method": "sac_milp", "setting": "-",
+                     "budget_bytes": None, "measured_peak_bytes": None,
+                     "step_seconds": None, "gradients_equal": None,
+                     "error": f"{type(e).__name__}: {str(e)[:300]}"})
+        log(f"  sac_milp: {rows[-1]['error']}")
+        return
+    summary["sac_milp_statistics_seconds"] = \
+        round(planner.statistics_seconds, 2)
+    summary["sac_milp_baseline_peak_bytes"] = planner.baseline_peak_bytes
+    measured = {}  # decisions -> result
+    for budget, why in ladder:
+        decisions, bound, secs = planner.solve(budget)
+        extra = {"budget_bytes": budget, "sac_milp_bound_bytes": bound,
+                 "decisions": decisions, "plan_seconds": round(
+                     planner.statistics_seconds + secs, 2)}
+        if bound < 0:
+            rows.append(dict({"model": name, "method": "sac_milp",
+                              "setting": why, "measured_peak_bytes": None,
+                              "step_seconds": None, "gradients_equal": None,
+                              "error": "sac_milp: no plan within the "
+                                       "budget"}, **extra))
+            log(f"  sac_milp at {budget} ({why}): no plan")
+            continue
+        key = tuple(sorted(decisions.items()))
+        if key not in measured:
+            running = functools.partial(_sac_milp_running, planner,
+                                        decisions, eager)
+            try:
+                with running() as step:
+                    measured[key] = (meas(step, reference=ref), running)
+            except Exception as e:
+                measured[key] = ({"error": f"{type(e).__name__}: "
+                                           f"{str(e)[:300]}"}, None)
+        r, running = measured[key]
+        if "error" in r:
+            rows.append(dict({"model": name, "method": "sac_milp",
+                              "setting": why, "measured_peak_bytes": None,
+                              "step_seconds": None, "gradients_equal": None,
+                              "error": r["error"]}, **extra))
+            log(f"  sac_milp at {budget} ({why}): {r['error']}")
+            continue
+        rows.append(row_of(name, "sac_milp", why, r, **extra))
+        peak = r["measured_peak_bytes"]
+        log(f"  sac_milp at {budget} ({why}): {len(decisions)} modules, "
+            f"measured {peak} ({'within' if peak <= budget else 'OVER'}), "
+            f"grads equal {r['gradients_equal']}")
+        if all(v[1] is not running for v in options.values()):
+            options[("sac_milp", why)] = (peak, running)
+
+
+@contextlib.contextmanager
+def _sac_milp_running(planner, decisions, eager):
+    with planner.applied(decisions):
+        yield eager
 
 
 def compare(options, candidates, meas, args, deadline):
@@ -484,7 +669,23 @@ def context(args, descriptions):
     return dict(machine(args.device, args.dtype, descriptions, source=here),
                 repeats=args.repeats, warmup=args.warmup, pairs=args.pairs,
                 sizes=args.sizes, compile_budgets=args.compile_budgets,
+                compile_solvers=args.compile_solvers,
+                solver_budgets=args.solver_budgets, every=args.every,
                 deadline_seconds=args.deadline_seconds)
+
+
+def float_list(v):
+    out = [float(b) for b in v.split(",")]
+    if not all(0 <= b <= 1 for b in out):
+        raise argparse.ArgumentTypeError(f"{v}: budgets are in [0, 1]")
+    return out
+
+
+def int_list(v):
+    out = [int(n) for n in v.split(",") if n]
+    if not all(n >= 2 for n in out):
+        raise argparse.ArgumentTypeError(f"{v}: N is at least 2")
+    return out
 
 
 def main():
@@ -494,7 +695,25 @@ def main():
                     choices=["float32", "bfloat16"],
                     help="the parameters' and the batch's floating point "
                          "type (pure bf16 training, not autocast)")
-    ap.add_argument("--models", default="resnet50,vit_b_16,gpt2,unet")
+    ap.add_argument("--models", default="resnet50,vit_b_16,gpt2,unet",
+                    help="the studies' models (rematbench.torch.options."
+                         "models; '' for none)")
+    ap.add_argument("--zoo", default="",
+                    help="models of rematbench.zoo by name, comma-separated "
+                         f"(known: {', '.join(zoo.ZOO)})")
+    ap.add_argument("--every", default="2", type=int_list,
+                    help="N of the 'checkpoint every N-th block' rows")
+    ap.add_argument("--compile-solvers",
+                    default="greedy,ilp,dp_knapsack_sliding_hirschberg",
+                    type=lambda v: [x for x in v.split(",") if x],
+                    help="torch.compile's knapsack solvers measured besides "
+                         "its default (dp), as compile_<solver> rows")
+    ap.add_argument("--solver-budgets", default="0.5,0.2",
+                    type=float_list,
+                    help="the activation_memory_budget settings of the "
+                         "compile_<solver> rows")
+    ap.add_argument("--no-sac-milp", dest="sac_milp", action="store_false",
+                    help="leave out PyTorch's sac_milp rows")
     ap.add_argument("--sizes", choices=["quick", "cpu", "gpu"], default=None,
                     help="model sizes: quick (the test's), cpu (minutes on "
                          "two cores) or gpu (batch 64 at 224x224, GPT-2 "
@@ -507,7 +726,7 @@ def main():
                          "files are named <device>[-<dtype>].{json,md,png} "
                          "(cpu.json for float32 on the CPU)")
     ap.add_argument("--compile-budgets", default="1.0,0.5,0.2,0.05",
-                    type=lambda v: [float(b) for b in v.split(",")],
+                    type=float_list,
                     help="torch.compile's activation_memory_budget settings")
     ap.add_argument("--deadline", dest="deadline_seconds", type=float,
                     default=None,
@@ -559,14 +778,28 @@ def main():
     out = args.out or os.path.join(root, "results", "torch_options")
     os.makedirs(out, exist_ok=True)
     table = models(args.sizes)
-    names = args.models.split(",")
+    names = [n for n in args.models.split(",") if n]
     unknown = [n for n in names if n not in table]
     if unknown:
         ap.error(f"--models: unknown {', '.join(unknown)} (known: "
                  f"{', '.join(table)})")
+    zoo_names = [n for n in args.zoo.split(",") if n]
+    unknown = [n for n in zoo_names if n not in zoo.ZOO]
+    if unknown:
+        ap.error(f"--zoo: unknown {', '.join(unknown)} (known: "
+                 f"{', '.join(zoo.ZOO)})")
+    both = set(names) & set(zoo_names)
+    if both:
+        ap.error(f"{', '.join(both)} named by --models and --zoo: run them "
+                 "apart (a row names its model)")
+    cases = {n: studies_case(*table[n]) for n in names}
+    cases.update((n, zoo_case(n)) for n in zoo_names)
+    names = list(cases)
+    if not names:
+        ap.error("no model: name some with --models or --zoo")
     name = args.device if (args.device, args.dtype) == ("cpu", "float32") \
         else f"{args.device}-{args.dtype}"
-    ctx = context(args, {n: table[n][1] for n in names})
+    ctx = context(args, {n: c.description for n, c in cases.items()})
     ctx["load_average_start"] = list(os.getloadavg())
     rows, summaries = [], []
     signal.signal(signal.SIGTERM, stop_on_sigterm)
@@ -577,7 +810,7 @@ def main():
             if args.deadline.passed():
                 summaries[-1]["error"] = SKIPPED
             else:
-                run_model(n, table[n][0], args, rows, summaries[-1])
+                run_model(n, cases[n], args, rows, summaries[-1])
         except (Exception, Stopped) as e:  # what was measured still counts
             import traceback
             traceback.print_exc()

@@ -9,11 +9,18 @@ import sys
 
 from rematbench import files
 
-PYTORCH = ("checkpoint_block", "checkpoint_sequential", "sac", "compile")
+PYTORCH = ("checkpoint_block", "checkpoint_sequential", "sac", "compile",
+           "compile_greedy", "compile_ilp",
+           "compile_dp_knapsack_sliding_hirschberg", "checkpoint_every_n",
+           "hf_gradient_checkpointing", "sac_milp")
 COLORS = {"eager": "black", "checkpoint_block": "tab:blue",
           "checkpoint_sequential": "tab:orange", "sac": "tab:pink",
-          "compile": "tab:green", "rematbench_eager": "tab:red",
-          "rematbench_compiled": "tab:purple"}
+          "compile": "tab:green", "compile_greedy": "tab:olive",
+          "compile_ilp": "tab:cyan",
+          "compile_dp_knapsack_sliding_hirschberg": "tab:gray",
+          "checkpoint_every_n": "tab:brown",
+          "hf_gradient_checkpointing": "gold", "sac_milp": "magenta",
+          "rematbench_eager": "tab:red", "rematbench_compiled": "tab:purple"}
 
 
 def _mib(b):

@@ -183,8 +183,13 @@ class _BoxedRunner:
                     n.target is operator.getitem and n.args[0] in unpacked):
                 continue
             dead = [x for x in n.all_input_nodes if last[x] == i]
-            target = getattr(split, n.target) if n.op == "call_module" \
-                else n.target
+            if n.op == "call_module":
+                target = getattr(split, n.target)
+            elif n.op == "get_attr":  # a constant the trace kept (a mask)
+                target = functools.partial(
+                    lambda v: v, operator.attrgetter(n.target)(split))
+            else:
+                target = n.target
             compiled = n.op == "call_module" and \
                 n.target not in python_parts
             self.steps.append([n, target, dead, compiled,
@@ -208,11 +213,18 @@ class _BoxedRunner:
                         n.target, torch._ops.OpOverload):
                     self.counts[str(n.target.overloadpacket)] += 1
 
+        # A graph's inputs may come from an earlier compiled graph with
+        # strides of inductor's choosing, where eager's view would not
+        # apply: reshape is the same view where it applies and a copy
+        # where it does not (the traced graph is functional).
+        for n in sub.graph.nodes:
+            if n.target is torch.ops.aten.view.default:
+                n.target = torch.ops.aten.reshape.default
         out = [n for n in sub.graph.nodes if n.op == "output"][0]
         single = not isinstance(out.args[0], (tuple, list))
         if single:  # inductor wants a tuple of outputs
             out.args = ((out.args[0],),)
-            sub.recompile()
+        sub.recompile()
         with inductor_config.patch(post_grad_custom_post_pass=count,
                                    reorder_for_locality=False,
                                    reorder_for_peak_memory=False,

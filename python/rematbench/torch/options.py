@@ -159,8 +159,10 @@ def patched_blocks(blocks, wrap):
 
 
 def checkpointed(forward, **kw):
-    """`forward` under torch.utils.checkpoint (non-reentrant)."""
-    return lambda *a: checkpoint(forward, *a, use_reentrant=False, **kw)
+    """`forward` under torch.utils.checkpoint (non-reentrant); `kw` are
+    checkpoint's, keyword arguments of the call go to `forward`."""
+    return lambda *a, **call_kw: checkpoint(
+        forward, *a, use_reentrant=False, **kw, **call_kw)
 
 
 def sac_policy(ctx, op, *args, **kwargs):
@@ -197,17 +199,22 @@ def sequential_step(seq, loss_fn, x, y):
 
 
 @contextlib.contextmanager
-def compiled(model, loss_fn, x, y, budget):
-    """The training step of `model` compiled by torch.compile at
-    activation_memory_budget `budget`, compiled by a first step whose
-    gradients are cleared; dynamo's caches are reset before and after."""
+def compiled(model, batch, budget, solver=None):
+    """The training step of `model` on `batch` (a rematbench.zoo.Batch)
+    compiled by torch.compile at activation_memory_budget `budget` with
+    the partitioner's knapsack `solver` (None: its default), compiled by a
+    first step whose gradients are cleared; dynamo's caches are reset
+    before and after."""
     torch._dynamo.reset()
+    patch = {"activation_memory_budget": budget}
+    if solver is not None:
+        patch["activation_memory_budget_solver"] = solver
     try:
-        with fconfig.patch(activation_memory_budget=budget):
+        with fconfig.patch(**patch):
             cm = torch.compile(model)
 
             def step():
-                loss_fn(cm(x), y).backward()
+                batch.plain_step(cm)
             torch.manual_seed(0)
             step()
             for p in model.parameters():
@@ -215,6 +222,26 @@ def compiled(model, loss_fn, x, y, budget):
             yield step
     finally:
         torch._dynamo.reset()
+
+
+def repeated_blocks(model):
+    """The blocks a per-block option wraps in a model nobody here wrote:
+    the children of each ModuleList or Sequential whose two or more
+    children are all of one class with submodules of their own (a
+    transformer's layers, a ResNet stage's blocks), outermost first."""
+    found = []
+
+    def walk(m):
+        kids = list(m.children())
+        if isinstance(m, (nn.ModuleList, nn.Sequential)) and \
+                len(kids) >= 2 and len({type(k) for k in kids}) == 1 and \
+                any(True for _ in kids[0].children()):
+            found.extend(kids)
+            return
+        for k in kids:
+            walk(k)
+    walk(model)
+    return found
 
 
 # --------------------------------------------------------------------------

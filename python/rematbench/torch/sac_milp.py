@@ -1,0 +1,198 @@
+"""PyTorch's own memory planner, torch.distributed._tools.sac_ilp, as its
+users run it: module-level statistics (MemTracker, RuntimeEstimator,
+SACEstimator, under FakeTensorMode), `sac_milp` choosing per module how
+much activation memory selective checkpointing discards under a budget in
+GiB, and each chosen module's operators saved or recomputed as
+`get_optimal_checkpointing_policy_per_module` decides, applied with
+`create_selective_checkpoint_contexts`.
+
+Two things PyTorch's tools assume that a CPU or a zoo batch does not give:
+- the runtime estimator times each operator with accelerator events (the
+  cost model needs CUDA's capabilities); on the CPU the same operators run
+  and are timed by the wall clock (`_WallClock`);
+- the statistics run under FakeTensorMode, where a padding mask's
+  data-dependent check (transformers asks whether a mask is all ones)
+  cannot run: they are taken on the batch without its attention mask (the
+  same shapes); the plan then runs on the real batch, and an operator
+  sequence that differs from the one planned is an error, not a guess.
+
+sac_milp's budget covers parameters, gradients and activations
+(MemTracker's view); `Planner.solve(activation_bytes)` asks for the
+parameters and gradients plus `activation_bytes`, so that its setting is
+comparable with an activation budget.
+"""
+
+import contextlib
+import copy
+import functools
+import time
+from unittest import mock
+
+import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.utils.checkpoint import (CheckpointPolicy, checkpoint,
+                                    create_selective_checkpoint_contexts)
+
+GIB = 2 ** 30
+
+
+class _WallClock:
+    """An event with torch.Event's interface, timed by the wall clock: the
+    runtime estimator's operator timing on the CPU."""
+
+    def __init__(self, enable_timing=True):
+        self.t = None
+
+    def record(self, stream=None):
+        self.t = time.perf_counter()
+
+    def elapsed_time(self, end):
+        return (end.t - self.t) * 1e3
+
+
+@contextlib.contextmanager
+def _timed_on(device):
+    if device.type != "cpu":
+        yield
+        return
+    with mock.patch.object(torch, "Event", _WallClock), \
+            mock.patch.object(torch.accelerator, "current_stream",
+                              lambda *a: None), \
+            mock.patch.object(torch.accelerator, "synchronize",
+                              lambda *a: None):
+        yield
+
+
+def _statistics(build, device):
+    """(the fake model's module info for sac_milp, its SAC statistics per
+    module fqn, the seconds they took): the tests' recipe of
+    torch.distributed._tools, for one step of `build()`'s
+    (model, args, kwargs, loss_of(outputs))."""
+    from torch.distributed._tools.ilp_utils import aggregate_stats
+    from torch.distributed._tools.mem_tracker import MemTracker, _ModState
+    from torch.distributed._tools.runtime_estimator import RuntimeEstimator
+    from torch.distributed._tools.sac_estimator import SACEstimator
+    t0 = time.perf_counter()
+    with FakeTensorMode(), _timed_on(device):
+        model, args, kwargs, loss_of = build()
+
+        def step():
+            loss_of(model(*args, **kwargs)).backward()
+            model.zero_grad(set_to_none=True)
+        tracker = MemTracker()
+        tracker.track_external(model)
+        with tracker as mt:
+            step()
+            mt.reset_mod_stats()
+            loss_of(model(*args, **kwargs)).backward()
+            last = mt.get_tracker_snapshot("current")
+            model.zero_grad(set_to_none=True)
+        for stats in tracker.memory_tracking.values():
+            # Modules whose inputs need no gradient have no post-backward
+            # snapshot (ModTracker's hook does not fire): the step's last.
+            if _ModState.POST_BW not in stats.snapshots:
+                stats.snapshots[_ModState.POST_BW] = [copy.deepcopy(last)]
+        runtimes = RuntimeEstimator()
+        with runtimes(estimate_mode_type="operator-level-benchmark"):
+            step()
+        sac = SACEstimator()
+        with sac(estimate_mode_type="operator-level-benchmark"):
+            loss = loss_of(model(*args, **kwargs))
+        loss.backward()
+        info = aggregate_stats(model, tracker, runtimes, sac, device)
+    return info, dict(sac.sac_mod_stats), time.perf_counter() - t0
+
+
+class Planner:
+    """sac_milp over one model's statistics. `build` makes the model and
+    batch afresh (under FakeTensorMode) as (model, args, kwargs,
+    loss_of); `model` is the real model the plans are applied to."""
+
+    def __init__(self, model, build, device):
+        from torch.distributed._tools.ilp_utils import (
+            get_peak_memory_runtime_baseline, parse_module_info)
+        self.model = model
+        info, self.sac_stats, self.statistics_seconds = \
+            _statistics(build, device)
+        order = info["mod_order"]["fw_pre_order"]
+        if len(order) != len(set(order)):
+            # parse_module_info's assertion, said in words.
+            twice = sorted({f for f in order if order.count(f) > 1})
+            raise RuntimeError(
+                "sac_milp's statistics take each module to run once per "
+                f"step; {', '.join(twice[:3])} ran more than once")
+        self.graph = parse_module_info(info)
+        self.baseline_peak_bytes, self.baseline_ms = \
+            get_peak_memory_runtime_baseline(self.graph)
+        self.static_bytes = sum(
+            p.numel() * p.element_size() * (2 if p.requires_grad else 1)
+            for p in model.parameters())
+
+    def solve(self, activation_bytes):
+        """(decisions {module fqn: fraction of its activation memory
+        discarded}, sac_milp's bound on the peak in bytes (-1: nothing
+        fits), the solve's seconds) at the parameters and gradients plus
+        `activation_bytes`."""
+        from torch.distributed._tools.sac_ilp import sac_milp
+        t = time.perf_counter()
+        decisions, _, peak = sac_milp(
+            copy.deepcopy(self.graph),
+            memory_budget=(self.static_bytes + activation_bytes) / GIB)
+        return decisions, peak, time.perf_counter() - t
+
+    @contextlib.contextmanager
+    def applied(self, decisions):
+        """The model with each decided module's forward under selective
+        checkpointing, its operators saved as
+        get_optimal_checkpointing_policy_per_module chooses for the
+        module's fraction kept."""
+        from torch.distributed._tools.sac_ilp import (
+            get_optimal_checkpointing_policy_per_module)
+        modules = dict(self.model.named_modules())
+        root = type(self.model).__name__
+        patched = []
+        try:
+            for fqn, discard in decisions.items():
+                stats = self.sac_stats[fqn]
+                saved = get_optimal_checkpointing_policy_per_module(
+                    stats, memory_budget=1 - discard)
+                if not saved:
+                    raise RuntimeError(f"sac_milp: no per-operator policy "
+                                       f"for {fqn} at {1 - discard:.3f}")
+                name = fqn[len(root) + 1:] if fqn != root else ""
+                m = modules[name]
+                m.forward = _selective(m.forward, stats.func_names, saved,
+                                       fqn)
+                patched.append(m)
+            yield
+        finally:
+            for m in patched:
+                del m.forward
+
+
+def _selective(forward, names, saved, fqn):
+    """`forward` checkpointed, its k-th operator saved where saved[k]
+    (operators counted per forward and per recomputation)."""
+    def context():
+        counts = {False: 0, True: 0}
+
+        def policy(ctx, op, *args, **kwargs):
+            k = counts[ctx.is_recompute]
+            counts[ctx.is_recompute] += 1
+            if k >= len(names) or op._overloadpacket.__name__ != names[k]:
+                raise RuntimeError(
+                    f"sac_milp: {fqn} ran {op} as its operator {k}, where "
+                    "its statistics have "
+                    f"{names[k] if k < len(names) else 'none'}")
+            return CheckpointPolicy.MUST_SAVE if saved[k] else \
+                CheckpointPolicy.PREFER_RECOMPUTE
+        # The per-operator MILP saves an in-place operator with the
+        # operator it changes (its constraint); SAC's check that a saved
+        # tensor is not changed afterwards would refuse that plan, so the
+        # check is off, and the gradients are compared with plain
+        # training's instead.
+        return create_selective_checkpoint_contexts(
+            policy, allow_cache_entry_mutation=True)
+    return functools.wraps(forward)(
+        lambda *a, **kw: checkpoint(forward, *a, use_reentrant=False,
+                                    context_fn=context, **kw))
