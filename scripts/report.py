@@ -31,10 +31,12 @@ import html
 import json
 import math
 import os
+import resource
+import subprocess
 import sys
 
 import rematbench.results
-from rematbench import curves, files
+from rematbench import curves, files, script
 from rematbench.curves import (COLORS, DEFAULT_MAX_OVERHEAD, best_so_far,
                                byte_unit, in_budget, registry_order, run_label)
 
@@ -171,6 +173,30 @@ def short_details(details):
     return text[:240]
 
 
+# The fields of a point that the report draws (charts, hover, tables, the
+# comparison with a baseline); what else a point holds is not kept.
+DRAWN = ("budget_bytes", "status", "valid", "peak_bytes", "cost", "overhead",
+         "makespan", "critical_path", "transfer_bytes", "lower_bound_cost",
+         "optimal", "gap", "staged_gap", "solve_seconds")
+
+
+def drawn(p):
+    """What the report keeps of a point as the file is read (the reader's
+    keep_point): the drawn fields, the message and details cut as the
+    hover shows them; memory grows with the points drawn, not with the
+    file. What is malformed is kept as it is, to be refused with the
+    rest."""
+    if not isinstance(p, dict):
+        return p
+    kept = {k: p[k] for k in DRAWN if k in p}
+    if p.get("message"):
+        kept["message"] = p["message"][:300]
+    details = short_details(p.get("details"))
+    if details:
+        kept["details"] = details
+    return kept
+
+
 def point_info(graph, run, p):
     """What hovering a point shows: its fields that have a value, in
     words (vega-tooltip draws an object as a table)."""
@@ -199,11 +225,9 @@ def point_info(graph, run, p):
             info[key.replace("_", " ")] = f"{p[key]:+.2%}"
     if p.get("solve_seconds") is not None:
         info["solve seconds"] = f"{p['solve_seconds']:.4g}"
-    if p.get("message"):
-        info["message"] = p["message"][:300]
-    details = short_details(p.get("details"))
-    if details:
-        info["details"] = details
+    for key in ("message", "details"):  # cut by drawn()
+        if p.get(key):
+            info[key] = p[key]
     return info
 
 
@@ -547,7 +571,8 @@ details{margin:.3em 0 1em}summary{cursor:pointer;color:#335}
 
 SCRIPT = """
 (function () {
-  const specs = JSON.parse(document.getElementById('remat-specs').textContent);
+  const specs = Array.from(document.querySelectorAll('script.remat-spec'),
+                          (node) => JSON.parse(node.textContent));
   const report = {charts: {}};
   function walk(mark, out) {
     if (!mark || !mark.items) return;
@@ -578,10 +603,11 @@ SCRIPT = """
 
 def build(results, path, baseline=None, baseline_path=None, remat=None,
           max_overhead=DEFAULT_MAX_OVERHEAD, javascript=None, to_vega=None):
-    """The report's HTML text. `javascript`: the Vega bundle to inline;
-    `to_vega`: Vega-Lite spec -> Vega spec (both from vl_convert by
-    default). The specs are compiled here rather than in the browser:
-    the page is drawn about a fifth sooner."""
+    """The report's HTML text in pieces, a graph's chart and table at a
+    time, so that no more than one chart is held at once. `javascript`:
+    the Vega bundle to inline; `to_vega`: Vega-Lite spec -> Vega spec
+    (both from vl_convert by default). The specs are compiled here rather
+    than in the browser: the page is drawn about a fifth sooner."""
     if javascript is None or to_vega is None:
         import vl_convert
         javascript = javascript or vl_convert.javascript_bundle()
@@ -594,34 +620,15 @@ def build(results, path, baseline=None, baseline_path=None, remat=None,
     for run in results["runs"]:
         for p in run["points"]:
             statuses[p["status"]] = statuses.get(p["status"], 0) + 1
-    specs, sections, toc = [], [], []
-    for i, graph in enumerate(results["graphs"]):
-        runs = [r for r in results["runs"] if r["graph"] == graph["name"]]
-        base_runs = [r for r in (baseline or {}).get("runs", [])
-                     if r["graph"] == graph["name"]]
-        spec, runs = chart_spec(graph, runs, base_runs, order, max_overhead)
-        anchor = f"g{i}"
-        specs.append({"id": f"chart{i}", "graph": graph["name"],
-                      "spec": to_vega(spec)})
-        toc.append(f"<li><a href='#{anchor}'>{html.escape(graph['name'])}"
-                   f"</a> ({graph['nodes']} nodes, {len(runs)} runs)</li>")
-        facts = (f"{graph['nodes']} nodes, {graph.get('edges', '?')} edges; "
-                 f"base cost {graph.get('base_cost')}; memory lower bound "
-                 f"{fmt_bytes(graph['lower_bound_bytes'])}; NoRemat peak "
-                 f"{fmt_bytes(graph['noremat_peak_bytes'])}; static "
-                 f"{fmt_bytes(graph.get('static_bytes'))}; longest path "
-                 f"{graph.get('longest_path_cost', '-')}; spec "
-                 f"<code>{html.escape(str(graph.get('spec', '')))}</code>")
-        sections.append(
-            f"<h2 id='{anchor}'>{html.escape(graph['name'])}</h2>"
-            f"<p class='help'>{facts}</p>"
-            f"<div class='chart' id='chart{i}'></div>"
-            "<details open><summary>Best method at each budget "
-            "(in-budget schedules by makespan / base cost; cost breaks "
-            "ties)</summary>" + table_html(graph, runs) + "</details>")
-    comparison = ""
-    if baseline is not None:
-        comparison, _ = baseline_html(results, baseline, baseline_path)
+    runs_of, baseline_runs_of = {}, {}
+    for run in results["runs"]:
+        runs_of.setdefault(run["graph"], []).append(run)
+    for run in (baseline or {}).get("runs", []):
+        baseline_runs_of.setdefault(run["graph"], []).append(run)
+    toc = [f"<li><a href='#g{i}'>{html.escape(graph['name'])}</a> "
+           f"({graph['nodes']} nodes, {len(runs_of.get(graph['name'], []))} "
+           "runs)</li>" for i, graph in enumerate(results["graphs"])]
+
     def known(key, text="{}"):
         value = context.get(key)
         return "-" if value is None else text.format(value)
@@ -637,15 +644,12 @@ def build(results, path, baseline=None, baseline_path=None, remat=None,
                 f"{n} {s}" for s, n in sorted(statuses.items())))]
     meta_html = "".join(f"<tr><th>{html.escape(k)}</th><td>"
                         f"{html.escape(str(v))}</td></tr>" for k, v in meta)
-    data = json.dumps(specs, separators=(",", ":"), allow_nan=False)
-    data = data.replace("</", "<\\/")
     javascript = javascript.replace("</script", "<\\/script")
-    return (
+    yield (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>rematbench report: {html.escape(os.path.basename(path))}"
-        f"</title><style>{STYLE}</style>"
-        f"<script>{javascript}</script></head><body>"
-        f"<h1>rematbench report: {html.escape(path)}</h1>"
+        f"</title><style>{STYLE}</style><script>{javascript}</script>"
+        f"</head><body><h1>rematbench report: {html.escape(path)}</h1>"
         f"<table class='meta'>{meta_html}</table>"
         "<p class='help'>Each chart: per method the best schedule within "
         "the budget at or below each budget (step line) and every schedule "
@@ -659,14 +663,57 @@ def build(results, path, baseline=None, baseline_path=None, remat=None,
         "pan; the radio buttons switch y between time (makespan, which "
         "counts the stalls of offloading) and compute (cost).</p>"
         f"<ul>{''.join(toc)}</ul>"
-        + (f"<p><a href='#baseline'>Against the baseline</a></p>"
-           if comparison else "")
-        + "".join(sections) + comparison
-        + "<script type='application/json' id='remat-specs'>" + data
-        + "</script><script>" + SCRIPT + "</script>"
-        + f"<p class='help'>Written by scripts/report.py on "
-        f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC."
-        "</p></body></html>")
+        + ("<p><a href='#baseline'>Against the baseline</a></p>"
+           if baseline is not None else ""))
+    for i, graph in enumerate(results["graphs"]):
+        spec, runs = chart_spec(graph, runs_of.get(graph["name"], []),
+                                baseline_runs_of.get(graph["name"], []),
+                                order, max_overhead)
+        data = json.dumps({"id": f"chart{i}", "graph": graph["name"],
+                           "spec": to_vega(spec)},
+                          separators=(",", ":"), allow_nan=False)
+        facts = (f"{graph['nodes']} nodes, {graph.get('edges', '?')} edges; "
+                 f"base cost {graph.get('base_cost')}; memory lower bound "
+                 f"{fmt_bytes(graph['lower_bound_bytes'])}; NoRemat peak "
+                 f"{fmt_bytes(graph['noremat_peak_bytes'])}; static "
+                 f"{fmt_bytes(graph.get('static_bytes'))}; longest path "
+                 f"{graph.get('longest_path_cost', '-')}; spec "
+                 f"<code>{html.escape(str(graph.get('spec', '')))}</code>")
+        yield (
+            f"<h2 id='g{i}'>{html.escape(graph['name'])}</h2>"
+            f"<p class='help'>{facts}</p>"
+            f"<div class='chart' id='chart{i}'></div>"
+            "<script type='application/json' class='remat-spec'>"
+            + data.replace("</", "<\\/") + "</script>"
+            "<details open><summary>Best method at each budget "
+            "(in-budget schedules by makespan / base cost; cost breaks "
+            "ties)</summary>" + table_html(graph, runs) + "</details>")
+    if baseline is not None:
+        yield baseline_html(results, baseline, baseline_path)[0]
+    yield ("<script>" + SCRIPT + "</script>"
+           "<p class='help'>Written by scripts/report.py on "
+           f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} "
+           "UTC.</p></body></html>")
+
+
+def v8_refusal():
+    """Why vl_convert cannot run here, or None. Its V8 reserves about 64
+    GiB of address space as it starts and aborts the process with no
+    message of its own (SIGTRAP, Oilpan's CagedHeap reservation) where
+    `ulimit -v` leaves less: under a limit it is tried in a child first."""
+    limit, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if limit == resource.RLIM_INFINITY:
+        return None
+    child = subprocess.run(
+        [sys.executable, "-c",
+         "import vl_convert; vl_convert.javascript_bundle()"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, check=False)
+    if child.returncode == 0:
+        return None
+    return (f"the Vega compiler (vl_convert's V8) cannot start under the "
+            f"address-space limit of {limit // 1024} KiB (ulimit -v): it "
+            "reserves about 64 GiB; raise or lift the limit")
 
 
 def main():
@@ -677,8 +724,7 @@ def main():
                         "worse, and its curves dashed")
     parser.add_argument("-o", "--out", required=True, metavar="report.html",
                         help="the HTML file to write")
-    parser.add_argument("--max-overhead",
-                        type=rematbench.results.nonnegative,
+    parser.add_argument("--max-overhead", type=script.nonnegative,
                         default=DEFAULT_MAX_OVERHEAD,
                         help="top of the initial y range (zoom out for "
                         f"more; 0: everything; default {DEFAULT_MAX_OVERHEAD:g})")
@@ -686,20 +732,28 @@ def main():
                         help="the remat binary whose `remat list` orders the "
                         "methods, hence their colours (default build/remat)")
     args = parser.parse_args()
-    results = rematbench.results.load(PROG, args.results)
-    baseline = (rematbench.results.load(PROG, args.baseline)
-                if args.baseline else None)
     try:
         import vl_convert
     except ImportError:
         print(f"{PROG}: the Python module vl_convert is missing: install "
               "python/requirements.txt (vl-convert-python)", file=sys.stderr)
         return 2
+    refusal = v8_refusal()
+    if refusal:
+        print(f"{PROG}: {refusal}", file=sys.stderr)
+        return 2
+    # V8 starts here, before the files are read: its reservation is made
+    # while this process is as small as the child that was tried.
+    javascript = vl_convert.javascript_bundle()
+    results = rematbench.results.load(PROG, args.results, drawn)
+    baseline = (rematbench.results.load(PROG, args.baseline, drawn)
+                if args.baseline else None)
     try:
-        text = build(results, args.results, baseline, args.baseline,
-                     args.remat, args.max_overhead,
-                     vl_convert.javascript_bundle(),
-                     vl_convert.vegalite_to_vega)
+        with files.replacing(args.out) as out:
+            for piece in build(results, args.results, baseline,
+                               args.baseline, args.remat, args.max_overhead,
+                               javascript, vl_convert.vegalite_to_vega):
+                out.write(piece)
     except (KeyError, TypeError, ValueError, AttributeError,
             ZeroDivisionError, IndexError) as e:
         rematbench.results.bad_input(PROG, f"{args.results}"
@@ -707,10 +761,9 @@ def main():
                                   else "")
                                + f": malformed results ({type(e).__name__}: "
                                f"{str(e)[:160]!r})")
-    files.write_text(args.out, text)
-    print(args.out)
+    print(script.shown(args.out))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script.run(main)
