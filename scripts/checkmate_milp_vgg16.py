@@ -22,8 +22,7 @@ import subprocess
 import sys
 
 import rematbench
-import rematbench.results
-from rematbench import client
+from rematbench import client, script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GRAPH = "../shared/peer-graphs/checkmate2020/VGG16_256_224x224_train.json"
@@ -33,7 +32,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--remat", default="build/remat")
     ap.add_argument("--out", default="results/checkmate_milp_vgg16.json")
-    ap.add_argument("--timeout", type=rematbench.results.positive, default=600)
+    ap.add_argument("--timeout", type=script.positive, default=600)
     ap.add_argument("--algorithms", default=(
         "checkmate_milp,moccasin:solver=cbc,moccasin:solver=gecode,moccasin"))
     # default=None, not ["threads=2"]: argparse appends to a list default,
@@ -124,4 +123,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    script.run(main)

@@ -20,6 +20,7 @@ import signal
 import sys
 
 import rematbench.results
+from rematbench import script
 from rematbench.curves import compare_run, run_key, worse
 
 
@@ -44,7 +45,7 @@ def main():
                         metavar="ALGORITHM",
                         help="fail (exit 1) if this algorithm got worse "
                         "(repeatable; 'all' for every algorithm)")
-    parser.add_argument("--tolerance", type=rematbench.results.nonnegative, default=0.01,
+    parser.add_argument("--tolerance", type=script.nonnegative, default=0.01,
                         help="relative slack before a change counts as worse "
                         "(default 0.01)")
     parser.add_argument("--json", action="store_true", help="print JSON")
@@ -90,7 +91,8 @@ def main():
               f"{'mean dOvh':>9} {'minB A':>12} {'minB B':>12} "
               f"{'slowdown':>8}  regression")
         for r in rows:
-            print(f"{r['graph'][:28]:<28} {r['algorithm'][:24]:<24} "
+            print(f"{script.shown(r['graph'])[:28]:<28} "
+                  f"{script.shown(r['algorithm'])[:24]:<24} "
                   f"{r['dominates']:<9} "
                   f"{fmt(r['mean_overhead_difference'], '+.4f'):>9} "
                   f"{fmt(r['min_feasible_budget_a'], 'd'):>12} "
@@ -98,7 +100,8 @@ def main():
                   f"{fmt(r['geomean_slowdown'], '.4f'):>8}  "
                   f"{r['regression'] or ''}")
         for m in missing:
-            print(f"{m['graph'][:28]:<28} {m['algorithm'][:24]:<24} "
+            print(f"{script.shown(m['graph'])[:28]:<28} "
+                  f"{script.shown(m['algorithm'])[:24]:<24} "
                   f"regression: checked, missing from {args.b}")
         only = (set(runs_a) ^ set(runs_b)) - \
             {(m["graph"], m["algorithm"]) for m in missing}
@@ -108,4 +111,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script.run(main)

@@ -28,7 +28,7 @@ import time
 import torch
 import torchvision
 
-from rematbench import files  # noqa: E402
+from rematbench import files, script  # noqa: E402
 # The tracer is rematbench.torch.trace, shared with rematbench.torch; the
 # models are rematbench.models (rematbench.torch.replay rebuilds them from
 # there). The names stay importable from here for callers of export().
@@ -55,7 +55,7 @@ def parse_args(argv):
     p.add_argument("--cost", choices=("flop", "measured"), default="flop",
                    help="FLOPs from shapes, or the median time of each op "
                    "in nanoseconds on --device (units.cost = ns)")
-    p.add_argument("--repeats", type=int, default=5,
+    p.add_argument("--repeats", type=script.positive_count, default=5,
                    help="runs per op for --cost measured (median)")
     p.add_argument("--workspace", choices=("measured", "none"),
                    default="measured",
@@ -77,7 +77,7 @@ def parse_args(argv):
                    help="cpu or cuda (cuda:N): where the step is traced "
                    "and timed; the model and batch are drawn on the CPU "
                    "from the same seed, so they are the same on both")
-    p.add_argument("--threads", type=int, default=0,
+    p.add_argument("--threads", type=script.count, default=0,
                    help="torch CPU threads (0: torch's default); time "
                    "measured costs with the thread count you replay with")
     p.add_argument("--name", default=None, help="graph name")
@@ -171,4 +171,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    script.run(main, sys.argv[1:])

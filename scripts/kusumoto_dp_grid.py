@@ -27,7 +27,7 @@ import os
 import sys
 
 import rematbench
-from rematbench import client, files
+from rematbench import client, files, script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GB = client.GB
@@ -112,12 +112,12 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--remat", default=os.path.join(ROOT, "build", "remat"))
     ap.add_argument("--shared", default=os.path.join(os.path.dirname(ROOT), "shared"))
-    ap.add_argument("--budgets", type=int, default=8, help="budgets per grid")
+    ap.add_argument("--budgets", type=script.positive_count, default=8, help="budgets per grid")
     ap.add_argument("--out", default=os.path.join(ROOT, "results", "kusumoto_dp_grid"),
                     help="output path without extension (.md and .json are written)")
     ap.add_argument("--quick", action="store_true",
                     help="VGG19 and U-Net only, 3 budgets (tests)")
-    ap.add_argument("--jobs", type=int, default=2, help="solves run at once")
+    ap.add_argument("--jobs", type=script.positive_count, default=2, help="solves run at once")
     args = ap.parse_args()
     if not os.access(args.remat, os.X_OK):
         bad_usage(f"kusumoto_dp_grid: {args.remat} is not an executable "
@@ -306,4 +306,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    script.run(main)

@@ -24,7 +24,7 @@ import signal
 import sys
 
 import rematbench.results
-from rematbench import files
+from rematbench import files, script
 
 PAPER_METHODS = ("dp_exact", "dp_approx", "checkmate_milp", "checkmate_lp",
                  "moccasin", "twremat", "revolve", "rotor", "dtr")
@@ -110,7 +110,9 @@ def report(results):
     longest = max((p["solve_seconds"] for run in results["runs"]
                    for p in run["points"]), default=0)
     lines += ["", f"Longest solve: {longest:.1f} s.", ""]
-    return "\n".join(lines)
+    # One entry a line: a name that holds a newline or an escape sequence
+    # is shown escaped.
+    return "\n".join(script.shown(line) for line in lines)
 
 
 def main():
@@ -134,7 +136,7 @@ def main():
 
 if __name__ == "__main__":
     try:
-        main()
+        script.run(main)
     except SystemExit as e:
         if isinstance(e.code, str):
             print(e.code, file=sys.stderr)

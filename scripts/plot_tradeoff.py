@@ -42,7 +42,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FuncFormatter, MaxNLocator  # noqa: E402
 
 import rematbench.results  # noqa: E402
-from rematbench import files  # noqa: E402
+from rematbench import files, script  # noqa: E402
 from rematbench.curves import (  # noqa: E402
     COLORS, DEFAULT_MAX_OVERHEAD, best_so_far, byte_unit, in_budget,
     registry_order, run_label)
@@ -318,7 +318,7 @@ def draw(graph, runs, order, include_static=False,
     axes[-1].set_xlabel(f"{what} [{unit}]")
     for ax in axes[:-1]:
         ax.tick_params(labelbottom=True)
-    fig.suptitle(f"{graph['name']}  ({graph['nodes']} nodes)")
+    fig.suptitle(f"{script.shown(graph['name'])}  ({graph['nodes']} nodes)")
     return fig
 
 
@@ -362,12 +362,12 @@ def main():
     parser.add_argument("--include-static", action="store_true",
                         help="add the graph's static bytes to the x axis")
     parser.add_argument("--max-overhead",
-                        type=rematbench.results.nonnegative,
+                        type=script.nonnegative,
                         default=DEFAULT_MAX_OVERHEAD,
                         help="top of the overhead axis; points above it are "
                         "drawn as arrows on the top edge (0: no clipping; "
                         f"default {DEFAULT_MAX_OVERHEAD:g})")
-    parser.add_argument("--max-curves", type=int, default=MAX_CURVES,
+    parser.add_argument("--max-curves", type=script.positive_count, default=MAX_CURVES,
                         help="curves per panel: with more methods, the "
                         "Pareto-relevant ones in the first panel, the rest "
                         f"in further panels (default {MAX_CURVES})")
@@ -377,14 +377,11 @@ def main():
                         "build/remat)")
     parser.add_argument("--formats", default="png,pdf",
                         help="comma-separated output formats (default png,pdf)")
-    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+    parser.add_argument("--jobs", type=script.positive_count,
+                        default=os.cpu_count() or 1,
                         help="graphs drawn at once, each in its own process "
                         "(default: the number of CPUs)")
     args = parser.parse_args()
-    if args.max_curves < 1:
-        parser.error("--max-curves must be at least 1")
-    if args.jobs < 1:
-        parser.error("--jobs must be at least 1")
 
     results = rematbench.results.load("plot_tradeoff", args.results)
     try:
@@ -405,7 +402,7 @@ def plot_all(results, args):
         missing = [g for g in args.graph if g not in known]
         if missing:
             print(f"plot_tradeoff: {args.results}: no graph named "
-                  f"{', '.join(missing)}", file=sys.stderr)
+                  f"{script.shown(', '.join(missing))}", file=sys.stderr)
             return 2
         graphs = [g for g in graphs if g["name"] in args.graph]
     order = registry_order(args.remat,
@@ -426,9 +423,9 @@ def plot_all(results, args):
             done = list(pool.map(plot_graph, *zip(*tasks)))
     for paths in done:
         for path in paths:
-            print(path)
+            print(script.shown(path))
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script.run(main)

@@ -38,7 +38,7 @@ import statistics
 import subprocess
 import sys
 
-from rematbench import files
+from rematbench import files, script
 
 import rematbench.torch.replay as RT
 import rematbench.results
@@ -57,35 +57,33 @@ def parse_args(argv):
                    "or written first with --sweep)")
     p.add_argument("--sweep", help="comma-separated graph files: run `remat "
                    "sweep --algorithms all` on them first, writing RESULTS")
-    p.add_argument("--budgets", type=int, default=4,
+    p.add_argument("--budgets", type=script.positive_count, default=4,
                    help="budgets per graph for --sweep (default 4)")
-    p.add_argument("--timeout", type=rematbench.results.positive, default=30,
+    p.add_argument("--timeout", type=script.positive, default=30,
                    help="seconds per solve for --sweep and re-solves")
     p.add_argument("--remat", default="build/remat",
                    help="the remat binary (default build/remat)")
     p.add_argument("--out-dir", help="where the outputs go (default: the "
                    "directory of RESULTS)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
-    p.add_argument("--threads", type=int, default=1,
+    p.add_argument("--threads", type=script.count, default=1,
                    help="torch CPU threads for replays and measured costs")
-    p.add_argument("--repeats", type=int, default=3,
+    p.add_argument("--repeats", type=script.count, default=3,
                    help="timed replays per point, each paired with one of "
                    "NoRemat (median); 0: memory and gradients only")
-    p.add_argument("--warmup", type=int, default=0,
+    p.add_argument("--warmup", type=script.count, default=0,
                    help="untimed pairs before timing (the memory-measuring "
                    "replay that comes first already warms the kernels)")
-    p.add_argument("--time-limit", type=rematbench.results.positive, default=None,
+    p.add_argument("--time-limit", type=script.positive, default=None,
                    help="seconds of timed replays per schedule: fewer "
                    "pairs (at least one) for schedules whose replay is "
                    "long (each point records the pairs it got)")
     p.add_argument("--measured-costs", action="store_true",
                    help="export each graph with --cost measured too and "
                    "predict the overhead with it")
-    p.add_argument("--cost-repeats", type=int, default=5,
+    p.add_argument("--cost-repeats", type=script.positive_count, default=5,
                    help="runs per op for the measured costs")
     args = p.parse_args(argv)
-    if args.repeats < 0 or args.warmup < 0:
-        p.error("--repeats and --warmup must be >= 0")
     return args
 
 
@@ -215,7 +213,8 @@ def replay_all(results, results_dir, out_dir, args):
         path = resolve(ginfo.get("spec", ""), results_dir)
         if path is None or not is_export(path):
             continue
-        print(f"replay_sweep.py: {gname}: rebuilding {path}",
+        print(f"replay_sweep.py: {script.shown(gname)}: rebuilding "
+              f"{script.shown(path)}",
               file=sys.stderr)
         rep = RT.Replayer(path, args.device, args.threads)
         cost_path, cost_graph = (None, None)
@@ -254,7 +253,8 @@ def replay_all(results, results_dir, out_dir, args):
                 try:
                     key = digest(sched)
                     if key not in done:
-                        print(f"replay_sweep.py: {gname} {run['algorithm']} "
+                        print(f"replay_sweep.py: {script.shown(gname)} "
+                              f"{script.shown(run['algorithm'])} "
                               f"{point['budget_bytes']}", file=sys.stderr)
                         done[key] = rep.replay(sched, args.repeats,
                                                args.warmup, cost_graph,
@@ -599,4 +599,4 @@ def cost_report(doc):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    script.run(main, sys.argv[1:])

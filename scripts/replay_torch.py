@@ -28,7 +28,7 @@ import json
 import os
 import sys
 
-from rematbench import files
+from rematbench import files, script
 from rematbench.torch.replay import BadInput, Replayer, load_cost_graph, solve
 
 
@@ -53,13 +53,13 @@ def parse_args(argv):
     p.add_argument("-p", "--param", action="append", default=[],
                    help="algorithm parameter k=v (repeatable)")
     p.add_argument("--device", default="cpu", help="cpu or cuda[:N]")
-    p.add_argument("--threads", type=int, default=1,
+    p.add_argument("--threads", type=script.count, default=1,
                    help="torch CPU threads (default 1: steadier timings; 0 "
                    "keeps torch's default)")
-    p.add_argument("--repeats", type=int, default=5,
+    p.add_argument("--repeats", type=script.count, default=5,
                    help="timed replays, each paired with one of NoRemat "
                    "(median); 0: measure memory and gradients only")
-    p.add_argument("--warmup", type=int, default=1,
+    p.add_argument("--warmup", type=script.count, default=1,
                    help="untimed replays before timing")
     p.add_argument("--cost-graph",
                    help="an export of the same step with --cost measured: "
@@ -113,7 +113,7 @@ def main(argv):
             f"measured {out['ratio_to_baseline']:.3f} "
             f"({out['step_seconds'] * 1e3:.1f} ms vs NoRemat "
             f"{out['baseline_seconds'] * 1e3:.1f} ms)")
-        print(f"{out['graph']}: length {out['length']}, "
+        print(f"{script.shown(out['graph'])}: length {out['length']}, "
               f"peak simulated {out['simulated_peak_bytes']:,} measured "
               f"{out['measured_peak_bytes']:,} bytes; overhead predicted "
               f"{out['predicted_overhead']:.3f} {timing}; gradients "
@@ -123,4 +123,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    script.run(main, sys.argv[1:])

@@ -31,6 +31,8 @@ import tempfile
 import time
 import zlib
 
+from rematbench import script
+
 
 def find_chromium():
     for name in ("chromium", "chromium-browser", "google-chrome"):
@@ -268,9 +270,9 @@ def main():
     parser.add_argument("--full-page", action="store_true",
                         help="screenshot the whole page, not the first "
                         "screen (at most 16,000 pixels high)")
-    parser.add_argument("--runs", type=int, default=1,
+    parser.add_argument("--runs", type=script.positive_count, default=1,
                         help="cold loads, each in a fresh browser (default 1)")
-    parser.add_argument("--timeout", type=float, default=60,
+    parser.add_argument("--timeout", type=script.positive, default=60,
                         help="seconds to wait for the page (default 60)")
     args = parser.parse_args()
     chromium = find_chromium()
@@ -308,4 +310,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script.run(main)

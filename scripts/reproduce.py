@@ -24,7 +24,7 @@ import os
 import sys
 import time
 
-from rematbench import client, files, results
+from rematbench import client, files, script
 from reproductions import PAPERS  # the package scripts/reproductions/
 from reproductions.common import ROOT
 
@@ -42,8 +42,8 @@ def main():
     ap.add_argument("--out", default=os.path.join(ROOT, "results", "reproductions"))
     ap.add_argument("--shared", default=os.path.join(os.path.dirname(ROOT), "shared"))
     ap.add_argument("--quick", action="store_true", help="small graphs only (tests)")
-    ap.add_argument("--jobs", type=int, default=2, help="solves run at once")
-    ap.add_argument("--milp-seconds", type=results.nonnegative, default=None,
+    ap.add_argument("--jobs", type=script.positive_count, default=2, help="solves run at once")
+    ap.add_argument("--milp-seconds", type=script.nonnegative, default=None,
                     help="time limit per checkmate_milp solve in the Checkmate "
                          "reproduction (default 30, 5 with --quick; 0: not run)")
     args = ap.parse_args()
@@ -74,4 +74,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    script.run(main)

@@ -17,6 +17,7 @@ import json
 import sys
 
 import rematbench.results
+from rematbench import script
 
 RUN_FIELDS = ("solve_seconds", "schedule_file")
 
@@ -54,7 +55,8 @@ def compare(old, new):
         h = graphs_new.get(g["name"], {})
         added |= {f"graphs.{k}" for k in set(h) - set(g)}
         if any(h.get(k) != v for k, v in g.items()):
-            differences.append(f"graph {g['name']}: summary differs")
+            differences.append(f"graph {script.shown(g['name'])}: summary "
+                               "differs")
     if len(graphs_new) != len(old["graphs"]):
         differences.append("the files have different graphs")
     a, b = points(old), points(new)
@@ -87,4 +89,4 @@ def compare(old, new):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    script.run(main, sys.argv)

@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 
-from rematbench import files, results
+from rematbench import files, script
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -111,9 +111,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--remat", default=os.path.join(HERE, "..", "build",
                                                         "remat"))
-    parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument("--trials", type=script.positive_count, default=10)
     parser.add_argument("--seed", type=int, default=None)
-    parser.add_argument("--latest", type=results.positive, default=1.0,
+    parser.add_argument("--latest", type=script.positive, default=1.0,
                         help="latest kill, as a fraction of the reference "
                         "run's time")
     parser.add_argument("--out", help="JSON report (default: stdout)")
@@ -161,4 +161,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script.run(main)

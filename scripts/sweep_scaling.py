@@ -30,7 +30,7 @@ import sys
 import tempfile
 import time
 
-from rematbench import files, results
+from rematbench import files, script
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -129,10 +129,10 @@ def main():
     parser.add_argument("--corpus", default=os.path.join(
         ROOT, "graphs", "corpus", "default.json"))
     parser.add_argument("--algorithms", default="all")
-    parser.add_argument("--budgets", type=int, default=8)
-    parser.add_argument("--timeout", type=results.positive, default=10)
-    parser.add_argument("--tasks", type=int, default=10000)
-    parser.add_argument("--ranks", type=int, default=8)
+    parser.add_argument("--budgets", type=script.positive_count, default=8)
+    parser.add_argument("--timeout", type=script.positive, default=10)
+    parser.add_argument("--tasks", type=script.positive_count, default=10000)
+    parser.add_argument("--ranks", type=script.positive_count, default=8)
     parser.add_argument("--skip-corpus", action="store_true")
     parser.add_argument("--skip-dispatch", action="store_true")
     o = parser.parse_args()
@@ -158,4 +158,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script.run(main)

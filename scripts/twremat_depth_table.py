@@ -22,7 +22,7 @@ import datetime
 import os
 import sys
 
-from rematbench import client, files
+from rematbench import client, files, script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -128,4 +128,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    script.run(main)

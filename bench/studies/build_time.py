@@ -34,6 +34,7 @@ import subprocess
 import sys
 import time
 
+from rematbench import script
 from rematbench.files import run_context, write_json
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -133,11 +134,11 @@ def main():
                     help="where the two clones and their builds go")
     ap.add_argument("--out", default=os.path.join(
         ROOT, "results", "build_time", "cpu.json"))
-    ap.add_argument("--units", type=int, default=0,
+    ap.add_argument("--units", type=script.count, default=0,
                     help="compile only this many units of each (0: all; "
                          "fewer for a trial run)")
-    ap.add_argument("--tests", type=int, default=-1,
-                    help="run only this many tests of each (-1: all, "
+    ap.add_argument("--tests", type=script.count, default=None,
+                    help="run only this many tests of each (default: all; "
                          "0: none)")
     ap.add_argument("--jobs", type=int, default=1,
                     help="compile this many rounds (an old and a new unit, "
@@ -176,7 +177,7 @@ def main():
                                  cwd=os.path.join(tree, "build"),
                                  capture_output=True, text=True).stdout
         found = re.findall(r"Test\s+#\d+: (\S+)", listing)
-        return found if args.tests < 0 else found[:args.tests]
+        return found if args.tests is None else found[:args.tests]
 
     def run_test(name, test):
         t = time.perf_counter()
@@ -234,4 +235,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    script.run(main)

@@ -23,6 +23,7 @@ import os
 import torch
 
 import rematbench.torch as rt
+from rematbench import script
 from rematbench.torch import measure
 from rematbench.torch import options
 
@@ -68,13 +69,13 @@ def main():
                     choices=["float32", "bfloat16"])
     ap.add_argument("--model", default="gpt2")
     ap.add_argument("--sizes", choices=["quick", "cpu", "gpu"])
-    ap.add_argument("--level", type=float, default=1.0,
+    ap.add_argument("--level", type=script.positive, default=1.0,
                     help="torch.compile's activation_memory_budget")
-    ap.add_argument("--budget", type=int,
+    ap.add_argument("--budget", type=script.positive_count,
                     help="rematbench's budget in bytes (default: the "
                          "torch.compile variant's measured peak)")
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--top", type=int, default=8)
+    ap.add_argument("--repeats", type=script.positive_count, default=5)
+    ap.add_argument("--top", type=script.count, default=8)
     ap.add_argument("--out", default=".")
     args = ap.parse_args()
     device = torch.device(args.device)
@@ -158,4 +159,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    script.run(main)

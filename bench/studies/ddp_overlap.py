@@ -26,7 +26,7 @@ import time
 import torch
 import torch.nn as nn
 
-from rematbench import files
+from rematbench import files, script
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -97,12 +97,12 @@ def worker(rank, world, port, args, out):
 
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--width", type=int, default=1024)
-    ap.add_argument("--layers", type=int, default=6)
-    ap.add_argument("--batch", type=int, default=64)
-    ap.add_argument("--budget", type=float, default=0.6)
-    ap.add_argument("--steps", type=int, default=15)
-    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--width", type=script.positive_count, default=1024)
+    ap.add_argument("--layers", type=script.positive_count, default=6)
+    ap.add_argument("--batch", type=script.positive_count, default=64)
+    ap.add_argument("--budget", type=script.positive, default=0.6)
+    ap.add_argument("--steps", type=script.positive_count, default=15)
+    ap.add_argument("--warmup", type=script.count, default=3)
     ap.add_argument("-o", "--out",
                     default=os.path.join(ROOT, "results/ddp/cpu.json"))
     args = ap.parse_args(argv)
@@ -154,4 +154,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    script.run(main, sys.argv[1:])

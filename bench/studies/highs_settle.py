@@ -21,6 +21,8 @@ import subprocess
 import sys
 import tempfile
 
+from rematbench import script
+
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 REPORT = {"primal": "Primal bound", "dual": "Dual bound", "gap": "Gap",
           "time": "Timing"}
@@ -99,4 +101,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script.run(main)

@@ -22,7 +22,7 @@ import sys
 import tempfile
 import time
 
-from rematbench import files
+from rematbench import files, script
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -64,9 +64,9 @@ def per_algorithm(sweep):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--budgets", type=int, default=8,
+    parser.add_argument("--budgets", type=script.positive_count, default=8,
                         help="budgets per graph (run.sh's default 8)")
-    parser.add_argument("--timeout", type=float, default=10,
+    parser.add_argument("--timeout", type=script.positive, default=10,
                         help="seconds per task (run.sh's default 10)")
     parser.add_argument("--remat", default=os.path.join(ROOT, "build", "remat"))
     parser.add_argument("--out", default=os.path.join(ROOT, "results",
@@ -121,4 +121,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script.run(main)

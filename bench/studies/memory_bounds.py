@@ -26,7 +26,7 @@ import time
 import torch
 
 import rematbench.torch as rt
-from rematbench import files
+from rematbench import files, script
 from rematbench.torch import options
 
 
@@ -126,9 +126,9 @@ def main():
     ap.add_argument("--against", default="results/torch_options/cpu.json",
                     help="a bench/studies/torch_options.py results file")
     ap.add_argument("--out", default="results/memory_bounds")
-    ap.add_argument("--seconds", type=float, default=10.0,
+    ap.add_argument("--seconds", type=script.positive, default=10.0,
                     help="the reach bound's search limit per model")
-    ap.add_argument("--states-per-level", type=int, default=200_000)
+    ap.add_argument("--states-per-level", type=script.positive_count, default=200_000)
     args = ap.parse_args()
     torch.set_num_threads(1)
     table = options.models(args.sizes)
@@ -159,4 +159,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    script.run(main)

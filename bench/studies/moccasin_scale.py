@@ -31,7 +31,7 @@ import sys
 import time
 
 import rematbench as rb
-from rematbench import files
+from rematbench import files, script
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PEER = os.path.join(ROOT, "..", "shared", "peer-graphs", "checkmate2020")
@@ -273,9 +273,9 @@ def main():
                     help="algorithm[:key=value,...] specs, separated by "
                          "',' or ';' (a key=value goes with the spec "
                          "before it)")
-    ap.add_argument("--seconds", type=float, default=60)
-    ap.add_argument("--heuristic-seconds", type=float, default=10)
-    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--seconds", type=script.positive, default=60)
+    ap.add_argument("--heuristic-seconds", type=script.positive, default=10)
+    ap.add_argument("--jobs", type=script.positive_count, default=2)
     ap.add_argument("--out", default=os.path.join(ROOT, "results",
                                                   "moccasin_scale"))
     ap.add_argument("--latest", metavar="FOLDER",
@@ -331,4 +331,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    script.run(main)

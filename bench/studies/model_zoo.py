@@ -29,7 +29,7 @@ import torch
 
 import rematbench
 import rematbench.torch as rt
-from rematbench import files, zoo
+from rematbench import files, script, zoo
 from rematbench.torch import measure
 from rematbench.torch.options import machine
 
@@ -153,11 +153,11 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--models", help="comma-separated zoo names (default: "
                     f"all {len(zoo.ZOO)})")
-    ap.add_argument("--budget", type=float, default=0.5,
+    ap.add_argument("--budget", type=script.positive, default=0.5,
                     help="fraction of plain training's activation peak")
-    ap.add_argument("--repeats", type=int, default=5,
+    ap.add_argument("--repeats", type=script.positive_count, default=5,
                     help="timed step pairs per model (median)")
-    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--threads", type=script.positive_count, default=1)
     ap.add_argument("-o", "--out",
                     default=os.path.join(ROOT, "results/model_zoo/cpu.json"))
     args = ap.parse_args(argv)
@@ -192,4 +192,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    script.run(main, sys.argv[1:])

@@ -24,7 +24,7 @@ import time
 import torch
 
 import rematbench.torch as rt
-from rematbench import files, zoo
+from rematbench import files, script, zoo
 from rematbench.torch import measure
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
@@ -131,9 +131,9 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--layers", default="4,12,24",
                     help="decoder depths to plan (comma-separated)")
-    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--steps", type=script.positive_count, default=100)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--threads", type=script.positive_count, default=2)
     ap.add_argument("-o", "--out",
                     default=os.path.join(ROOT, "results/planning/cpu.json"))
     args = ap.parse_args(argv)
@@ -167,4 +167,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    script.run(main, sys.argv[1:])

@@ -33,7 +33,7 @@ import subprocess
 import sys
 import time
 
-from rematbench import files
+from rematbench import files, script
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 
@@ -43,8 +43,8 @@ def parse_args(argv):
     p.add_argument("--remat", default=os.path.join(ROOT, "build", "remat"))
     p.add_argument("--corpus",
                    default=os.path.join(ROOT, "graphs/corpus/default.json"))
-    p.add_argument("--repeats", type=int, default=5)
-    p.add_argument("--timeout", type=float, default=10)
+    p.add_argument("--repeats", type=script.positive_count, default=5)
+    p.add_argument("--timeout", type=script.positive, default=10)
     p.add_argument("--out", default=os.path.join(ROOT, "results/python_api"))
     return p.parse_args(argv)
 
@@ -180,4 +180,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    script.run(main, sys.argv[1:])

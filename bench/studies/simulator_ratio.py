@@ -15,11 +15,13 @@ import statistics
 import subprocess
 import sys
 
+from rematbench import script
+
 NAME = "BM_SimulateCheckpointLastChain/n:{}/critical_path:{}"
 
 
 def main(argv):
-    if len(argv) < 3:
+    if len(argv) < 3 or not argv[1].isdigit() or int(argv[1]) < 1:
         sys.exit(print(__doc__, file=sys.stderr) or 2)
     rounds, binaries = int(argv[1]), argv[2:]
     times = {}
@@ -48,4 +50,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    script.run(main, sys.argv)

@@ -33,6 +33,8 @@ import sys
 import tempfile
 import time
 
+from rematbench import script
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 PEER = ROOT.parent / "shared" / "peer-graphs" / "checkmate2020"
@@ -131,16 +133,17 @@ def main():
     parser.add_argument("--highs", required=True)
     parser.add_argument("--cpsat-python")
     parser.add_argument("--graphs", nargs="*", default=DEFAULT_GRAPHS)
-    parser.add_argument("--fractions", default="0.9,0.8,0.7")
-    parser.add_argument("--seconds", type=float, default=60)
-    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--fractions", type=script.positives,
+                        default=[0.9, 0.8, 0.7])
+    parser.add_argument("--seconds", type=script.positive, default=60)
+    parser.add_argument("--threads", type=script.positive_count, default=1)
     parser.add_argument("--solvers", default="cbc,highs,cpsat")
-    parser.add_argument("--max-nonzeros", type=int, default=15_000_000,
+    parser.add_argument("--max-nonzeros", type=script.positive_count, default=15_000_000,
                         help="write no model with more nonzeros than this "
                              "(memory of this machine); listed with its size")
-    parser.add_argument("--cpsat-max-nonzeros", type=int, default=2_500_000,
+    parser.add_argument("--cpsat-max-nonzeros", type=script.count, default=2_500_000,
                         help="run CP-SAT only on models up to this size")
-    parser.add_argument("--jobs", type=int, default=1,
+    parser.add_argument("--jobs", type=script.positive_count, default=1,
                         help="models solved at the same time (each runs its "
                              "solvers one after another)")
     parser.add_argument("--out", required=True)
@@ -154,7 +157,7 @@ def main():
     tasks = []
     for graph in args.graphs:
         peak = noremat_peak(remat, graph)
-        for fraction in [float(f) for f in args.fractions.split(",")]:
+        for fraction in args.fractions:
             tasks.append({"graph": graph, "fraction": fraction,
                           "budget_bytes": int(peak * fraction),
                           "noremat_peak": peak})
@@ -266,4 +269,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    script.run(main)

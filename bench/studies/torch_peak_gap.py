@@ -28,7 +28,7 @@ import torch
 
 import rematbench
 import rematbench.torch as rt
-from rematbench import files
+from rematbench import files, script
 from rematbench.torch import measure
 from rematbench.torch import options
 
@@ -194,16 +194,16 @@ def main():
     ap.add_argument("--quick", action="store_true",
                     help="smaller sizes (the test's)")
     ap.add_argument("--budgets", default="1.0,0.7,0.5",
-                    type=lambda s: [float(b) for b in s.split(",")],
+                    type=script.positives,
                     help="fractions of the NoRemat program peak")
-    ap.add_argument("--top", type=int, default=4,
+    ap.add_argument("--top", type=script.count, default=4,
                     help="events listed per plan")
     ap.add_argument("--algorithms", default=None,
                     type=lambda s: s.split(","),
                     help="comma-separated algorithms the plans choose from "
                     "(default: rematbench.torch.options.HEURISTICS)")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--solve-timeout", type=float, default=20)
+    ap.add_argument("--threads", type=script.positive_count, default=1)
+    ap.add_argument("--solve-timeout", type=script.positive, default=20)
     ap.add_argument("--cost", choices=("measured", "flop"),
                     default="measured",
                     help="the plan's op costs (rt.plan): measured, as users "
@@ -234,4 +234,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    script.run(main)

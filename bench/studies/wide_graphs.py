@@ -20,7 +20,7 @@ import json
 import os
 import sys
 
-from rematbench import files
+from rematbench import files, script
 
 
 def node(i, kind, inputs, grad_of=None):
@@ -66,13 +66,9 @@ def training_star(leaves):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("dir")
-    parser.add_argument("--leaves", type=int, default=10**6)
-    parser.add_argument("--training-leaves", type=int, default=3 * 10**5)
+    parser.add_argument("--leaves", type=script.positive_count, default=10**6)
+    parser.add_argument("--training-leaves", type=script.positive_count, default=3 * 10**5)
     args = parser.parse_args()
-    if args.leaves < 1 or args.training_leaves < 1:
-        print("wide_graphs.py: --leaves and --training-leaves must be >= 1",
-              file=sys.stderr)
-        return 2
     try:
         write(os.path.join(args.dir, "star.json"), "star", star(args.leaves))
         write(os.path.join(args.dir, "fanin.json"), "fanin",
@@ -86,4 +82,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    script.run(main)
