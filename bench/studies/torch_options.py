@@ -112,25 +112,22 @@ def studies_case(build, description):
     return Case(case_build, description)
 
 
-def zoo_case(name):
-    """Model `name` of rematbench.zoo as a Case (its blocks found by
-    options.repeated_blocks)."""
+def zoo_case(name, size):
+    """Model `name` of rematbench.zoo at `size` as a Case (its blocks
+    found by options.repeated_blocks)."""
     def case_build():
-        model, batch = zoo.build(name)
+        model, batch = zoo.build(name, size=size)
         # Training keeps no key-value cache (transformers turns it off
         # itself under gradient checkpointing); a checkpointed block's
         # recomputation would append to it a second time.
         if getattr(getattr(model, "config", None), "use_cache", False):
             model.config.use_cache = False
         return model, batch, opt.repeated_blocks(model), None
-    return Case(case_build, f"rematbench.zoo {name} "
-                f"({zoo_description(name)})")
-
-
-def zoo_description(name):
-    src = zoo.ZOO[name]
-    return getattr(src, "__doc__", None) and src.__doc__.split("\n")[0] \
-        or name
+    s = zoo.SIZES[size]
+    return Case(case_build, f"rematbench.zoo {name}, size {size} (batch "
+                f"{s.batch}; transformers: {s.layers} layers, width "
+                f"{s.width}, sequence {s.seq}, vocabulary {s.vocab}; "
+                f"images {s.image}x{s.image})")
 
 
 def placed_batch(model, batch, device, dtype):
@@ -718,7 +715,9 @@ def main():
                     help="model sizes: quick (the test's), cpu (minutes on "
                          "two cores) or gpu (batch 64 at 224x224, GPT-2 "
                          "small at sequence 1024); default: gpu on a GPU, "
-                         "else cpu")
+                         "else cpu. Zoo models (--zoo) are built at the "
+                         "zoo's \"test\" size with quick, else at its "
+                         "\"bench\" size")
     ap.add_argument("--quick", action="store_true",
                     help="the same as --sizes quick")
     ap.add_argument("--out", default=None,
@@ -793,7 +792,8 @@ def main():
         ap.error(f"{', '.join(both)} named by --models and --zoo: run them "
                  "apart (a row names its model)")
     cases = {n: studies_case(*table[n]) for n in names}
-    cases.update((n, zoo_case(n)) for n in zoo_names)
+    zoo_size = "test" if args.sizes == "quick" else "bench"
+    cases.update((n, zoo_case(n, zoo_size)) for n in zoo_names)
     names = list(cases)
     if not names:
         ap.error("no model: name some with --models or --zoo")

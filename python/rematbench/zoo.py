@@ -9,7 +9,11 @@ bench/studies/model_zoo.py all of them.
     loss = model(*batch.args, **batch.kwargs)...
 
 Token batches are padded (the second sequence's last quarter masked out)
-wherever the model takes an attention mask.
+wherever the model takes an attention mask. Two sizes: "test" (the tests':
+two layers, width 64, sequence 16, 32x32 images; a step takes
+milliseconds) and "bench" (four layers, width 256, sequence 128, 64x64
+images, batch 4: big enough on the CPU that a step's time is the
+model's, not Python's).
 """
 
 import dataclasses
@@ -18,7 +22,24 @@ import os
 import torch
 import torch.nn as nn
 
-VOCAB, SEQ, BATCH = 128, 16, 2
+VOCAB, SEQ, BATCH = 128, 16, 2  # the "test" size's
+
+
+@dataclasses.dataclass(frozen=True)
+class Size:
+    """What a zoo model is built at: its batch, sequence length,
+    vocabulary, width and layers (transformers models), image side."""
+    batch: int = BATCH
+    seq: int = SEQ
+    vocab: int = VOCAB
+    width: int = 64
+    layers: int = 2
+    image: int = 32
+
+
+SIZES = {"test": Size(),
+         "bench": Size(batch=4, seq=128, vocab=1024, width=256, layers=4,
+                       image=64)}
 # Every model is built from a config: nothing may reach the hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -49,94 +70,108 @@ class Batch:
         return self.kwargs if self.kwargs else self.args
 
 
-def _tokens(g, labels=True, mask=True):
-    ids = torch.randint(VOCAB, (BATCH, SEQ), generator=g)
+def _tokens(g, s, labels=True, mask=True):
+    ids = torch.randint(s.vocab, (s.batch, s.seq), generator=g)
     kw = {"input_ids": ids}
     if mask:
-        m = torch.ones(BATCH, SEQ, dtype=torch.long)
-        m[1, SEQ - SEQ // 4:] = 0
+        m = torch.ones(s.batch, s.seq, dtype=torch.long)
+        m[1, s.seq - s.seq // 4:] = 0
         kw["attention_mask"] = m
     if labels:
         kw["labels"] = ids
     return kw
 
 
-def _lm(cls_name, config_name, **config):
-    def build(g):
+def _lm(cls_name, config_name, config):
+    """A transformers model of `config(size)`'s config on tokens."""
+    def build(g, s):
         import transformers
-        cfg = getattr(transformers, config_name)(**config)
-        return getattr(transformers, cls_name)(cfg), Batch(kwargs=_tokens(g))
+        cfg = getattr(transformers, config_name)(**config(s))
+        return getattr(transformers, cls_name)(cfg), \
+            Batch(kwargs=_tokens(g, s))
     return build
 
 
-_DECODER = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=128,
-                num_hidden_layers=2, num_attention_heads=4,
-                num_key_value_heads=2, max_position_embeddings=64)
+def _decoder(s, **extra):
+    return dict(vocab_size=s.vocab, hidden_size=s.width,
+                intermediate_size=2 * s.width, num_hidden_layers=s.layers,
+                num_attention_heads=4, num_key_value_heads=2,
+                max_position_embeddings=4 * s.seq, **extra)
 
 
-def _classifier(cls_name, config_name, **config):
-    def build(g):
+def _classifier(cls_name, config_name, config):
+    def build(g, s):
         import transformers
-        cfg = getattr(transformers, config_name)(num_labels=3, **config)
-        kw = _tokens(g, labels=False)
-        kw["labels"] = torch.randint(3, (BATCH,), generator=g)
+        cfg = getattr(transformers, config_name)(num_labels=3, **config(s))
+        kw = _tokens(g, s, labels=False)
+        kw["labels"] = torch.randint(3, (s.batch,), generator=g)
         return getattr(transformers, cls_name)(cfg), Batch(kwargs=kw)
     return build
 
 
-_ENCODER = dict(vocab_size=VOCAB, hidden_size=64, num_hidden_layers=2,
-                num_attention_heads=4, intermediate_size=128,
-                max_position_embeddings=64)
+def _encoder(s, **extra):
+    return dict(dict(vocab_size=s.vocab, hidden_size=s.width,
+                     num_hidden_layers=s.layers, num_attention_heads=4,
+                     intermediate_size=2 * s.width,
+                     max_position_embeddings=4 * s.seq), **extra)
 
 
-def _t5(g):
+def _t5(g, s):
     import transformers
-    cfg = transformers.T5Config(vocab_size=VOCAB, d_model=64, d_kv=16,
-                                d_ff=128, num_layers=2, num_heads=4,
+    cfg = transformers.T5Config(vocab_size=s.vocab, d_model=s.width,
+                                d_kv=s.width // 4, d_ff=2 * s.width,
+                                num_layers=s.layers, num_heads=4,
                                 decoder_start_token_id=0)
-    kw = _tokens(g, labels=False)
-    kw["labels"] = torch.randint(VOCAB, (BATCH, SEQ // 2), generator=g)
+    kw = _tokens(g, s, labels=False)
+    kw["labels"] = torch.randint(s.vocab, (s.batch, s.seq // 2), generator=g)
     return transformers.T5ForConditionalGeneration(cfg), Batch(kwargs=kw)
 
 
-def _hf_vit(g):
+def _hf_vit(g, s):
     import transformers
-    cfg = transformers.ViTConfig(image_size=32, patch_size=8, hidden_size=64,
-                                 num_hidden_layers=2, num_attention_heads=4,
-                                 intermediate_size=128, num_labels=5)
-    kw = {"pixel_values": torch.randn(BATCH, 3, 32, 32, generator=g),
-          "labels": torch.randint(5, (BATCH,), generator=g)}
+    cfg = transformers.ViTConfig(image_size=s.image, patch_size=8,
+                                 hidden_size=s.width,
+                                 num_hidden_layers=s.layers,
+                                 num_attention_heads=4,
+                                 intermediate_size=2 * s.width, num_labels=5)
+    kw = {"pixel_values": torch.randn(s.batch, 3, s.image, s.image,
+                                      generator=g),
+          "labels": torch.randint(5, (s.batch,), generator=g)}
     return transformers.ViTForImageClassification(cfg), Batch(kwargs=kw)
 
 
-def _lora(g):
+def _lora(g, s):
     import peft
-    model, batch = ZOO["llama"](g)
+    model, batch = ZOO["llama"](g, s)
     config = peft.LoraConfig(r=4, lora_alpha=8,
                              target_modules=["q_proj", "v_proj"])
     return peft.get_peft_model(model, config), batch
 
 
-def _images(g, size=32, classes=5):
-    return Batch(args=(torch.randn(BATCH, 3, size, size, generator=g),
-                       torch.randint(classes, (BATCH,), generator=g)),
+def _images(g, s, side, classes=5):
+    return Batch(args=(torch.randn(s.batch, 3, side, side, generator=g),
+                       torch.randint(classes, (s.batch,), generator=g)),
                  loss_fn=nn.CrossEntropyLoss())
 
 
-def _timm(name, size=32, **kw):
-    def build(g):
+def _timm(name, scale=1, **kw):
+    """A timm model at `scale` times the size's image side (and told that
+    side where `kw` names img_size)."""
+    def build(g, s):
         import timm
+        side = int(s.image * scale)
+        args = dict(kw, img_size=side) if "img_size" in kw else kw
         return timm.create_model(name, pretrained=False, num_classes=5,
-                                 **kw), _images(g, size)
+                                 **args), _images(g, s, side)
     return build
 
 
-def _torchvision(name, size=32, **kw):
-    def build(g):
+def _torchvision(name):
+    def build(g, s):
         import torchvision
         return getattr(torchvision.models, name)(weights=None,
-                                                 num_classes=5,
-                                                 **kw), _images(g, size)
+                                                 num_classes=5), \
+            _images(g, s, s.image)
     return build
 
 
@@ -157,42 +192,47 @@ class Recurrent(nn.Module):
         return self.head(h[:, -1])
 
 
-def _recurrent(g):
-    return Recurrent(), Batch(
-        args=(torch.randint(50, (4, 24), generator=g),
-              torch.randint(5, (4,), generator=g)),
+def _recurrent(g, s):
+    return Recurrent(d=s.width // 2), Batch(
+        args=(torch.randint(50, (2 * s.batch, s.seq + 8), generator=g),
+              torch.randint(5, (2 * s.batch,), generator=g)),
         loss_fn=nn.CrossEntropyLoss())
 
 
 ZOO = {
-    "gpt2": _lm("GPT2LMHeadModel", "GPT2Config", vocab_size=VOCAB, n_embd=64,
-                n_layer=2, n_head=4, n_positions=64),
-    "llama": _lm("LlamaForCausalLM", "LlamaConfig", **_DECODER),
-    "qwen2": _lm("Qwen2ForCausalLM", "Qwen2Config", **_DECODER),
-    "gemma": _lm("GemmaForCausalLM", "GemmaConfig", head_dim=16, **_DECODER),
-    "mistral": _lm("MistralForCausalLM", "MistralConfig", **_DECODER),
-    "opt": _lm("OPTForCausalLM", "OPTConfig", vocab_size=VOCAB,
-               hidden_size=64, ffn_dim=128, num_hidden_layers=2,
-               num_attention_heads=4, max_position_embeddings=64,
-               word_embed_proj_dim=64),
+    "gpt2": _lm("GPT2LMHeadModel", "GPT2Config", lambda s: dict(
+        vocab_size=s.vocab, n_embd=s.width, n_layer=s.layers, n_head=4,
+        n_positions=4 * s.seq)),
+    "llama": _lm("LlamaForCausalLM", "LlamaConfig", _decoder),
+    "qwen2": _lm("Qwen2ForCausalLM", "Qwen2Config", _decoder),
+    "gemma": _lm("GemmaForCausalLM", "GemmaConfig",
+                 lambda s: _decoder(s, head_dim=s.width // 4)),
+    "mistral": _lm("MistralForCausalLM", "MistralConfig", _decoder),
+    "opt": _lm("OPTForCausalLM", "OPTConfig", lambda s: dict(
+        vocab_size=s.vocab, hidden_size=s.width, ffn_dim=2 * s.width,
+        num_hidden_layers=s.layers, num_attention_heads=4,
+        max_position_embeddings=4 * s.seq, word_embed_proj_dim=s.width)),
     "bert": _classifier("BertForSequenceClassification", "BertConfig",
-                        **_ENCODER),
-    "roberta": _classifier("RobertaForSequenceClassification",
-                           "RobertaConfig", pad_token_id=1,
-                           **dict(_ENCODER, max_position_embeddings=66)),
-    "distilbert": _classifier("DistilBertForSequenceClassification",
-                              "DistilBertConfig", vocab_size=VOCAB, dim=64,
-                              n_layers=2, n_heads=4, hidden_dim=128,
-                              max_position_embeddings=64),
+                        _encoder),
+    "roberta": _classifier(
+        "RobertaForSequenceClassification", "RobertaConfig",
+        lambda s: _encoder(s, pad_token_id=1,
+                           max_position_embeddings=4 * s.seq + 2)),
+    "distilbert": _classifier(
+        "DistilBertForSequenceClassification", "DistilBertConfig",
+        lambda s: dict(vocab_size=s.vocab, dim=s.width, n_layers=s.layers,
+                       n_heads=4, hidden_dim=2 * s.width,
+                       max_position_embeddings=4 * s.seq)),
     "t5": _t5,
     "hf_vit": _hf_vit,
     "llama_lora": _lora,
     "convnext": _timm("convnext_atto"),
-    "swin": _timm("swin_tiny_patch4_window7_224", size=56, img_size=56,
+    # Window 7 over 4-pixel patches: the side is a multiple of 56.
+    "swin": _timm("swin_tiny_patch4_window7_224", scale=7 / 4, img_size=0,
                   embed_dim=24, depths=(1, 1, 1, 1), num_heads=(1, 1, 2, 2)),
     "efficientnet": _timm("efficientnet_b0"),
     "resnet_d": _timm("resnet18d"),
-    "timm_vit": _timm("vit_tiny_patch16_224", img_size=32, patch_size=8),
+    "timm_vit": _timm("vit_tiny_patch16_224", img_size=0, patch_size=8),
     "mobilenetv3": _timm("mobilenetv3_small_050"),
     "resnet18": _torchvision("resnet18"),
     "mobilenet_v2": _torchvision("mobilenet_v2"),
@@ -200,10 +240,10 @@ ZOO = {
 }
 
 
-def build(name, seed=0):
-    """(model in training mode, Batch) of zoo model `name`, its weights
-    and batch drawn from `seed`."""
+def build(name, seed=0, size="test"):
+    """(model in training mode, Batch) of zoo model `name` at `size` (a
+    key of SIZES), its weights and batch drawn from `seed`."""
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed + 1)
-    model, batch = ZOO[name](g)
+    model, batch = ZOO[name](g, SIZES[size])
     return model.train(), batch
