@@ -45,9 +45,7 @@ const Options<CheckmateMilpOptions> kOptions(
     MilpSolverOption(&CheckmateMilpOptions::solver),
     NestedOptions(&CheckmateMilpOptions::checkmate,
                   CheckmateOptionFields("checkmate_milp",
-                                        std::string("checkmate_lp+") +
-                                            kStagedHeuristics,
-                                        kMilpLimits)));
+                                        kExactStagedWarmStart, kMilpLimits)));
 
 class CheckmateMilp : public Algorithm {
  private:

@@ -593,20 +593,20 @@ ClassAnswer::ClassAnswer(const Graph& graph, const SolveRequest& request,
     : graph_(graph),
       budget_bytes_(request.budget_bytes),
       stage_order_(start.order_source),
-      cheapest_outside_(start.cheapest_outside) {
+      fallback_(start.incumbent) {
   if (!start.outside_class.empty()) {
     outside_names_ = fmt::format("; fitting heuristics outside the class: {}",
                                  fmt::join(start.outside_class, ", "));
   }
-  const Incumbent* fallback = start.incumbent ? &*start.incumbent : nullptr;
-  if (cheapest_outside_ &&
-      (!fallback || cheapest_outside_->cost < fallback->cost)) {
-    fallback = &*cheapest_outside_;
+  if (start.cheapest_outside &&
+      (!fallback_ || start.cheapest_outside->cost < fallback_->cost)) {
+    fallback_ = start.cheapest_outside;
+    fallback_outside_ = true;
   }
-  if (request.standby && fallback) {
+  if (request.standby && fallback_) {
     AlgorithmOutput standby = AlgorithmOutput::Found(
-        fallback->schedule, fmt::format("{} did not finish; warm start: {}",
-                                        solver, fallback->algorithm));
+        fallback_->schedule, fmt::format("{} did not finish; warm start: {}",
+                                         solver, fallback_->algorithm));
     standby.status = Status::kTimeout;
     request.standby->Offer(std::move(standby));
   }
@@ -615,19 +615,19 @@ ClassAnswer::ClassAnswer(const Graph& graph, const SolveRequest& request,
 AlgorithmOutput ClassAnswer::Answer(AlgorithmOutput in_class) const {
   in_class.message += outside_names_;
   in_class.extra["stage_order"] = stage_order_;
-  const std::optional<Incumbent>& outside = cheapest_outside_;
-  if (!outside || in_class.status == Status::kError) return in_class;
+  if (!fallback_ || in_class.status == Status::kError) return in_class;
   if (in_class.schedule) {
     const SimulationResult sim = Simulate(graph_, *in_class.schedule);
     if (sim.valid && sim.peak_bytes <= budget_bytes_ &&
-        sim.cost <= outside->cost) {
+        sim.cost <= fallback_->cost) {
       return in_class;
     }
   }
   AlgorithmOutput out = AlgorithmOutput::Found(
-      outside->schedule,
-      fmt::format("{}'s schedule (cost {}), outside the class, {}: {}",
-                  outside->algorithm, outside->cost,
+      fallback_->schedule,
+      fmt::format("{}'s schedule (cost {}){}, {}: {}", fallback_->algorithm,
+                  fallback_->cost,
+                  fallback_outside_ ? ", outside the class" : ", the start",
                   in_class.schedule ? "is cheaper than the class's answer"
                                     : "fits where the class has no schedule",
                   in_class.message));
@@ -635,7 +635,7 @@ AlgorithmOutput ClassAnswer::Answer(AlgorithmOutput in_class) const {
   if (in_class.status == Status::kTimeout) out.status = Status::kTimeout;
   out.staged_lower_bound_cost = in_class.staged_lower_bound_cost;
   out.extra = std::move(in_class.extra);
-  out.extra["outside_class"] = outside->algorithm;
+  if (fallback_outside_) out.extra["outside_class"] = fallback_->algorithm;
   return out;
 }
 

@@ -208,15 +208,30 @@ enum class StageOrder { kGraph, kIncumbent, kLeastPeak };
 // before, cost 1.096x, and CBC had not improved on the start in 300 s.
 // dtr is in it because on the PyTorch ResNet-50 export at 70-90% of the
 // NoRemat peak its schedule is the cheapest heuristic's, and without it
-// checkmate_milp answered 0.003-0.007% dearer than dtr after 600 s.
+// checkmate_milp answered 0.003-0.007% dearer than dtr after 600 s (and
+// moccasin on Checkmate's ResNet-50 0.5-0.8% dearer after 60 s).
 // order_search is in it because where an order computing each value once
 // fits, its schedule costs the base cost and needs no solver
 // (BaseCostAnswer); on Checkmate's 100-node random layered graph at 80% of
 // the NoRemat peak, checkmate_milp had proven 1.0006x the base cost
 // optimal in the stage order it took from the other heuristics.
+// checkpoint_reuse is in it so that every heuristic of the registry that
+// schedules without offloading is, and the exact methods that start from
+// it are never dearer than any of them (their warm start below).
 inline constexpr const char* kStagedHeuristics =
-    "checkpoint_last+chen_greedy+chen_recursive+chen_sqrtn+dp_approx+"
-    "dp_exact+dtr+noremat+order_search+revolve+rotor+twremat";
+    "checkpoint_last+checkpoint_reuse+chen_greedy+chen_recursive+chen_sqrtn+"
+    "dp_approx+dp_exact+dtr+noremat+order_search+revolve+rotor+twremat";
+
+// The warm start of the exact staged methods, checkmate_milp and moccasin:
+// kStagedHeuristics, checkmate_lp and reach_search. reach_search fits where
+// no other heuristic does (Checkmate's random layered graphs at 70% of the
+// NoRemat peak; random_layered:n=30,seed=3 below 90%, where checkmate_milp
+// without it had no schedule at 10 s), mostly outside the staged classes,
+// and is then the answer (ClassAnswer).
+inline constexpr const char* kExactStagedWarmStart =
+    "checkmate_lp+checkpoint_last+checkpoint_reuse+chen_greedy+"
+    "chen_recursive+chen_sqrtn+dp_approx+dp_exact+dtr+noremat+order_search+"
+    "reach_search+revolve+rotor+twremat";
 
 // The default size limits of a staged algorithm (RefuseCheckmateRequest):
 // more needed nodes than max_nodes (0: no such limit), or more nonzeros
@@ -338,12 +353,14 @@ std::optional<AlgorithmOutput> BaseCostAnswer(const Graph& graph,
 // cheapest fitting schedule outside the class (StagedStart::
 // cheapest_outside), as "`solver` did not finish". Answer() is the class's
 // answer with the fitting heuristics outside the class named in its
-// message and its stage order in extra (stage_order); or the cheapest of
-// those, where it fits and the class's answer is dearer or has no
-// schedule: an exact method never answers dearer than a heuristic it ran,
-// nor nothing when one fits (an error stays the answer, since it may hide a
-// bug). The class's bound (staged_lower_bound_cost) stays, a bound on its
-// class only; `optimal` goes, since the answer is not the class's optimum.
+// message and its stage order in extra (stage_order); or that cheaper
+// schedule, where the class's answer is dearer or has no schedule (a
+// solver need not keep its start: a start the model's rows reject is no
+// MIP start, and a solver may stop at a dearer one): an exact method never
+// answers dearer than a heuristic it ran, nor nothing when one fits (an
+// error stays the answer, since it may hide a bug). The class's bound
+// (staged_lower_bound_cost) stays, a bound on its class only; `optimal`
+// goes, since the answer is not the class's optimum.
 class ClassAnswer {
  public:
   ClassAnswer(const Graph& graph, const SolveRequest& request,
@@ -355,7 +372,10 @@ class ClassAnswer {
   int64_t budget_bytes_;
   std::string outside_names_;
   std::string stage_order_;
-  std::optional<Incumbent> cheapest_outside_;
+  // The cheaper of the class's start and the cheapest fitting schedule
+  // outside the class; `outside`: it is the latter.
+  std::optional<Incumbent> fallback_;
+  bool fallback_outside_ = false;
 };
 
 }  // namespace remat

@@ -75,19 +75,6 @@ struct MoccasinOptions {
   CheckmateOptions checkmate;
 };
 
-// The staged methods' warm starts (kStagedHeuristics), checkmate_lp and
-// reach_search. dtr's schedule on Checkmate's ResNet-50 at 90% and 70% of
-// the NoRemat peak is the cheapest heuristic's and computes no value more
-// than twice staged; without it moccasin on CP-SAT answered 0.5-0.8%
-// dearer than dtr after 60 s (results/moccasin_scale). reach_search fits
-// where no other heuristic does (Checkmate's random layered graphs at
-// 70%), mostly outside the class, and then is the answer. order_search,
-// as in kStagedHeuristics.
-inline constexpr const char* kMoccasinWarmStart =
-    "checkmate_lp+checkpoint_last+chen_greedy+chen_recursive+chen_sqrtn+"
-    "dp_approx+dp_exact+dtr+noremat+order_search+reach_search+revolve+"
-    "rotor+twremat";
-
 const Options<MoccasinOptions> kOptions(
     NestedOptions(&MoccasinOptions::milp, StagedMilpOptionFields()),
     IntOption(&MoccasinOptions::computations, "computations", 2,
@@ -115,7 +102,7 @@ const Options<MoccasinOptions> kOptions(
                  "seconds left (0: no such limit; the default is CP-SAT's "
                  "measured speed, docs/algorithms.md)"),
     NestedOptions(&MoccasinOptions::checkmate,
-                  CheckmateOptionFields("moccasin", kMoccasinWarmStart,
+                  CheckmateOptionFields("moccasin", kExactStagedWarmStart,
                                         kMilpLimits)));
 
 // The solver that runs, and why, for the answer's details (`solver`,
