@@ -603,8 +603,10 @@ TEST_F(Cli, CheckmateModelsTheMemoryLimitCannotHoldAreRefused) {
   // model has 17.4 million nonzeros, about 4.9 GiB for Clp: refused at
   // once under a limit of 1 GiB, by the solvers that build the model. The
   // limit reaches the isolated process that decides. (nonzeros_per_second=0:
-  // the MILPs' limit by their measured speed would refuse it first.)
-  for (const char* algorithm : {"checkmate_lp", "checkmate_milp", "moccasin"}) {
+  // the MILPs' limit by their measured speed would refuse it first;
+  // moccasin on Gecode, which builds the MILP's model where CP-SAT does not.)
+  for (const char* algorithm :
+       {"checkmate_lp", "checkmate_milp", "moccasin -p solver=gecode"}) {
     const auto start = std::chrono::steady_clock::now();
     Outcome run = Remat(fmt::format(
         "--max-memory 1GiB solve -a {} -g resnet:depth=152 "
@@ -630,7 +632,8 @@ TEST_F(Cli, StagedMilpsRefuseModelsTheirTimeLimitCannotSolve) {
   // second of a 5 s limit that the MILP solvers were measured to answer
   // (docs/algorithms.md), so too_large at once, naming the limit; not so
   // for checkmate_lp, whose limit is its 150 nodes (the graph has 138).
-  for (const char* algorithm : {"checkmate_milp", "moccasin"}) {
+  // moccasin is held to it where the MILP runs; on CP-SAT, to CP-SAT's.
+  for (const char* algorithm : {"checkmate_milp", "moccasin -p solver=cbc"}) {
     Outcome run = Remat(fmt::format(
         "solve -a {} -g resnet:depth=18,batch=8,image=64 --timeout 5 "
         "--json",
@@ -647,6 +650,20 @@ TEST_F(Cli, StagedMilpsRefuseModelsTheirTimeLimitCannotSolve) {
               std::string::npos)
         << result["message"];
   }
+  Outcome cpsat = Remat(
+      "solve -a moccasin -p solver=cpsat -g resnet:depth=18,batch=8,image=64 "
+      "--timeout 5 --json");
+  ASSERT_EQ(cpsat.status, 1) << cpsat.err;
+  const nlohmann::json refused = nlohmann::json::parse(cpsat.out);
+  EXPECT_EQ(refused["status"], "too_large") << cpsat.out;
+  EXPECT_NE(refused["message"].get<std::string>().find(
+                "1128 literals (n x C + edges x C^2): more than the "),
+            std::string::npos)
+      << refused["message"];
+  EXPECT_NE(refused["message"].get<std::string>().find(
+                "(cpsat_literals_per_second=100 x the "),
+            std::string::npos)
+      << refused["message"];
   // A graph of more than 150 needed nodes whose model is small enough for
   // the time limit is not refused: chain:n=100 (201 nodes, 634,008
   // nonzeros) at 30 s; its NoRemat peak fits, so the warm start is optimal.
