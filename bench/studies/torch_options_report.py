@@ -121,34 +121,86 @@ def comparison(rows, m):
     return out
 
 
-def compile_knob(rows, m):
-    """What each torch.compile budget's measured peak is against what its
-    setting implies (that fraction of the eager activation peak), where
-    a smaller budget measured a larger peak than a larger budget, and the
-    gradients compiled."""
-    rs = sorted((r for r in rows if r["model"] == m["model"] and
-                 r["method"] == "compile" and
-                 r.get("measured_peak_bytes") is not None),
-                key=lambda r: -float(r["setting"].split("=")[1]))
-    if not rs:
-        return []
-    eager = m["eager_peak_bytes"]
-    over = [r for r in rs if r["measured_peak_bytes"] >
-            float(r["setting"].split("=")[1]) * eager]
-    bad = [f"{small['setting'].split('=')[1]} measured "
-           f"{_mib(small['measured_peak_bytes'])} MiB above "
-           f"{big['setting'].split('=')[1]}'s "
-           f"{_mib(big['measured_peak_bytes'])} MiB"
-           for k, small in enumerate(rs) for big in rs[:k]
-           if small["measured_peak_bytes"] > big["measured_peak_bytes"]]
-    diffs = ", ".join(f"{r['setting'].split('=')[1]}: "
-                      + ("equal" if r["gradients_equal"] else
-                         f"{r['max_grad_diff']:.1e}") for r in rs)
-    return [f"- {m['model']}: torch.compile's measured peak exceeds its "
-            f"budget times the eager peak at {len(over)} of {len(rs)} "
-            "budgets; " + ("not monotonic: " + "; ".join(bad) if bad else
-                           "monotonic in the budget") +
-            f"; gradients against eager, largest difference ({diffs})."]
+COMPILE = ("compile", "compile_greedy", "compile_ilp",
+           "compile_dp_knapsack_sliding_hirschberg")
+
+
+def _budget_of(r):
+    return float(r["setting"].split("=")[1])
+
+
+def knobs(rows, m):
+    """For each PyTorch budget knob (torch.compile's
+    activation_memory_budget under each knapsack solver, sac_milp's
+    budget): where its measured peak exceeds what its setting implies
+    (torch.compile: the budget times the eager activation peak; sac_milp:
+    the activation budget it was given), where a smaller setting measured
+    a larger peak than a larger one, and the gradients."""
+    out = []
+    for method in COMPILE + ("sac_milp",):
+        rs = [r for r in rows if r["model"] == m["model"] and
+              r["method"] == method and
+              r.get("measured_peak_bytes") is not None]
+        if not rs:
+            continue
+        if method == "sac_milp":
+            setting, implied = (lambda r: r["budget_bytes"]), \
+                (lambda r: r["budget_bytes"])
+            name = "sac_milp's budget"
+            show = lambda r: f"{_mib(r['budget_bytes'])} MiB"  # noqa: E731
+        else:
+            setting = _budget_of
+            implied = lambda r: _budget_of(r) * m["eager_peak_bytes"]  # noqa
+            name = f"{method}'s activation_memory_budget"
+            show = lambda r: f"{_budget_of(r)}"  # noqa: E731
+        rs.sort(key=lambda r: -setting(r))
+        over = [r for r in rs if r["measured_peak_bytes"] > implied(r)]
+        bad = [f"{show(small)} measured {_mib(small['measured_peak_bytes'])}"
+               f" MiB above {show(big)}'s "
+               f"{_mib(big['measured_peak_bytes'])} MiB"
+               for k, small in enumerate(rs) for big in rs[:k]
+               if setting(small) < setting(big) and
+               small["measured_peak_bytes"] > big["measured_peak_bytes"]]
+        diffs = ", ".join(f"{show(r)}: " + (
+            "equal" if r["gradients_equal"] else
+            f"{r['max_grad_diff']:.1e}") for r in rs)
+        out.append(
+            f"- {m['model']}: {name}: measured peak above what the setting "
+            f"implies at {len(over)} of {len(rs)} settings; "
+            + ("not monotonic: " + "; ".join(bad[:4])
+               + (f" (and {len(bad) - 4} more)" if len(bad) > 4 else "")
+               if bad else "monotonic in the setting")
+            + f"; gradients against eager ({diffs}).")
+    return out
+
+
+def methods_summary(rows):
+    """Per method: rows measured, within their budget (where the row has
+    one), gradients equal to plain training's."""
+    out = []
+    for method in sorted({r["method"] for r in rows}):
+        rs = [r for r in rows if r["method"] == method and
+              r.get("measured_peak_bytes") is not None]
+        failed = sum(1 for r in rows if r["method"] == method and
+                     r.get("measured_peak_bytes") is None)
+        if not rs and not failed:
+            continue
+        budgeted = [r for r in rs if r.get("budget_bytes") is not None]
+        within = sum(1 for r in budgeted
+                     if r["measured_peak_bytes"] <= r["budget_bytes"])
+        out.append(f"| {method} | {len(rs)} | {failed} | "
+                   + (f"{within} of {len(budgeted)}" if budgeted else "-")
+                   + f" | {sum(1 for r in rs if r['gradients_equal'])} of "
+                   f"{len(rs)} |")
+    return ["| method | rows measured | not run or failed | within budget "
+            "| gradients equal |", "|---|---:|---:|---:|---:|"] + out
+
+
+def _tie_or_win(e):
+    """rematbench at least as fast at an option's level: the paired median
+    at or below 1, or its 95% interval holding 1 (a tie within noise)."""
+    ci = e.get("time_ratio_ci95")
+    return e["time_ratio"] <= 1.0 or (ci is not None and ci[0] <= 1.0)
 
 
 def _significance(h2h):
@@ -288,7 +340,15 @@ def report(doc, md_path, png_path=None):
                   + "; ratios (rematbench / option) from "
                   f"{min(e['time_ratio'] for e in h2h):.2f} to "
                   f"{max(e['time_ratio'] for e in h2h):.2f}"
-                  + _significance(h2h) + ".", ""]
+                  + _significance(h2h) + ".",
+                  f"- Counting ties within noise (the 95% interval holds "
+                  f"1) as ties: at least as fast at "
+                  f"{sum(1 for e in h2h if _tie_or_win(e))} of {len(h2h)} "
+                  f"levels ({sum(1 for e in h2h if _tie_or_win(e)) / len(h2h):.0%}).",
+                  ""]
+    lines += ["Every method's rows (a budget where the row has one: "
+              "rematbench's and sac_milp's):", ""] + methods_summary(rows) \
+        + [""]
     noremat = [(m["model"], t) for m in doc["models"]
                for e in m.get("against_eager") or []
                for t in e.get("timed", [])
@@ -305,8 +365,21 @@ def report(doc, md_path, png_path=None):
     for m in doc["models"]:
         low = min((r["measured_peak_bytes"] for r in plans
                    if r["model"] == m["model"]), default=None)
+        pytorch_low = min((r["measured_peak_bytes"] for r in rows
+                           if r["model"] == m["model"] and
+                           r["method"] in PYTORCH and
+                           r.get("measured_peak_bytes") is not None),
+                          default=None)
         if low is not None and "lower_bound_bytes" in m:
             once = m.get("gradients_once_lower_bound_bytes")
+            if pytorch_low is not None:
+                lines.append(
+                    f"- {m['model']}: lowest PyTorch method's peak "
+                    f"{_mib(pytorch_low)} MiB; rematbench's lowest "
+                    f"{_mib(low)} MiB is "
+                    + ("within 10% of" if low <= 1.1 * m["lower_bound_bytes"]
+                       else "more than 10% above")
+                    + " the memory lower bound.")
             reach = m.get("reach_lower_bound_bytes")
             lines.append(f"- {m['model']}: lowest rematbench peak "
                          f"{_mib(low)} MiB, {low / m['lower_bound_bytes']:.2f}"
@@ -319,7 +392,7 @@ def report(doc, md_path, png_path=None):
                              "computing each gradient once can take, "
                              f"{_mib(once)} MiB)" if once else "") + ".")
     knob = [line for m in doc["models"] if "parameters" in m
-            for line in compile_knob(rows, m)]
+            for line in knobs(rows, m)]
     lines += [""] + knob + ([""] if knob else [])
     if pred:
         errs = sorted(abs(a / b - 1) for a, b in pred)

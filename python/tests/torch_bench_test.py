@@ -66,12 +66,12 @@ def test_peak_gap_counts_only_what_a_recomputation_runs(tmp_path):
 
 def test_options_side_by_side(tmp_path):
     doc, md = run_bench("torch_options", tmp_path, "--no-compile",
-                        "--ladder", "2", "--repeats", "1", "--warmup", "0",
-                        "--pairs", "6")
+                        "--no-sac-milp", "--ladder", "2", "--repeats", "1",
+                        "--warmup", "0", "--pairs", "6")
     assert doc["format"] == "rematbench-torch-options"
     methods = {r["method"] for r in doc["rows"]}
-    assert {"eager", "checkpoint_block", "sac", "rematbench_eager"} <= \
-        methods
+    assert {"eager", "checkpoint_block", "checkpoint_every_n", "sac",
+            "rematbench_eager"} <= methods
     for r in doc["rows"]:
         if r["method"] == "rematbench_eager" and \
                 r.get("measured_peak_bytes") is not None:
@@ -79,7 +79,8 @@ def test_options_side_by_side(tmp_path):
             assert r["gradients_equal"], r
     (model,) = doc["models"]
     h2h = model["head_to_head"]
-    assert {e["option_method"] for e in h2h} == {"checkpoint_block", "sac"}
+    assert {e["option_method"] for e in h2h} == {
+        "checkpoint_block", "checkpoint_every_n", "sac"}
     for e in h2h:
         assert e["rematbench_peak_bytes"] <= e["option_peak_bytes"]
         assert e["time_ratio"] > 0 and e["pairs"] == 6
@@ -109,6 +110,72 @@ def test_options_side_by_side(tmp_path):
         if r["method"].startswith("rematbench") and
         r.get("measured_peak_bytes") is not None)
     assert "| unet |" in bounds_md
+
+
+def test_zoo_model_beside_every_pytorch_planner(tmp_path):
+    # A transformers model of the zoo (test size): transformers' own
+    # gradient checkpointing and PyTorch's sac_milp are rows beside the
+    # per-block options, measured by the same instrument.
+    require_modules("transformers", "pulp", "pwlf")
+    out = tmp_path / "zoo"
+    subprocess.run([sys.executable, os.path.join(BENCH, "torch_options.py"),
+                    "--quick", "--models", "", "--zoo", "llama", "--out",
+                    str(out), "--no-compile", "--ladder", "3", "--repeats",
+                    "1", "--warmup", "0", "--pairs", "3"],
+                   check=True, capture_output=True, text=True, timeout=600)
+    doc = json.loads((out / "cpu.json").read_text())
+    rows = {(r["method"], r["setting"]): r for r in doc["rows"]}
+    # Llama's two decoder layers are the blocks.
+    assert ("checkpoint_block", "2 blocks") in rows
+    hf = rows[("hf_gradient_checkpointing", "non-reentrant")]
+    block = rows[("checkpoint_block", "2 blocks")]
+    eager = rows[("eager", "-")]
+    # transformers checkpoints the same two layers.
+    assert hf["measured_peak_bytes"] == block["measured_peak_bytes"] < \
+        eager["measured_peak_bytes"]
+    assert hf["gradients_equal"] and block["gradients_equal"]
+    milp = [r for r in doc["rows"] if r["method"] == "sac_milp"]
+    assert len(milp) == 3 + sum(1 for r in doc["rows"]
+                                if r["method"] == "sac_milp" and
+                                "(" in r["setting"])
+    for r in milp:
+        assert r["budget_bytes"] > 0 and "plan_seconds" in r
+        if r.get("measured_peak_bytes") is not None:
+            assert r["gradients_equal"], r
+    assert doc["models"][0]["sac_milp_statistics_seconds"] > 0
+
+
+def test_knobs_by_hand():
+    # Three settings of torch.compile's budget: 0.5 measures above 1.0
+    # (not monotonic), and 0.5 and 0.2 above their budget times the eager
+    # peak of 100.
+    sys.path.insert(0, BENCH)
+    try:
+        from torch_options_report import knobs
+    finally:
+        sys.path.remove(BENCH)
+    m = {"model": "m", "eager_peak_bytes": 100}
+
+    def row(setting, peak):
+        return {"model": "m", "method": "compile",
+                "setting": f"activation_memory_budget={setting}",
+                "measured_peak_bytes": peak, "gradients_equal": True}
+    (line,) = knobs([row(1.0, 80), row(0.5, 90), row(0.2, 30)], m)
+    assert "implies at 2 of 3 settings" in line
+    assert "not monotonic: 0.5 measured 0.00 MiB above 1.0's" in line
+    (line,) = knobs([row(1.0, 80), row(0.5, 50), row(0.2, 20)], m)
+    assert "implies at 0 of 3" in line and "monotonic in the setting" in line
+
+
+def test_repeated_blocks_of_zoo_models():
+    require_modules("transformers")
+    from rematbench import zoo
+    from rematbench.torch.options import repeated_blocks
+    llama, _ = zoo.build("llama")
+    assert repeated_blocks(llama) == list(llama.model.layers)
+    resnet, _ = zoo.build("resnet18")
+    assert len(repeated_blocks(resnet)) == 8  # two per stage, four stages
+    assert repeated_blocks(zoo.Recurrent()) == []
 
 
 def test_gradients_once_lower_bound_by_hand():

@@ -10,11 +10,11 @@ Two things PyTorch's tools assume that a CPU or a zoo batch does not give:
 - the runtime estimator times each operator with accelerator events (the
   cost model needs CUDA's capabilities); on the CPU the same operators run
   and are timed by the wall clock (`_WallClock`);
-- the statistics run under FakeTensorMode, where a padding mask's
-  data-dependent check (transformers asks whether a mask is all ones)
-  cannot run: they are taken on the batch without its attention mask (the
-  same shapes); the plan then runs on the real batch, and an operator
-  sequence that differs from the one planned is an error, not a guess.
+- the statistics run under FakeTensorMode, where a value read in Python
+  (transformers asks whether a padding mask is all ones) cannot be: such
+  a model or batch fails there. A plan is applied by operator position
+  within each module, and an operator sequence that differs from the one
+  the statistics saw is an error, not a guess.
 
 sac_milp's budget covers parameters, gradients and activations
 (MemTracker's view); `Planner.solve(activation_bytes)` asks for the
@@ -64,18 +64,23 @@ def _timed_on(device):
 
 
 def _statistics(build, device):
-    """(the fake model's module info for sac_milp, its SAC statistics per
-    module fqn, the seconds they took): the tests' recipe of
-    torch.distributed._tools, for one step of `build()`'s
-    (model, args, kwargs, loss_of(outputs))."""
+    """(the module info for sac_milp, the SAC statistics per module fqn,
+    the seconds they took): the recipe of torch.distributed._tools' own
+    tests, under FakeTensorMode, for one step of `build()`'s
+    (model, args, kwargs, loss_of(outputs)), a fresh copy of the model."""
     from torch.distributed._tools.ilp_utils import aggregate_stats
     from torch.distributed._tools.mem_tracker import MemTracker, _ModState
     from torch.distributed._tools.runtime_estimator import RuntimeEstimator
     from torch.distributed._tools.sac_estimator import SACEstimator
     t0 = time.perf_counter()
-    with FakeTensorMode(), _timed_on(device):
-        model, args, kwargs, loss_of = build()
-
+    # Built for real and then faked: some models' initialisation reads
+    # values (a truncated normal's bounds), which fake tensors cannot.
+    model, args, kwargs, loss_of = build()
+    mode = FakeTensorMode(allow_non_fake_inputs=True)
+    _fake_state(model, mode)
+    args, kwargs = torch.utils._pytree.tree_map_only(
+        torch.Tensor, mode.from_tensor, (args, kwargs))
+    with mode, _timed_on(device):
         def step():
             loss_of(model(*args, **kwargs)).backward()
             model.zero_grad(set_to_none=True)
@@ -84,14 +89,22 @@ def _statistics(build, device):
         with tracker as mt:
             step()
             mt.reset_mod_stats()
-            loss_of(model(*args, **kwargs)).backward()
+            loss = loss_of(model(*args, **kwargs))
+            before = mt.get_tracker_snapshot("current")
+            loss.backward()
             last = mt.get_tracker_snapshot("current")
             model.zero_grad(set_to_none=True)
         for stats in tracker.memory_tracking.values():
             # Modules whose inputs need no gradient have no post-backward
-            # snapshot (ModTracker's hook does not fire): the step's last.
+            # snapshot (ModTracker's hook does not fire): the step's last,
+            # as PyTorch's own tests fill it in. A module with no backward
+            # at all (a rotary embedding's table) has none of the three:
+            # it is as the backward found it.
             if _ModState.POST_BW not in stats.snapshots:
                 stats.snapshots[_ModState.POST_BW] = [copy.deepcopy(last)]
+            for state in (_ModState.PRE_BW, _ModState.PEAK_BW):
+                if state not in stats.snapshots:
+                    stats.snapshots[state] = [copy.deepcopy(before)]
         runtimes = RuntimeEstimator()
         with runtimes(estimate_mode_type="operator-level-benchmark"):
             step()
@@ -99,14 +112,36 @@ def _statistics(build, device):
         with sac(estimate_mode_type="operator-level-benchmark"):
             loss = loss_of(model(*args, **kwargs))
         loss.backward()
+        # A module whose operators hold no memory or take no time (views
+        # only) has nothing to trade, and its trade-off curve would divide
+        # by zero: it is left out, as a leaf that is never checkpointed.
+        for fqn, stats in list(sac.sac_mod_stats.items()):
+            if sum(stats.memory) == 0 or sum(stats.runtimes) == 0:
+                del sac.sac_mod_stats[fqn]
         info = aggregate_stats(model, tracker, runtimes, sac, device)
     return info, dict(sac.sac_mod_stats), time.perf_counter() - t0
 
 
+def _fake_state(model, mode):
+    """The model's parameters and buffers replaced by fake tensors of
+    `mode` (a parameter shared by two modules stays shared)."""
+    fakes = {}
+    for m in model.modules():
+        for k, p in m._parameters.items():
+            if p is not None:
+                if id(p) not in fakes:
+                    fakes[id(p)] = torch.nn.Parameter(
+                        mode.from_tensor(p.detach()), p.requires_grad)
+                m._parameters[k] = fakes[id(p)]
+        for k, b in m._buffers.items():
+            if b is not None:
+                m._buffers[k] = mode.from_tensor(b)
+
+
 class Planner:
     """sac_milp over one model's statistics. `build` makes the model and
-    batch afresh (under FakeTensorMode) as (model, args, kwargs,
-    loss_of); `model` is the real model the plans are applied to."""
+    batch afresh as (model, args, kwargs, loss_of), for the statistics;
+    `model` is the model the plans are applied to."""
 
     def __init__(self, model, build, device):
         from torch.distributed._tools.ilp_utils import (
@@ -121,6 +156,12 @@ class Planner:
             raise RuntimeError(
                 "sac_milp's statistics take each module to run once per "
                 f"step; {', '.join(twice[:3])} ran more than once")
+        tracked = {m["fqn"] for m in info["mod_stats"]}
+        untracked = [f for f in order if f not in tracked]
+        if untracked:
+            raise RuntimeError(
+                f"sac_milp's statistics: {len(untracked)} module(s) ran "
+                f"without memory statistics ({', '.join(untracked[:3])})")
         self.graph = parse_module_info(info)
         self.baseline_peak_bytes, self.baseline_ms = \
             get_peak_memory_runtime_baseline(self.graph)
