@@ -33,6 +33,7 @@
 #include "model/json_text.h"
 #include "model/registry.h"
 #include "model/schedule.h"
+#include "model/stop.h"
 
 namespace remat {
 
@@ -265,6 +266,7 @@ void RunTasksLocally(const SweepPlan& plan, const std::vector<size_t>& todo,
   for (size_t t : todo) ++tasks_left[slot_of(t)];
   std::mutex done_mutex;
   ParallelFor(todo.size(), [&](size_t i) {
+    if (StopRequested()) return;
     const size_t t = todo[i];
     PreparationSlot& preparation = preparations[slot_of(t)];
     nlohmann::json points = SolveTask(plan, t, config, &preparation);
@@ -272,6 +274,8 @@ void RunTasksLocally(const SweepPlan& plan, const std::vector<size_t>& todo,
     std::lock_guard<std::mutex> lock(done_mutex);
     done(t, std::move(points));
   });
+  // Tasks were skipped: no results document, the journal has the rest.
+  if (StopRequested()) throw Stopped();
 }
 
 }  // namespace

@@ -38,6 +38,7 @@ Deadline Deadline::In(double seconds) {
 }
 
 double Deadline::SecondsLeft() const {
+  if (StopRequested()) return 0;
   if (at_ == Clock::time_point::max()) return 1e18;
   return std::chrono::duration<double>(at_ - Clock::now()).count();
 }

@@ -21,6 +21,7 @@
 #include "model/params.h"
 #include "model/schedule.h"
 #include "model/simulator.h"
+#include "model/stop.h"
 #include "model/timing.h"
 
 namespace remat {
@@ -39,14 +40,17 @@ const char* StatusName(Status status);
 std::optional<Status> StatusFromName(std::string_view name);
 
 // A point in time after which an algorithm must stop and return its best
-// schedule so far (status timeout). Checking it is cheap.
+// schedule so far (status timeout). Checking it is cheap. While a stop is
+// requested (StopRequested) every deadline has passed, so that the work
+// in progress ends as it would at its time limit.
 class Deadline {
  public:
   using Clock = std::chrono::steady_clock;
   static Deadline Never() { return Deadline(Clock::time_point::max()); }
   static Deadline In(double seconds);
 
-  bool Expired() const { return Clock::now() >= at_; }
+  bool Expired() const { return StopRequested() || Clock::now() >= at_; }
+  // 0 while a stop is requested.
   double SecondsLeft() const;
 
  private:

@@ -10,6 +10,7 @@
 
 #include "model/liveness.h"
 #include "model/memory_model.h"
+#include "model/stop.h"
 
 namespace remat {
 
@@ -518,7 +519,17 @@ SimulationResult Run(const Graph& graph, std::span<const Event> schedule,
     return result;
   };
 
+  // A stop (model/stop.h) is looked for every kStopPoll events.
+  constexpr size_t kStopPoll = size_t{1} << 16;
+  size_t next_poll = kStopPoll;
   for (size_t i = 0; i < schedule.size(); ++i) {
+    if (i >= next_poll) {
+      next_poll = i + kStopPoll;
+      if (StopRequested()) {
+        timeline.Finish();
+        return fail(i, "stopped (interrupted)");
+      }
+    }
     const NodeId v = schedule[i].node;
     if (v < 0 || v >= n) {
       timeline.Finish();  // the legal prefix's figures

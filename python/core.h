@@ -6,12 +6,18 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <chrono>
+#include <cstdint>
+#include <future>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "model/graph.h"
 #include "model/schedule.h"
+#include "model/stop.h"
 #include "model/timing.h"
 
 // A Schedule is a Python class of its own, not a list converted each way.
@@ -84,6 +90,60 @@ Schedule AsSchedule(const py::object& schedule, const Graph& graph);
 // cost unit) and a host budget as `budget` takes it (None: unbounded).
 TimingModel AsTiming(const std::string& link, const py::object& compute_rate,
                      const py::object& host_budget);
+
+// The calls of the module that may be stopped (Interruptible) and those
+// in progress: the process's stop (model/stop.h) is cleared when the last
+// of them ends.
+class StopScope {
+ public:
+  StopScope();
+  ~StopScope();
+  StopScope(const StopScope&) = delete;
+  StopScope& operator=(const StopScope&) = delete;
+  // Stops the work of every call in progress.
+  void Interrupt();
+  // Whether a stop was asked for since this call began.
+  bool Interrupted() const;
+
+ private:
+  uint64_t stops_at_start_;
+};
+
+// Runs `work`, which must not touch Python objects, on a thread of its own
+// with the GIL released, while this thread runs Python's signal handlers
+// every 50 ms (PyErr_CheckSignals, which acts in the main thread only):
+// an exception a handler raises (Ctrl-C's KeyboardInterrupt) stops the
+// work in progress, waits for it to end and is raised. A call whose work a
+// stop cut short raises KeyboardInterrupt too, whichever thread made it:
+// its answer would be a truncated one.
+template <typename Work>
+auto Interruptible(Work work) -> decltype(work()) {
+  using Result = decltype(work());
+  StopScope scope;
+  std::packaged_task<Result()> task(std::move(work));
+  std::future<Result> done = task.get_future();
+  bool raised = false;
+  {
+    py::gil_scoped_release release;
+    std::thread worker(std::move(task));
+    while (done.wait_for(std::chrono::milliseconds(50)) !=
+           std::future_status::ready) {
+      py::gil_scoped_acquire acquire;
+      if (PyErr_CheckSignals() != 0) {
+        raised = true;
+        scope.Interrupt();
+        break;
+      }
+    }
+    worker.join();
+  }
+  if (raised) throw py::error_already_set();
+  if (scope.Interrupted()) {
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+    throw py::error_already_set();
+  }
+  return done.get();
+}
 
 // Graph, Node, load_graph, parse_graph_json (core_graph.cc).
 void BindGraph(py::module_& m);

@@ -424,9 +424,10 @@ void BindSchedule(py::module_& m) {
       [](const py::object& graph, const py::object& schedule, bool timeline) {
         const PyGraph g = AsGraph(graph);
         const Schedule s = AsSchedule(schedule, *g.graph);
-        py::gil_scoped_release release;
-        return Simulate(*g.graph, s,
-                        {.record_timeline = timeline, .critical_path = true});
+        return Interruptible([&] {
+          return Simulate(*g.graph, s,
+                          {.record_timeline = timeline, .critical_path = true});
+        });
       },
       py::arg("graph"), py::arg("schedule"), py::arg("timeline") = false,
       "Simulates a schedule (a Schedule or a file path); with timeline, "

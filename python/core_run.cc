@@ -1,4 +1,6 @@
 // rematbench._core: the registry, solves and sweeps.
+#include <mutex>
+
 #include "harness/option_limits.h"
 #include "harness/records.h"
 #include "harness/registry_json.h"
@@ -16,6 +18,35 @@
 #endif
 
 namespace remat::python {
+
+namespace {
+std::mutex stop_mutex;
+int calls_in_progress = 0;
+uint64_t stops = 0;
+}  // namespace
+
+StopScope::StopScope() {
+  std::lock_guard lock(stop_mutex);
+  ++calls_in_progress;
+  stops_at_start_ = stops;
+}
+
+StopScope::~StopScope() {
+  std::lock_guard lock(stop_mutex);
+  if (--calls_in_progress == 0) ClearStop();
+}
+
+void StopScope::Interrupt() {
+  std::lock_guard lock(stop_mutex);
+  ++stops;
+  RequestStop();
+}
+
+bool StopScope::Interrupted() const {
+  std::lock_guard lock(stop_mutex);
+  return stops != stops_at_start_;
+}
+
 namespace {
 
 // "k=v" items from a list of such strings or a dict.
@@ -59,7 +90,7 @@ struct Solution {
 
 Solution Solve(const py::object& graph_arg, const std::string& algorithm,
                const py::object& budget_arg, const py::object& params_arg,
-               double timeout, const std::string& link,
+               const py::object& timeout_arg, const std::string& link,
                const py::object& compute_rate, const py::object& host_budget) {
   auto [name, items] = SplitSpec(algorithm);
   for (std::string& item : AsItems(params_arg)) items.push_back(item);
@@ -69,14 +100,17 @@ Solution Solve(const py::object& graph_arg, const std::string& algorithm,
   const Graph& graph = *g.graph;
   const int64_t budget = AsBudget(budget_arg);
   const TimingModel timing = AsTiming(link, compute_rate, host_budget);
-  // 0, the default, is no time limit (as without `remat solve --timeout`).
-  if (timeout != 0) CheckTimeLimit(timeout, "solve: timeout");
-  Attempt attempt;
-  {
-    py::gil_scoped_release release;
-    attempt = RunAlgorithm(graph, info, params, budget, timeout, nullptr,
-                           nullptr, &timing);
+  // None, the default, is no time limit (as without `remat solve
+  // --timeout`); otherwise the CLI's rule, so 0 is refused.
+  double timeout = 0;
+  if (!timeout_arg.is_none()) {
+    timeout = timeout_arg.cast<double>();
+    CheckTimeLimit(timeout, "solve: timeout");
   }
+  Attempt attempt = Interruptible([&] {
+    return RunAlgorithm(graph, info, params, budget, timeout, nullptr, nullptr,
+                        &timing);
+  });
   const SolveResult result = Judge(attempt, budget);
   return {SolveRecord(graph, info, params, budget, result),
           std::move(attempt.output.schedule)};
@@ -117,11 +151,8 @@ py::object Sweep(const py::object& graphs, const py::object& algorithms,
   config.command_line = command_line;
   config.schedules_dir = AsPath(schedules_dir, "schedules_dir");
   config.results_dir = AsPath(results_dir, "results_dir");
-  nlohmann::json results;
-  {
-    py::gil_scoped_release release;
-    results = RunSweep(config);
-  }
+  const nlohmann::json results =
+      Interruptible([&config] { return RunSweep(config); });
   return ToPython(results);
 }
 
@@ -223,12 +254,12 @@ void BindSolveAndSweep(py::module_& m) {
       });
   m.def("solve", &Solve, py::arg("graph"), py::arg("algorithm"),
         py::arg("budget") = py::none(), py::arg("params") = py::none(),
-        py::arg("timeout") = 0.0, py::arg("link") = DefaultLink().name,
+        py::arg("timeout") = py::none(), py::arg("link") = DefaultLink().name,
         py::arg("compute_rate") = py::none(),
         py::arg("host_budget") = py::none(),
         "Runs one algorithm ('name' or 'name:k=v,...', more parameters as a "
         "list of 'k=v' or a dict) on a Graph or spec at a budget (None, "
-        "bytes, or '512MiB'); timeout in seconds (0: none). link, "
+        "bytes, or '512MiB'); timeout in seconds > 0 (None: none). link, "
         "compute_rate and host_budget are `--link`, `--compute-rate` and "
         "`--host-budget` (None: the default). The schedule is simulated and "
         "judged as by `remat solve`; the Solution's `json` is its document.");

@@ -19,6 +19,8 @@
 #include <sstream>
 #include <thread>
 
+#include "model/stop.h"
+
 extern char** environ;
 
 namespace remat {
@@ -102,7 +104,8 @@ ChildRun RunChild(const std::string& what, std::vector<std::string> args,
       run.error = fmt::format("lost the {} process: {}", what, strerror(errno));
       return run;
     }
-    if (!killed && std::chrono::steady_clock::now() > kill_at) {
+    if (!killed &&
+        (std::chrono::steady_clock::now() > kill_at || StopRequested())) {
       kill(pid, SIGKILL);
       killed = true;
     }

@@ -340,6 +340,20 @@ bool IntervalModelAdmits(const Graph& graph, const CheckmateModel& model,
   return space.status() != Gecode::SS_FAILED;
 }
 
+// Gecode's search stops at the deadline, and where the process is asked to
+// stop (model/stop.h), which Gecode's TimeStop does not know of.
+class DeadlineStop : public Gecode::Search::Stop {
+ public:
+  explicit DeadlineStop(Deadline deadline) : deadline_(deadline) {}
+  bool stop(const Gecode::Search::Statistics&,
+            const Gecode::Search::Options&) override {
+    return deadline_.Expired();
+  }
+
+ private:
+  Deadline deadline_;
+};
+
 CpAnswer SolveMoccasinCp(const Graph& graph, const SolveRequest& request,
                          int computes, int threads, StagedStart& start,
                          const Deadline& deadline) {
@@ -361,12 +375,9 @@ CpAnswer SolveMoccasinCp(const Graph& graph, const SolveRequest& request,
   Gecode::Search::Options options;
   options.threads = static_cast<double>(threads);
   const double seconds = deadline.SecondsLeft() - 0.2;
-  std::unique_ptr<Gecode::Search::TimeStop> stop;
-  if (seconds < 1e9) {
-    stop = std::make_unique<Gecode::Search::TimeStop>(
-        static_cast<unsigned long>(std::max(0.0, seconds) * 1000));
-    options.stop = stop.get();
-  }
+  DeadlineStop stop(seconds < 1e9 ? Deadline::In(std::max(seconds, 1e-9))
+                                  : Deadline::Never());
+  options.stop = &stop;
   Gecode::BAB<IntervalSpace> search(root.get(), options);
   std::unique_ptr<IntervalSpace> best;
   while (IntervalSpace* solution = search.next()) best.reset(solution);

@@ -158,7 +158,7 @@ def solve(core, graph_path, algorithm, budget, params, timeout=None):
     caller deletes the file."""
     try:
         sol = rematbench.solve(core, algorithm, budget, list(params),
-                               timeout or 0.0)
+                               timeout)
     except rematbench.Error as e:
         raise BadInput(f"{graph_path}: {e}")
     if sol.status != "feasible":
