@@ -63,6 +63,29 @@ rm -rf .gpu/site .gpu/libs.tar.xz
 mkdir -p .gpu/site/rematbench/torch "$work/libs/lib" "$work/libs/fallback"
 cp python/rematbench/*.py "$work/$so" .gpu/site/rematbench/
 cp python/rematbench/torch/*.py .gpu/site/rematbench/torch/
+# The zoo's libraries and sac_milp's, as wheels for that Python without
+# their dependencies (the image's torch and numpy stay), pinned where
+# python/requirements.txt pins them; what the runs never import (other
+# platforms' solvers, test suites, transformers' other models) is left
+# out, and the rest travels packed (the carry holds 64 MiB: 46 MB packed,
+# 200 MB not, when measured).
+pins=$(grep -E '^(transformers|peft|pulp|pwlf|scipy)==' python/requirements.txt)
+zoo=$work/zoo
+# shellcheck disable=SC2086  # pins is a list of requirements
+"$(source scripts/env.sh && echo "$REMAT_PYTHON")" -m pip install -q \
+  --no-deps --target "$zoo" --python-version "$PYVER" --only-binary=:all: \
+  --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
+  --platform manylinux_2_28_x86_64 $pins huggingface_hub safetensors \
+  tokenizers regex pyyaml tqdm accelerate psutil packaging filelock fsspec
+rm -rf "$zoo"/pulp/solverdir/cbc/{win,osx} "$zoo"/bin
+find "$zoo/scipy" -name tests -type d -prune -exec rm -rf {} +
+for d in "$zoo"/transformers/models/*/; do
+  case $(basename "$d") in
+    auto|llama|gpt2|bert|vit|t5|qwen2|gemma|mistral|opt|roberta|distilbert) ;;
+    *) rm -rf "$d" ;;
+  esac
+done
+tar -C "$zoo" -cf - . | xz -T2 -3 >.gpu/zoo.tar.xz
 # Libraries every image has (the C and C++ runtimes) stay; the common ones
 # an image may lack go to fallback/.
 ldd "$work/$so" | awk '$3 ~ /^\// {print $3}' | while read -r lib; do

@@ -4,6 +4,8 @@
 #   run(command="bash bench/studies/gpu_run.sh", carry=[".gpu"])
 # or, given arguments, that script and its options instead (--out $OUT is
 # added), e.g. bash bench/studies/gpu_run.sh bench/studies/compiled_profile.py --level 0.5
+# The issue's GPU table: MODELS=gpt2,resnet50,vit_b_16 EXTRA="--zoo
+# llama_lora" (a Llama of about 1B parameters with LoRA, the zoo's gpu size).
 # Environment: MODELS (default gpt2), DTYPE (bfloat16), T (seconds the
 # bench may take; SIGTERM then, and what was measured is written), D (its
 # --deadline: no measurement starts after it), EXTRA (more options).
@@ -20,7 +22,9 @@ mkdir -p $L && tar -C $L -xJf .gpu/libs.tar.xz || exit 3
 for f in $L/fallback/*; do
   ldconfig -p | grep -q "$(basename "$f") " || cp "$f" $L/lib/
 done
-export LD_LIBRARY_PATH=$L/lib PYTHONPATH=$PWD/.gpu/site PYTHONUNBUFFERED=1
+mkdir -p /tmp/gpuzoo && tar -C /tmp/gpuzoo -xJf .gpu/zoo.tar.xz || exit 3
+export LD_LIBRARY_PATH=$L/lib PYTHONPATH=$PWD/.gpu/site:/tmp/gpuzoo
+export PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1
 export TORCHINDUCTOR_CACHE_DIR=/tmp/inductor
 if ls .gpu/inductor.tar.xz.* >/dev/null 2>&1; then
   cat .gpu/inductor.tar.xz.* | xz -d -T0 | tar -C /tmp -xf - &&

@@ -720,8 +720,7 @@ def main():
                          "two cores) or gpu (batch 64 at 224x224, GPT-2 "
                          "small at sequence 1024); default: gpu on a GPU, "
                          "else cpu. Zoo models (--zoo) are built at the "
-                         "zoo's \"test\" size with quick, else at its "
-                         "\"bench\" size")
+                         "zoo's sizes test, bench and gpu respectively")
     ap.add_argument("--quick", action="store_true",
                     help="the same as --sizes quick")
     ap.add_argument("--out", default=None,
@@ -796,7 +795,7 @@ def main():
         ap.error(f"{', '.join(both)} named by --models and --zoo: run them "
                  "apart (a row names its model)")
     cases = {n: studies_case(*table[n]) for n in names}
-    zoo_size = "test" if args.sizes == "quick" else "bench"
+    zoo_size = {"quick": "test", "cpu": "bench", "gpu": "gpu"}[args.sizes]
     cases.update((n, zoo_case(n, zoo_size)) for n in zoo_names)
     names = list(cases)
     if not names:

@@ -11,9 +11,10 @@ bench/studies/model_zoo.py all of them.
 Token batches are padded (the second sequence's last quarter masked out)
 wherever the model takes an attention mask. Two sizes: "test" (the tests':
 two layers, width 64, sequence 16, 32x32 images; a step takes
-milliseconds) and "bench" (four layers, width 256, sequence 128, 64x64
+milliseconds), "bench" (four layers, width 256, sequence 128, 64x64
 images, batch 4: big enough on the CPU that a step's time is the
-model's, not Python's).
+model's, not Python's) and "gpu" (decoders of about a billion
+parameters at sequence 1024).
 """
 
 import dataclasses
@@ -35,11 +36,18 @@ class Size:
     width: int = 64
     layers: int = 2
     image: int = 32
+    heads: int = 4
 
 
 SIZES = {"test": Size(),
          "bench": Size(batch=4, seq=128, vocab=1024, width=256, layers=4,
-                       image=64)}
+                       image=64),
+         # A Llama of about a billion parameters (TinyLlama's shape, with
+         # an MLP twice the width) and 224x224 images at batch 64 would
+         # not fit a step of every model in one GPU's time: the GPU run
+         # builds the decoders at this size.
+         "gpu": Size(batch=8, seq=1024, vocab=32000, width=2048, layers=22,
+                     image=224, heads=32)}
 # Every model is built from a config: nothing may reach the hub.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -95,7 +103,8 @@ def _lm(cls_name, config_name, config):
 def _decoder(s, **extra):
     return dict(vocab_size=s.vocab, hidden_size=s.width,
                 intermediate_size=2 * s.width, num_hidden_layers=s.layers,
-                num_attention_heads=4, num_key_value_heads=2,
+                num_attention_heads=s.heads,
+                num_key_value_heads=s.heads // 2,
                 max_position_embeddings=4 * s.seq, **extra)
 
 
