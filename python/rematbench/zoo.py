@@ -43,9 +43,7 @@ SIZES = {"test": Size(),
          "bench": Size(batch=4, seq=128, vocab=1024, width=256, layers=4,
                        image=64),
          # A Llama of about a billion parameters (TinyLlama's shape, with
-         # an MLP twice the width) and 224x224 images at batch 64 would
-         # not fit a step of every model in one GPU's time: the GPU run
-         # builds the decoders at this size.
+         # an MLP twice the width): what the GPU run builds at this size.
          "gpu": Size(batch=8, seq=1024, vocab=32000, width=2048, layers=22,
                      image=224, heads=32)}
 # Every model is built from a config: nothing may reach the hub.
