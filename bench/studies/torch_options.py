@@ -37,7 +37,7 @@ import torch
 
 import rematbench
 import rematbench.torch as rt
-from rematbench import files, zoo
+from rematbench import files, script, zoo
 from rematbench.torch import measure, sac_milp
 from rematbench.torch import options as opt
 from rematbench.torch.options import HEURISTICS, machine, models
@@ -676,16 +676,18 @@ def context(args, descriptions):
 
 
 def float_list(v):
-    out = [float(b) for b in v.split(",")]
-    if not all(0 <= b <= 1 for b in out):
-        raise argparse.ArgumentTypeError(f"{v}: budgets are in [0, 1]")
+    """Comma-separated activation_memory_budget settings, each in [0, 1]."""
+    out = [script.nonnegative(b) for b in v.split(",")]
+    if not all(b <= 1 for b in out):
+        raise argparse.ArgumentTypeError(f"{v!r}: budgets are in [0, 1]")
     return out
 
 
 def int_list(v):
-    out = [int(n) for n in v.split(",") if n]
+    """Comma-separated N of checkpoint_every_n, each at least 2."""
+    out = [script.positive_count(n) for n in v.split(",") if n]
     if not all(n >= 2 for n in out):
-        raise argparse.ArgumentTypeError(f"{v}: N is at least 2")
+        raise argparse.ArgumentTypeError(f"{v!r}: N is at least 2")
     return out
 
 
@@ -730,7 +732,7 @@ def main():
     ap.add_argument("--compile-budgets", default="1.0,0.5,0.2,0.05",
                     type=float_list,
                     help="torch.compile's activation_memory_budget settings")
-    ap.add_argument("--deadline", dest="deadline_seconds", type=float,
+    ap.add_argument("--deadline", dest="deadline_seconds", type=script.positive,
                     default=None,
                     help="seconds after which no new measurement starts "
                          "(what is left is recorded as skipped); the "
@@ -738,28 +740,29 @@ def main():
     ap.add_argument("--fail-fast", action="store_true",
                     help="stop at the first model whose run raises (the "
                          "results so far are written)")
-    ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--warmup", type=int, default=2)
-    ap.add_argument("--ladder", type=int, default=5)
-    ap.add_argument("--pairs", type=int, default=21,
+    ap.add_argument("--repeats", type=script.positive_count, default=5)
+    ap.add_argument("--warmup", type=script.count, default=2)
+    ap.add_argument("--ladder", type=script.positive_count, default=5)
+    ap.add_argument("--pairs", type=script.positive_count, default=21,
                     help="pairs of steps timed alternately in each "
                          "head-to-head comparison")
-    ap.add_argument("--threads", type=int, default=1,
+    ap.add_argument("--threads", type=script.positive_count, default=1,
                     help="torch threads")
-    ap.add_argument("--solve-threads", type=int, default=None,
+    ap.add_argument("--solve-threads", type=script.positive_count,
+                    default=None,
                     help="threads of rematbench's solves (default "
                          "--threads)")
-    ap.add_argument("--solve-timeout", type=float, default=20)
-    ap.add_argument("--calibrate", type=int, default=0,
+    ap.add_argument("--solve-timeout", type=script.positive, default=20)
+    ap.add_argument("--calibrate", type=script.count, default=0,
                     help="plan again this many times below a budget whose "
                          "measured peak went over it (default 0: the plan's "
                          "predicted peak is taken as it is, and a row over "
                          "its budget is reported as such)")
-    ap.add_argument("--compiled-max", type=int, default=6,
+    ap.add_argument("--compiled-max", type=script.count, default=6,
                     help="rematbench_compiled schedules compiled per model "
                          "(each takes 10-35 s on two cores), at the "
                          "torch.compile options' levels, highest first")
-    ap.add_argument("--calibrate-compiled", type=int, default=2,
+    ap.add_argument("--calibrate-compiled", type=script.count, default=2,
                     help="plan again this many times below a budget whose "
                          "compiled program's measured peak went over it "
                          "(Plan.compiled_within_budget's tries: the plan "
@@ -840,4 +843,4 @@ def write(out, name, doc):
 
 
 if __name__ == "__main__":
-    main()
+    script.run(main)
