@@ -12,9 +12,8 @@ Two things PyTorch's tools assume that a CPU or a zoo batch does not give:
   and are timed by the wall clock (`_WallClock`);
 - the statistics run under FakeTensorMode, where a value read in Python
   (transformers asks whether a padding mask is all ones) cannot be: such
-  a model or batch fails there. A plan is applied by operator position
-  within each module, and an operator sequence that differs from the one
-  the statistics saw is an error, not a guess.
+  a model or batch fails there. A plan is applied to each module's
+  operators by name and occurrence (`_selective`).
 
 sac_milp's budget covers parameters, gradients and activations
 (MemTracker's view); `Planner.solve(activation_bytes)` asks for the
@@ -22,6 +21,7 @@ parameters and gradients plus `activation_bytes`, so that its setting is
 comparable with an activation budget.
 """
 
+import collections
 import contextlib
 import copy
 import functools
@@ -202,8 +202,7 @@ class Planner:
                                        f"for {fqn} at {1 - discard:.3f}")
                 name = fqn[len(root) + 1:] if fqn != root else ""
                 m = modules[name]
-                m.forward = _selective(m.forward, stats.func_names, saved,
-                                       fqn)
+                m.forward = _selective(m.forward, stats.func_names, saved)
                 patched.append(m)
             yield
         finally:
@@ -211,22 +210,27 @@ class Planner:
                 del m.forward
 
 
-def _selective(forward, names, saved, fqn):
-    """`forward` checkpointed, its k-th operator saved where saved[k]
-    (operators counted per forward and per recomputation)."""
+def _selective(forward, names, saved):
+    """`forward` checkpointed, the k-th call of each operator saved where
+    the statistics' k-th call of it was (`names` and `saved`, in the
+    statistics' order). Matched by operator and occurrence, not by
+    position: the real step may run an operator the fake one did not (a
+    reshape that copies where the fake tensor's strides made it a view),
+    and such an operator is recomputed."""
+    decided, seen = {}, collections.Counter()
+    for name, keep in zip(names, saved):
+        decided[(name, seen[name])] = keep
+        seen[name] += 1
+
     def context():
-        counts = {False: 0, True: 0}
+        counts = {False: collections.Counter(), True: collections.Counter()}
 
         def policy(ctx, op, *args, **kwargs):
-            k = counts[ctx.is_recompute]
-            counts[ctx.is_recompute] += 1
-            if k >= len(names) or op._overloadpacket.__name__ != names[k]:
-                raise RuntimeError(
-                    f"sac_milp: {fqn} ran {op} as its operator {k}, where "
-                    "its statistics have "
-                    f"{names[k] if k < len(names) else 'none'}")
-            return CheckpointPolicy.MUST_SAVE if saved[k] else \
-                CheckpointPolicy.PREFER_RECOMPUTE
+            name = op._overloadpacket.__name__
+            k = counts[ctx.is_recompute][name]
+            counts[ctx.is_recompute][name] += 1
+            return CheckpointPolicy.MUST_SAVE if decided.get((name, k)) \
+                else CheckpointPolicy.PREFER_RECOMPUTE
         # The per-operator MILP saves an in-place operator with the
         # operator it changes (its constraint); SAC's check that a saved
         # tensor is not changed afterwards would refuse that plan, so the
