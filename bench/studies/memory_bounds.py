@@ -123,7 +123,8 @@ def main():
                     help="model sizes (rematbench.torch.options.models)")
     ap.add_argument("--quick", action="store_const", const="quick",
                     dest="sizes", help="the same as --sizes quick")
-    ap.add_argument("--against", default="results/torch_options/cpu.json",
+    ap.add_argument("--against",
+                    default="results/torch_options/studies/cpu.json",
                     help="a bench/studies/torch_options.py results file")
     ap.add_argument("--out", default="results/memory_bounds")
     ap.add_argument("--seconds", type=script.positive, default=10.0,
