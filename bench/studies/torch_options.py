@@ -562,7 +562,15 @@ def sac_milp_rows(name, case, model, eager, ref, meas, targets, args,
     summary["sac_milp_baseline_peak_bytes"] = planner.baseline_peak_bytes
     measured = {}  # decisions -> result
     for budget, why in ladder:
-        decisions, bound, secs = planner.solve(budget)
+        try:
+            decisions, bound, secs = planner.solve(budget)
+        except Exception as e:  # PuLP refusing PyTorch's own model
+            rows.append({"model": name, "method": "sac_milp", "setting": why,
+                         "budget_bytes": budget, "measured_peak_bytes": None,
+                         "step_seconds": None, "gradients_equal": None,
+                         "error": f"{type(e).__name__}: {str(e)[:300]}"})
+            log(f"  sac_milp at {budget} ({why}): {rows[-1]['error']}")
+            continue
         extra = {"budget_bytes": budget, "sac_milp_bound_bytes": bound,
                  "decisions": decisions, "plan_seconds": round(
                      planner.statistics_seconds + secs, 2)}
