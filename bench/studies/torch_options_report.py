@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """The Markdown table and the plot of a torch_options results file
 (bench/studies/torch_options.py; regenerate with
-`$REMAT_PYTHON bench/studies/torch_options_report.py results/torch_options/cpu.json`)."""
+`$REMAT_PYTHON bench/studies/torch_options_report.py results/torch_options/cpu.json`,
+or merge runs made side by side: `... A.json B.json --out cpu.json`)."""
 
+import argparse
 import json
 import os
 import sys
 
-from rematbench import files
+from rematbench import files, script
 
 PYTORCH = ("checkpoint_block", "checkpoint_sequential", "sac", "compile",
            "compile_greedy", "compile_ilp",
@@ -234,7 +236,10 @@ def report(doc, md_path, png_path=None):
              f"{ctx['torchvision']}, Python {ctx['python']}, commit "
              f"{ctx['git_commit']}; load average {ctx['load_average_start']}"
              f" at the start, {ctx['load_average_end']} at the end (the "
-             "machine was shared). Command: `" + ctx["command_line"] + "`.",
+             "machine was shared). Command: `" + ctx["command_line"] + "`"
+             + (f" ({ctx['parallel_runs']} runs side by side, one thread "
+                "each, merged by torch_options_report.py)"
+                if ctx.get("parallel_runs") else "") + ".",
              "",
              "Peak: allocator-level activation peak of one training step "
              "(rematbench.measure: every allocation made during the step, "
@@ -440,9 +445,53 @@ def plot(doc, path):
         fig.savefig(f, format="png", dpi=110)
 
 
-if __name__ == "__main__":
-    path = sys.argv[1]
-    with open(path) as f:
-        doc = json.load(f)
+def merged(docs):
+    """One document of runs made side by side on one machine (each its own
+    models): their models and rows, the first's context with every run's
+    command line and the extremes of their load averages."""
+    first = docs[0]
+    for d in docs[1:]:
+        if d["context"]["git_commit"] != first["context"]["git_commit"]:
+            raise ValueError("the runs are of different commits")
+    ctx = dict(first["context"])
+    ctx["command_line"] = " ; ".join(d["context"]["command_line"]
+                                     for d in docs)
+    ctx["models"] = {k: v for d in docs
+                     for k, v in d["context"]["models"].items()}
+    ctx["parallel_runs"] = len(docs)
+    for key, pick in (("load_average_start", max),
+                      ("load_average_end", max)):
+        ctx[key] = [pick(d["context"][key][i] for d in docs)
+                    for i in range(3)]
+    return dict(first, context=ctx,
+                models=[m for d in docs for m in d["models"]],
+                rows=[r for d in docs for r in d["rows"]])
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("files", nargs="+",
+                    help="a results file, or runs made side by side to "
+                         "merge (with --out)")
+    ap.add_argument("--out", help="the merged results file (its .md and "
+                    ".png beside it)")
+    args = ap.parse_args(argv)
+    if len(args.files) > 1 and not args.out:
+        ap.error("merging several files needs --out")
+    docs = []
+    for path in args.files:
+        with open(path) as f:
+            docs.append(json.load(f))
+    try:
+        doc = merged(docs) if len(docs) > 1 else docs[0]
+    except ValueError as e:
+        ap.exit(2, f"torch_options_report: {e}\n")
+    path = args.out or args.files[0]
+    if args.out:
+        files.write_json(path, doc, indent=1)
     base = os.path.splitext(path)[0]
     report(doc, base + ".md", base + ".png")
+
+
+if __name__ == "__main__":
+    script.run(main, sys.argv[1:])
