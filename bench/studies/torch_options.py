@@ -86,11 +86,21 @@ def stop_on_sigterm(signum, frame):
     raise Stopped("stopped by SIGTERM")
 
 
-def skipped_row(name, method, setting, **extra):
+def error_row(name, method, setting, error, **extra):
+    """A row with no figures: what failed, nothing fit, or SKIPPED."""
     return dict({"model": name, "method": method, "setting": setting,
                  "budget_bytes": None, "measured_peak_bytes": None,
                  "step_seconds": None, "gradients_equal": None,
-                 "error": SKIPPED}, **extra)
+                 "error": error}, **extra)
+
+
+def skipped_row(name, method, setting, **extra):
+    return error_row(name, method, setting, SKIPPED, **extra)
+
+
+def failure(e):
+    """An exception as a row's error."""
+    return f"{type(e).__name__}: {str(e)[:300]}"
 
 
 class Case:
@@ -245,11 +255,7 @@ def run_model(name, case, args, rows, summary):
             extra["seconds_to_measure"] = round(time.perf_counter() - t, 1)
         except Exception as e:  # an option that fails is a result too
             log(f"  {method} {setting}: {type(e).__name__}: {e}")
-            rows.append({"model": name, "method": method,
-                         "setting": setting, "budget_bytes": None,
-                         "measured_peak_bytes": None, "step_seconds": None,
-                         "gradients_equal": None,
-                         "error": f"{type(e).__name__}: {str(e)[:300]}"})
+            rows.append(error_row(name, method, setting, failure(e)))
             return None
         rows.append(row_of(name, method, setting, r, **extra))
         log(f"  {method} {setting}: peak {r['measured_peak_bytes']} "
@@ -266,17 +272,12 @@ def run_model(name, case, args, rows, summary):
         with opt.patched_blocks(which, wrap):
             yield eager
 
-    def not_run(method, why):
-        rows.append({"model": name, "method": method, "setting": "-",
-                     "budget_bytes": None, "measured_peak_bytes": None,
-                     "step_seconds": None, "gradients_equal": None,
-                     "error": why})
-
     if blocks:
         add("checkpoint_block", f"{len(blocks)} blocks",
             lambda: per_block(opt.checkpointed))
     else:
-        not_run("checkpoint_block", "no repeated blocks")
+        rows.append(error_row(name, "checkpoint_block", "-",
+                              "no repeated blocks"))
     # torchtitan's "selective, every N-th layer": blocks 0, N, 2N, ...
     # checkpointed, the others kept.
     for n in args.every:
@@ -292,12 +293,9 @@ def run_model(name, case, args, rows, summary):
         add("checkpoint_sequential", f"{segs} segments of {len(seq)}",
             lambda: contextlib.nullcontext(seq_step))
     else:
-        rows.append({"model": name, "method": "checkpoint_sequential",
-                     "setting": "-", "budget_bytes": None,
-                     "measured_peak_bytes": None, "step_seconds": None,
-                     "gradients_equal": None,
-                     "error": "not a sequence of modules (skip "
-                              "connections across blocks)"})
+        rows.append(error_row(name, "checkpoint_sequential", "-",
+                              "not a sequence of modules (skip "
+                              "connections across blocks)"))
     if blocks:
         add("sac", "save mm/addmm/bmm/convolution outputs, per block",
             lambda: per_block(opt.selective))
@@ -373,7 +371,7 @@ def run_model(name, case, args, rows, summary):
             rc["recomputations_kept"] = ok
             rc["op_counts"] = {k: list(v) for k, v in kept.items()}
         except Exception as e:
-            rc = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+            rc = {"error": failure(e)}
         p.compile(False)
         p.free_programs()  # and the compiled segments
         return rc
@@ -441,10 +439,8 @@ def run_model(name, case, args, rows, summary):
                                 why + " (between the smallest that fits "
                                 "and the last rung)"))
         if p is None and not attempts:
-            rows.append({"model": name, "method": "rematbench_eager",
-                         "setting": why, "budget_bytes": budget,
-                         "measured_peak_bytes": None, "step_seconds": None,
-                         "gradients_equal": None, "error": err})
+            rows.append(error_row(name, "rematbench_eager", why, err,
+                                  budget_bytes=budget))
             log(f"  rematbench at {budget} ({why}): nothing fits")
             continue
         if p is None:  # the calibrated budget fits nothing: keep the last
@@ -487,7 +483,7 @@ def run_model(name, case, args, rows, summary):
                     "error": "no compiled program within the budget"}
                 rc["compile_seconds"] = csecs
             except Exception as e:
-                cp, rc = p, {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+                cp, rc = p, {"error": failure(e)}
             cached = compiled_cache[sched] = (cp, rc)
         p, rc = cached
         attempts = [{"planned_bytes": b, "algorithm": a,
@@ -495,10 +491,8 @@ def run_model(name, case, args, rows, summary):
                     for b, a, peak in getattr(p, "compiled_attempts", [])]
         extra = plan_fields(p, budget, p.budget_bytes, attempts)
         if "error" in rc:
-            rows.append(dict({"model": name, "method": "rematbench_compiled",
-                              "setting": why, "measured_peak_bytes": None,
-                              "step_seconds": None, "gradients_equal": None,
-                              "error": rc["error"]}, **extra))
+            rows.append(error_row(name, "rematbench_compiled", why,
+                                  rc["error"], **extra))
             log(f"  rematbench_compiled: {rc['error']}")
         else:
             rows.append(row_of(name, "rematbench_compiled", why, rc,
@@ -551,10 +545,7 @@ def sac_milp_rows(name, case, model, eager, ref, meas, targets, args,
         planner = sac_milp.Planner(model, sac_milp_parts(case),
                                    torch.device(args.device))
     except Exception as e:  # PyTorch's tool failing is a result too
-        rows.append({"model": name, "method": "sac_milp", "setting": "-",
-                     "budget_bytes": None, "measured_peak_bytes": None,
-                     "step_seconds": None, "gradients_equal": None,
-                     "error": f"{type(e).__name__}: {str(e)[:300]}"})
+        rows.append(error_row(name, "sac_milp", "-", failure(e)))
         log(f"  sac_milp: {rows[-1]['error']}")
         return
     summary["sac_milp_statistics_seconds"] = \
@@ -565,21 +556,17 @@ def sac_milp_rows(name, case, model, eager, ref, meas, targets, args,
         try:
             decisions, bound, secs = planner.solve(budget)
         except Exception as e:  # PuLP refusing PyTorch's own model
-            rows.append({"model": name, "method": "sac_milp", "setting": why,
-                         "budget_bytes": budget, "measured_peak_bytes": None,
-                         "step_seconds": None, "gradients_equal": None,
-                         "error": f"{type(e).__name__}: {str(e)[:300]}"})
+            rows.append(error_row(name, "sac_milp", why, failure(e),
+                                  budget_bytes=budget))
             log(f"  sac_milp at {budget} ({why}): {rows[-1]['error']}")
             continue
         extra = {"budget_bytes": budget, "sac_milp_bound_bytes": bound,
                  "decisions": decisions, "plan_seconds": round(
                      planner.statistics_seconds + secs, 2)}
         if bound < 0:
-            rows.append(dict({"model": name, "method": "sac_milp",
-                              "setting": why, "measured_peak_bytes": None,
-                              "step_seconds": None, "gradients_equal": None,
-                              "error": "sac_milp: no plan within the "
-                                       "budget"}, **extra))
+            rows.append(error_row(name, "sac_milp", why,
+                                  "sac_milp: no plan within the budget",
+                                  **extra))
             log(f"  sac_milp at {budget} ({why}): no plan")
             continue
         key = tuple(sorted(decisions.items()))
@@ -590,14 +577,11 @@ def sac_milp_rows(name, case, model, eager, ref, meas, targets, args,
                 with running() as step:
                     measured[key] = (meas(step, reference=ref), running)
             except Exception as e:
-                measured[key] = ({"error": f"{type(e).__name__}: "
-                                           f"{str(e)[:300]}"}, None)
+                measured[key] = ({"error": failure(e)}, None)
         r, running = measured[key]
         if "error" in r:
-            rows.append(dict({"model": name, "method": "sac_milp",
-                              "setting": why, "measured_peak_bytes": None,
-                              "step_seconds": None, "gradients_equal": None,
-                              "error": r["error"]}, **extra))
+            rows.append(error_row(name, "sac_milp", why, r["error"],
+                                  **extra))
             log(f"  sac_milp at {budget} ({why}): {r['error']}")
             continue
         rows.append(row_of(name, "sac_milp", why, r, **extra))
@@ -661,7 +645,7 @@ def compare(options, candidates, meas, args, deadline):
                     f"{row['setting']}) / {method} {setting}: "
                     f"{r['ratio_to_baseline']:.3f}")
             except Exception as e:
-                t["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+                t["error"] = failure(e)
                 log(f"  head to head with {method} {setting}: {t['error']}")
             timed.append(t)
         ok = [t for t in timed if "time_ratio" in t]
@@ -828,7 +812,7 @@ def main():
         except (Exception, Stopped) as e:  # what was measured still counts
             import traceback
             traceback.print_exc()
-            summaries[-1]["error"] = f"{type(e).__name__}: {str(e)[:300]}"
+            summaries[-1]["error"] = failure(e)
             stopped = isinstance(e, Stopped)
         doc = {"format": "rematbench-torch-options", "version": 1,
                "context": ctx, "models": summaries, "rows": rows}
