@@ -416,10 +416,14 @@ def plot(doc, path):
     models = [m["model"] for m in doc["models"] if "parameters" in m]
     if not models:  # nothing measured: no picture
         return
-    fig, axes = plt.subplots(1, len(models), figsize=(5 * len(models), 4.2),
+    cols = min(4, len(models))
+    rows = -(-len(models) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 4.2 * rows),
                              squeeze=False)
-    for ax, m in zip(axes[0], [m for m in doc["models"]
-                               if "parameters" in m]):
+    for ax in axes.flat[len(models):]:
+        ax.set_visible(False)
+    for ax, m in zip(axes.flat, [m for m in doc["models"]
+                                 if "parameters" in m]):
         by = {}
         for r in doc["rows"]:
             if r["model"] != m["model"] or \
