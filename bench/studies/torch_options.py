@@ -724,7 +724,8 @@ def main():
     ap.add_argument("--compile-budgets", default="1.0,0.5,0.2,0.05",
                     type=float_list,
                     help="torch.compile's activation_memory_budget settings")
-    ap.add_argument("--deadline", dest="deadline_seconds", type=script.positive,
+    ap.add_argument("--deadline", dest="deadline_seconds",
+                    type=script.nonnegative,
                     default=None,
                     help="seconds after which no new measurement starts "
                          "(what is left is recorded as skipped); the "
