@@ -108,7 +108,7 @@ class Case:
     sequential): the batch a rematbench.zoo.Batch, the blocks the
     per-block options wrap, the model as an nn.Sequential of them for
     checkpoint_sequential (None where there is none). `build` runs again
-    under FakeTensorMode for sac_milp's statistics."""
+    for sac_milp's statistics (a fresh copy, which they fake)."""
 
     def __init__(self, build, description):
         self.build, self.description = build, description
@@ -159,13 +159,14 @@ def placed_batch(model, batch, device, dtype):
                      loss_fn=batch.loss_fn)
 
 
-def sac_milp_parts(case):
+def sac_milp_parts(case, device, dtype):
     """sac_milp's statistics' build: (model, args, kwargs, loss_of) of the
-    case. A loss module is called through its forward: PyTorch's module
-    tracker would take it for one of the model's modules, which its
-    memory tracker does not know."""
+    case, placed as the measured model is. A loss module is called
+    through its forward: PyTorch's module tracker would take it for one of
+    the model's modules, which its memory tracker does not know."""
     def build():
         model, batch, _, _ = case.build()
+        batch = placed_batch(model, batch, device, dtype)
         if batch.loss_fn is not None:
             return model, batch.args[:-1], batch.kwargs, \
                 lambda out: batch.loss_fn.forward(out, batch.args[-1])
@@ -542,8 +543,10 @@ def sac_milp_rows(name, case, model, eager, ref, meas, targets, args,
     `options` for the head-to-head timing."""
     ladder = [(b, why) for b, why in targets if why.startswith("ladder")]
     try:
-        planner = sac_milp.Planner(model, sac_milp_parts(case),
-                                   torch.device(args.device))
+        device = torch.device(args.device)
+        planner = sac_milp.Planner(
+            model, sac_milp_parts(case, device, getattr(torch, args.dtype)),
+            device)
     except Exception as e:  # PyTorch's tool failing is a result too
         rows.append(error_row(name, "sac_milp", "-", failure(e)))
         log(f"  sac_milp: {rows[-1]['error']}")
