@@ -7,6 +7,7 @@
 # repository); a crash, hang (> 5 s) or sanitizer report leaves its input in
 # build-fuzz/artifacts/ and makes the script exit 1. Copy such an input to
 # tests/fuzz/corpus/<target>/ once fixed: the corpus runs as tests.
+# The Python side's results reader has its own: scripts/fuzz_results_reader.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-60}
