@@ -32,6 +32,9 @@ def _unique_keys(pairs):
 
 
 _SPACE = re.compile(r"[ \t\n\r]*")
+# What may go on a number: a piece that ends in it may end mid-number
+# ("1e" of "1e-05"), where the decoder takes the "1" alone.
+_NUMBER_TAIL = re.compile(r"[0-9eE.+-]*")
 _PIECE = 1 << 20
 
 
@@ -89,9 +92,11 @@ class _Reader:
         while True:
             try:
                 value, end = self._decoder.raw_decode(self._text, self._at)
-                # A number that ends where the text read so far ends may
-                # go on in the next piece.
-                if end < len(self._text) or self._eof:
+                # A number followed by nothing but what may go on a number
+                # up to where the text read so far ends may go on in the
+                # next piece.
+                if self._eof or _NUMBER_TAIL.match(
+                        self._text, end).end() < len(self._text):
                     self._at = end
                     return value
             except json.JSONDecodeError as e:

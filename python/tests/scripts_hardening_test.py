@@ -203,6 +203,17 @@ class Reader(unittest.TestCase):
                          [[p["status"] for p in r["points"]]
                           for r in whole["runs"]])
 
+    def test_a_number_cut_by_a_piece_boundary(self):
+        # A piece that ended after "1e" of "1e-05" gave the decoder "1"
+        # alone and refused the rest (found by scripts/fuzz_results_reader.py).
+        text = '{"runs": [{"points": [{"s": 1e-05, "t": -2.5E+3}]}], "n": 7}'
+        for piece in range(1, len(text) + 1):
+            results._PIECE = piece
+            self.assertEqual(self.read(text), json.loads(text), piece)
+        for text in ("1e4001", "-0.5e-7"):
+            results._PIECE = 1
+            self.assertEqual(self.read(text), json.loads(text))
+
     def test_what_json_refuses_is_refused(self):
         results._PIECE = 5
         for text in (self.text + "\0", self.text + "{}",
