@@ -24,10 +24,9 @@ std::string AsPath(const py::handle& path, const char* what) {
       py::isinstance<py::bytes>(path)) {
     return os.attr("fsdecode")(path).cast<std::string>();
   }
-  throw py::type_error(fmt::format("{} must be a str or an os.PathLike, not {}",
-                                   what, py::str(path.get_type().attr(
-                                                     "__name__"))
-                                             .cast<std::string>()));
+  throw py::type_error(fmt::format(
+      "{} must be a str or an os.PathLike, not {}", what,
+      py::str(py::type::of(path).attr("__name__")).cast<std::string>()));
 }
 
 long long AsInt(const py::handle& value, long long low, long long high,
@@ -35,7 +34,7 @@ long long AsInt(const py::handle& value, long long low, long long high,
   if (py::isinstance<py::bool_>(value) || !py::isinstance<py::int_>(value)) {
     throw py::type_error(fmt::format(
         "{} must be an int, not {}", what,
-        py::str(value.get_type().attr("__name__")).cast<std::string>()));
+        py::str(py::type::of(value).attr("__name__")).cast<std::string>()));
   }
   int overflow = 0;
   const long long n = PyLong_AsLongLongAndOverflow(value.ptr(), &overflow);
