@@ -151,6 +151,37 @@ def test_new_sequence_lengths_reuse_the_winning_algorithm():
         assert [r["algorithm"] for r in p.table] == [first.algorithm]
 
 
+def test_buckets_share_a_plan_between_lengths():
+    """rt.remat(..., buckets=(16, 32)) on a Llama fed lengths 10, 16, 20
+    and 32: two plans, one per bucket; each step's gradients are plain
+    training's on the padded batch bit for bit, and the unpadded batch's
+    up to rounding (the padding is masked and its labels ignored)."""
+    model, _ = zoo.build("llama")
+    step = rt.remat(model, budget=0.5, timeout=3, buckets=[32, 16])
+    g = torch.Generator().manual_seed(3)
+    for length in (10, 16, 20, 32):
+        ids = torch.randint(1, zoo.VOCAB, (2, length), generator=g)
+        batch = dict(input_ids=ids, labels=ids)
+        padded = rt.buckets.pad(batch, [16, 32])
+        assert padded["input_ids"].shape[1] == (16 if length <= 16 else 32)
+        unpadded = measure.measure_step(
+            lambda: model(**batch).loss.backward(), model, timing=False,
+            peak=False)
+        plain = measure.measure_step(
+            lambda: model(**padded).loss.backward(), model, timing=False,
+            peak=False, reference=unpadded["grads"])
+        got = measure.measure_step(lambda: step(**batch), model,
+                                   timing=False, reference=plain["grads"])
+        assert got["gradients_equal"], length
+        assert plain["max_grad_diff"] < 1e-5, length
+    assert sorted(k[-1][0][0][1] for k in step.plans) == [16, 32]
+    with pytest.raises(rb.Error, match="^remat: buckets pad keyword"):
+        step(ids, ids)
+    for bad in ([], [0], [8, "16"], 16):
+        with pytest.raises(rb.Error, match="^remat: buckets must be"):
+            rt.remat(model, budget=0.5, buckets=bad)
+
+
 def test_compiled_program_of_a_transformers_model():
     # GPT-2's traced step keeps a constant (get_attr) and views whose
     # input comes from an earlier inductor graph with other strides: its

@@ -11,6 +11,7 @@ fastest schedule any registered algorithm finds for it.
 docs/python.md is the guide. The modules, one concern each:
   plan         plan(), Plan
   step         remat(), RematStep: the one-line training step
+  buckets      padding token batches up to a few lengths
   search       the search over algorithms and budgets; NoFit
   traced_step  TracedStep: the traced step and its graph document
   trace        tracing the joint forward+backward graph of ATen ops
@@ -26,11 +27,11 @@ docs/python.md is the guide. The modules, one concern each:
   replay       replaying schedules on an exported graph's real step
 """
 
-from rematbench.torch import measure, trace  # noqa: F401
+from rematbench.torch import buckets, measure, trace  # noqa: F401
 from rematbench.torch.plan import Plan, plan  # noqa: F401
 from rematbench.torch.search import NoFit  # noqa: F401
 from rematbench.torch.step import RematStep, remat  # noqa: F401
 from rematbench.torch.traced_step import TracedStep  # noqa: F401
 
 __all__ = ["plan", "remat", "Plan", "RematStep", "NoFit", "TracedStep",
-           "measure", "trace"]
+           "buckets", "measure", "trace"]

@@ -6,6 +6,7 @@ made as its batches come (rematbench.torch.plan makes each).
 """
 
 import rematbench
+from rematbench.torch import buckets as bucketing
 from rematbench.torch.checks import autocast_state
 from rematbench.torch.plan import plan
 from rematbench.torch.search import NoFit
@@ -35,15 +36,22 @@ class RematStep:
     plain training; the loss comes back detached. compile=True runs the
     program compiled by inductor, planned so that its measured peak is
     within the budget (Plan.compiled_within_budget; else the plan runs
-    eagerly). `plans` maps each batch layout to its plans."""
+    eagerly). With `buckets` (lengths), a keyword batch's token tensors
+    are padded up to the least bucket at or above their length
+    (rematbench.torch.buckets), so that varied lengths share a plan per
+    bucket. `plans` maps each batch layout to its plans."""
 
-    def __init__(self, model, loss_fn, budget, compile=False, **plan_args):
+    def __init__(self, model, loss_fn, budget, compile=False, buckets=None,
+                 **plan_args):
         if budget is None:
             raise rematbench.Error(
                 "remat: give a budget (bytes, '8GiB', or a fraction of "
                 "plain training's peak: 0.5)")
         self.model, self.loss_fn, self.budget = model, loss_fn, budget
         self.compile, self.plan_args = compile, plan_args
+        self.buckets = None if buckets is None else \
+            bucketing.lengths_of(buckets)
+        self.pad_id = bucketing.pad_id_of(model)
         self.plans = {}
 
     @staticmethod
@@ -65,6 +73,13 @@ class RematStep:
                              for shape, dtype, device in tensors))
 
     def __call__(self, *args, **kwargs):
+        if self.buckets is not None:
+            if args:
+                raise rematbench.Error(
+                    "remat: buckets pad keyword batches (input_ids, "
+                    "attention_mask, labels); pass the batch as "
+                    "train_step(**batch) or pad it yourself")
+            kwargs = bucketing.pad(kwargs, self.buckets, self.pad_id)
         key = self.layout_key(args, kwargs)
         plans = self.plans.setdefault(key, [])
         for p in plans:
@@ -109,13 +124,15 @@ class RematStep:
             return None
 
 
-def remat(model, loss_fn=None, budget=None, compile=False, **plan_args):
+def remat(model, loss_fn=None, budget=None, compile=False, buckets=None,
+          **plan_args):
     """The one-line entry point: a callable train_step(*args, **kwargs)
     that runs forward and backward of one batch within `budget` (bytes as
     an int or '512MiB', or a float: a fraction of the NoRemat activation
     peak) and returns the loss: loss_fn(model(*inputs), target) for
     train_step(*inputs, target), or the model's own loss
     (model(**batch).loss) for train_step(**batch) without loss_fn; see
-    plan() for every form. `plan_args` go to plan() (algorithms, timeout,
-    ...). See RematStep."""
-    return RematStep(model, loss_fn, budget, compile, **plan_args)
+    plan() for every form. `buckets` (a list of sequence lengths) pads
+    keyword batches up to them: one plan per bucket. `plan_args` go to
+    plan() (algorithms, timeout, ...). See RematStep."""
+    return RematStep(model, loss_fn, budget, compile, buckets, **plan_args)

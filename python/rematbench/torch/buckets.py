@@ -1,0 +1,82 @@
+"""Padding a keyword batch's token tensors up to a few lengths (buckets),
+so that a training loop over varied sequence lengths runs one plan per
+bucket rather than one per length (rt.remat(..., buckets=...)).
+
+Every plan is made for one shape; tracing a new shape costs seconds, and a
+data set of varied lengths brings many. Padding to buckets is the answer
+the Kusumoto authors gave for variable-length batches ("plan in advance
+for the set of graphs that may occur"): the set is the buckets. It follows
+transformers' conventions, as its data collators pad: `labels` with -100
+(ignored by the loss), `attention_mask` with 0, every other token tensor
+with the pad id; a batch with `input_ids` and no `attention_mask` gets one
+(ones where the tokens are), so that no real token attends to padding. On the right, with the mask, the
+loss and gradients are those of the unpadded batch up to rounding (the
+sums run over other sizes); they are plain training's on the padded batch
+bit for bit.
+"""
+
+import torch
+
+import rematbench
+
+# What transformers' collators pad each key with; other token tensors get
+# the pad id.
+PAD_VALUES = {"labels": -100, "attention_mask": 0,
+              "decoder_attention_mask": 0}
+
+
+def lengths_of(buckets):
+    """The sorted bucket lengths, validated: positive integers, one at
+    least."""
+    try:
+        lengths = sorted(set(buckets))
+    except TypeError:
+        raise rematbench.Error(f"remat: buckets must be a list of positive "
+                               f"integer lengths, not {buckets!r}") from None
+    if not lengths or any(isinstance(n, bool) or not isinstance(n, int) or
+                          n < 1 for n in lengths):
+        raise rematbench.Error(f"remat: buckets must be a list of positive "
+                               f"integer lengths, not {buckets!r}")
+    return lengths
+
+
+def _is_tokens(t):
+    """Token tensors (ids, masks, labels): integer or boolean, batch by
+    length. Floating tensors (pixels, embeddings) are never padded."""
+    return (isinstance(t, torch.Tensor) and t.dim() >= 2 and
+            not t.is_floating_point() and not t.is_complex())
+
+
+def pad(kwargs, lengths, pad_id=0):
+    """`kwargs` with every token tensor padded on the right along its
+    second dimension to the least bucket length at or above its own; a
+    tensor longer than every bucket is left as it is (that length is
+    planned apart). Adds `attention_mask` where there are `input_ids` and
+    no mask."""
+    out = dict(kwargs)
+    ids = kwargs.get("input_ids")
+    if _is_tokens(ids) and "attention_mask" not in kwargs:
+        # Also where nothing is padded: a batch of a bucket's own length
+        # then has the layout of the batches padded up to it.
+        out["attention_mask"] = torch.ones_like(ids, dtype=torch.long)
+    for key, t in list(out.items()):
+        if not _is_tokens(t):
+            continue
+        target = next((n for n in lengths if n >= t.shape[1]), None)
+        if target is not None and target > t.shape[1]:
+            out[key] = _padded(t, target, PAD_VALUES.get(key, pad_id))
+    return out
+
+
+def _padded(t, length, value):
+    shape = list(t.shape)
+    shape[1] = length - t.shape[1]
+    return torch.cat([t, t.new_full(shape, value)], dim=1)
+
+
+def pad_id_of(model):
+    """The model's pad token id (transformers' config.pad_token_id), or 0:
+    padded positions are masked and ignored, so any id trains the same."""
+    config = getattr(model, "config", None)
+    value = getattr(config, "pad_token_id", None)
+    return value if isinstance(value, int) else 0
