@@ -1,17 +1,17 @@
 #!/usr/bin/env python3
 """What planning costs: rt.plan's time split into tracing and the rest
-(the search and fitting) for GPT-2-style decoders of growing depth, and a
-training run of the zoo's Llama through rt.remat on sequence lengths
-drawn from a long-tailed distribution (length = 8 * (1 + k), k ~
-Geometric(0.35), at most 96: most batches short, a few long), with a
-budget in bytes (a cap for every shape: half of plain training's
-activation peak at the longest, 96), against plain training on the same
-batches: planning time against training time, and every step's
-allocator-measured activation peak against the budget and its gradients
-against plain training's.
+(the search and fitting) for GPT-2-style decoders of growing depth, and
+two training runs of the zoo's bench-size Llama through rt.remat on
+sequence lengths drawn from a long-tailed distribution (length = 8 * (1 +
+k), k ~ Geometric(0.35), at most 128: most batches short, a few long),
+with a budget in bytes (a cap for every shape: half of plain training's
+activation peak at 128): one plans every new length, the other pads to
+buckets (rt.remat(..., buckets=...)). Reported: planning time against
+training time, every step's allocator-measured activation peak against
+the budget, and its gradients against plain training's.
 
     .venv/bin/python bench/studies/planning.py
-    .venv/bin/python bench/studies/planning.py --layers 4,12,24,48 --steps 200
+    .venv/bin/python bench/studies/planning.py --layers 4,12 --steps 50
 
 Writes results/planning/cpu.json and cpu.md.
 """
@@ -23,6 +23,7 @@ import time
 
 import torch
 
+import rematbench
 import rematbench.torch as rt
 from rematbench import files, script, zoo
 from rematbench.torch import measure
@@ -48,29 +49,46 @@ def decoder_plan_times(layers, seq=128, d=256):
             "algorithm": plan.algorithm}
 
 
+MAX_LENGTH = 128  # the zoo's bench size's sequence length
+
+
 def lengths(steps, seed):
     k = torch.distributions.Geometric(torch.tensor(0.35))
     torch.manual_seed(seed)
-    return [int(min(96, 8 * (1 + k.sample().item()))) for _ in range(steps)]
+    return [int(min(MAX_LENGTH, 8 * (1 + k.sample().item())))
+            for _ in range(steps)]
 
 
-def varied_run(steps, seed):
-    model, _ = zoo.build("llama")
-    ids = torch.randint(zoo.VOCAB, (2, 96))
-    eager96 = measure.measure_step(
+def varied_run(steps, seed, buckets):
+    """`steps` training steps of the zoo's bench-size Llama through
+    rt.remat on long-tailed lengths, each length planned apart (buckets
+    None) or padded up to `buckets`. Every step is measured at the
+    allocator and its gradients compared with plain training's on the
+    batch the plan ran (the padded one: bit for bit) and, padded, with
+    the unpadded batch's (rounding: max_grad_diff_unpadded)."""
+    model, _ = zoo.build("llama", size="bench")
+    batch_size = zoo.SIZES["bench"].batch
+    ids = torch.randint(zoo.SIZES["bench"].vocab, (batch_size, MAX_LENGTH))
+    eager_peak = measure.measure_step(
         lambda: model(input_ids=ids, labels=ids).loss.backward(), model,
         timing=False)["measured_peak_bytes"]
-    budget = eager96 // 2
-    step = rt.remat(model, budget=budget)
+    budget = eager_peak // 2
+    step = rt.remat(model, budget=budget, buckets=buckets)
     g = torch.Generator().manual_seed(seed + 1)
     rows, plan_seconds, train_seconds = [], 0.0, 0.0
     for length in lengths(steps, seed):
-        ids = torch.randint(zoo.VOCAB, (2, length), generator=g)
+        ids = torch.randint(1, zoo.SIZES["bench"].vocab,
+                            (batch_size, length), generator=g)
         batch = dict(input_ids=ids, labels=ids)
+        ran = batch if buckets is None else rt.buckets.pad(
+            batch, buckets, step.pad_id)
         before = sum(len(v) for v in step.plans.values())
         plain = measure.measure_step(
-            lambda: model(**batch).loss.backward(), model, timing=False,
+            lambda: model(**ran).loss.backward(), model, timing=False,
             peak=False)
+        unpadded = None if ran is batch else measure.measure_step(
+            lambda: model(**batch).loss.backward(), model, timing=False,
+            peak=False, reference=plain["grads"])
         t0 = time.perf_counter()
         step(**batch)  # plans where the shape is new
         first = time.perf_counter() - t0
@@ -81,16 +99,46 @@ def varied_run(steps, seed):
         if planned:
             plan_seconds += first - got["step_seconds"]
         train_seconds += got["step_seconds"]
-        rows.append({"length": length, "planned": planned,
+        rows.append({"length": length, "ran_length": ran["input_ids"].shape[1],
+                     "planned": planned,
                      "measured_peak_bytes": got["measured_peak_bytes"],
                      "within_budget": got["measured_peak_bytes"] <= budget,
                      "gradients_equal": got["gradients_equal"],
+                     "max_grad_diff_unpadded": None if unpadded is None
+                     else unpadded["max_grad_diff"],
                      "step_seconds": got["step_seconds"],
                      "plan_seconds": first - got["step_seconds"]
                      if planned else 0.0})
-    return {"budget_bytes": budget, "eager_peak_bytes_at_96": eager96,
+    return {"buckets": buckets, "budget_bytes": budget,
+            "eager_peak_bytes_at_max_length": eager_peak,
             "plan_seconds": plan_seconds, "train_seconds": train_seconds,
             "steps": rows}
+
+
+def varied_line(v):
+    rows = v["steps"]
+    shapes = sorted({r["length"] for r in rows})
+    planned = [r for r in rows if r["planned"]]
+    total = v["plan_seconds"] + v["train_seconds"]
+    how = ("each length planned apart" if v["buckets"] is None else
+           f"padded to buckets {v['buckets']}")
+    others = [r["plan_seconds"] for r in planned[1:]]
+    line = (f"- {how}: {len(planned)} plans took {v['plan_seconds']:.1f} s "
+            f"of {total:.1f} s ({v['plan_seconds'] / total:.0%}); the first "
+            f"{planned[0]['plan_seconds']:.1f} s")
+    if others:
+        line += f", the others {min(others):.1f}-{max(others):.1f} s"
+    line += (f"; training {v['train_seconds']:.1f} s; "
+             f"{sum(r['within_budget'] for r in rows)} of {len(rows)} steps "
+             "within the budget at the allocator, "
+             f"{sum(r['gradients_equal'] for r in rows)} with gradients "
+             "equal to plain training's on the batch run")
+    diffs = [r["max_grad_diff_unpadded"] for r in rows
+             if r["max_grad_diff_unpadded"] is not None]
+    if diffs:
+        line += (f" (against the unpadded batch's: at most "
+                 f"{max(diffs):.1e})")
+    return line + f"; {len(shapes)} lengths ({shapes[0]}-{shapes[-1]})."
 
 
 def markdown(doc):
@@ -107,31 +155,23 @@ def markdown(doc):
         lines.append(f"| {r['layers']} | {r['nodes']} | "
                      f"{r['plan_seconds']:.1f} | {r['trace_seconds']:.1f} | "
                      f"{r['search_seconds']:.1f} | {r['algorithm']} |")
-    v = doc["varied"]
-    rows = v["steps"]
-    shapes = sorted({r["length"] for r in rows})
-    planned = [r for r in rows if r["planned"]]
-    total = v["plan_seconds"] + v["train_seconds"]
-    lines += ["", f"Llama (zoo) over {len(rows)} steps of {len(shapes)} "
-              f"sequence lengths ({shapes[0]}-{shapes[-1]}), budget "
-              f"{v['budget_bytes']:,} bytes for every shape: "
-              f"{len(planned)} plans took {v['plan_seconds']:.1f} s of "
-              f"{total:.1f} s ({v['plan_seconds'] / total:.0%}); the first "
-              f"{planned[0]['plan_seconds']:.1f} s, the others "
-              f"{min(r['plan_seconds'] for r in planned[1:]):.1f}-"
-              f"{max(r['plan_seconds'] for r in planned[1:]):.1f} s; "
-              f"{sum(r['within_budget'] for r in rows)} of {len(rows)} "
-              "steps within the budget at the allocator, "
-              f"{sum(r['gradients_equal'] for r in rows)} with gradients "
-              "equal to plain training's."]
+    lines += ["", f"The zoo's bench-size Llama (4 layers, width 256, batch "
+              f"4) over {len(doc['varied'][0]['steps'])} steps of lengths "
+              "8 * (1 + k), k ~ Geometric(0.35), at most 128, budget "
+              f"{doc['varied'][0]['budget_bytes']:,} bytes for every shape "
+              "(half of plain training's activation peak at 128):", ""]
+    lines += [varied_line(v) for v in doc["varied"]]
     return "\n".join(lines) + "\n"
 
 
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--layers", default="4,12,24",
+    ap.add_argument("--layers", default="4,12,24,48",
                     help="decoder depths to plan (comma-separated)")
-    ap.add_argument("--steps", type=script.positive_count, default=100)
+    ap.add_argument("--steps", type=script.positive_count, default=200)
+    ap.add_argument("--buckets", default="32,64,96,128",
+                    help="bucket lengths of the second run (comma-"
+                    "separated); the first plans every length apart")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=script.positive_count, default=2)
     ap.add_argument("-o", "--out",
@@ -141,6 +181,12 @@ def main(argv):
         depths = [int(x) for x in args.layers.split(",")]
     except ValueError:
         ap.error(f"--layers: {args.layers!r} is not a list of integers")
+    try:
+        buckets = rt.buckets.lengths_of(
+            [int(x) for x in args.buckets.split(",")])
+    except (ValueError, rematbench.Error):
+        ap.error(f"--buckets: {args.buckets!r} is not a list of positive "
+                 "integers")
     if args.steps < 2 or any(d < 1 for d in depths):
         ap.error("--steps must be >= 2 and every depth >= 1")
     torch.set_num_threads(args.threads)
@@ -159,7 +205,8 @@ def main(argv):
            "context": files.run_context(torch=torch.__version__,
                                         threads=args.threads),
            "first_plan_seconds": first_plan, "decoders": decoders,
-           "varied": varied_run(args.steps, args.seed)}
+           "varied": [varied_run(args.steps, args.seed, None),
+                      varied_run(args.steps, args.seed, buckets)]}
     files.write_json(args.out, doc, indent=1)
     text = markdown(doc)
     files.write_text(os.path.splitext(args.out)[0] + ".md", text)
