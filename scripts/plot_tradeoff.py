@@ -208,6 +208,13 @@ def draw_critical_paths(ax, graph, runs, series, clip, x):
     ax.grid(True, alpha=0.3)
 
 
+def drawn(text):
+    """`text` from a results file as matplotlib draws it literally:
+    control characters as the terminal shows them, `$` escaped (a pair
+    starts mathtext, whose parser fails on most names)."""
+    return script.shown(text).replace("$", r"\$")
+
+
 def draw_panel(ax, graph, plan, series, x, front=None, title=None):
     """One overhead panel: the series' step curves and points, the optimum,
     the Pareto front of all series (when the figure has several panels),
@@ -222,13 +229,13 @@ def draw_panel(ax, graph, plan, series, x, front=None, title=None):
         if not s["points"]:
             ax.plot([], [], color=s["color"], marker=s["marker"],
                     linestyle=s["linestyle"],
-                    label=s["label"] + " (no point in budget)")
+                    label=drawn(s["label"]) + " (no point in budget)")
             continue
         ax.step([x(b) for b, _ in s["steps"]], [o for _, o in s["steps"]],
                 where="post", color=s["color"], linestyle=s["linestyle"],
                 alpha=0.85, linewidth=1.3)
         ax.plot([], [], color=s["color"], marker=s["marker"],
-                linestyle=s["linestyle"], label=s["label"])
+                linestyle=s["linestyle"], label=drawn(s["label"]))
         for b, o, is_open, clipped in s["points"]:
             any_open |= is_open
             any_clipped |= clipped
@@ -318,7 +325,7 @@ def draw(graph, runs, order, include_static=False,
     axes[-1].set_xlabel(f"{what} [{unit}]")
     for ax in axes[:-1]:
         ax.tick_params(labelbottom=True)
-    fig.suptitle(f"{script.shown(graph['name'])}  ({graph['nodes']} nodes)")
+    fig.suptitle(f"{drawn(graph['name'])}  ({graph['nodes']} nodes)")
     return fig
 
 

@@ -11,7 +11,6 @@ source tree)."""
 import io
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -114,6 +113,38 @@ class Scripts(unittest.TestCase):
                 (name, r.stderr))
             self.assertEqual(r.stdout, "")
         self.assertEqual(self.listing(), before)
+
+    def test_positional_numbers_and_files_of_cpsat_mps(self):
+        # Before: sys.argv[1:5] went unchecked: nan seconds reached CP-SAT,
+        # a missing file or argument ended in a traceback.
+        missing = os.path.join(self.tmp, "x.mps")
+        cases = [([missing, "-", "1", "1"],
+                  f"error: {missing}: not a readable file"),
+                 ([self.sweep, "-", "nan", "1"],
+                  "error: argument seconds: 'nan' is not a finite number > 0"),
+                 ([self.sweep, "-", "5", "0"],
+                  "error: argument threads: '0' is not an integer >= 1"),
+                 ([self.sweep], "error: the following arguments are "
+                  "required: start, seconds, threads")]
+        for args, message in cases:
+            r = py("cpsat_mps.py", *args)
+            self.assertEqual(r.returncode, 2, (args, r.stderr))
+            self.assertTrue(r.stderr.splitlines()[-1].endswith(message),
+                            (args, r.stderr))
+            self.assertEqual(r.stdout, "")
+
+    def test_plot_labels_are_drawn_as_written(self):
+        # Before: a parameter value with two `$` was parsed as mathtext, and
+        # the parser's error ended the plot as "malformed results".
+        with open(self.sweep) as f:
+            doc = json.load(f)
+        doc["runs"][0]["params"] = {"k": "$x^{$"}
+        out = os.path.join(self.tmp, "dollars")
+        r = py("plot_tradeoff.py", self.write("dollars.json", doc),
+               "--out", out, "--jobs", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(os.listdir(out)),
+                         ["chain_n=6.pdf", "chain_n=6.png"])
 
     def test_a_failed_stdout_is_one_line_and_exit_2(self):
         # Before: exit 120 with Python's "Exception ignored ... OSError"
