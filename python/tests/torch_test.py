@@ -12,7 +12,9 @@ simulator predicted; a budget nothing fits names the smallest that does.
 import math
 import os
 import sys
+import time
 import unittest
+from unittest import mock
 
 from conftest import require_modules
 
@@ -160,6 +162,34 @@ class Plans(unittest.TestCase):
                        algorithms=["twremat", "chen_greedy", "dtr"],
                        timeout=5)
         self.assertLessEqual(fits.solution.peak_bytes, smallest)
+
+    def test_nothing_fits_within_the_time_limit(self):
+        # The search for the smallest budget that fits ran to 1% whatever
+        # plan_seconds said: a recurrent model of 810 nodes spent 220 s in
+        # it under load, and answered a budget above the NoRemat peak,
+        # which the NoRemat schedule always fits. Out of time, it answers
+        # the least budget found to fit. Each probe here takes 0.4 s.
+        rounds = []
+        solve_all = rt.search.Search._solve_all
+
+        def slow(search, specs, budget, timeout):
+            rounds.append(budget)
+            time.sleep(0.4)
+            return solve_all(search, specs, budget, timeout)
+
+        algorithms = ["twremat", "chen_greedy", "dtr"]
+        with mock.patch.object(rt.search.Search, "_solve_all", slow):
+            with self.assertRaises(rt.NoFit) as caught:
+                rt.plan(model(), self.example, self.loss, budget=1,
+                        algorithms=algorithms, timeout=5, plan_seconds=0.6)
+        e = caught.exception
+        self.assertLessEqual(len(rounds), 2)
+        self.assertLessEqual(e.smallest_budget_bytes, e.noremat_peak_bytes)
+        fits = rt.plan(model(), self.example, self.loss,
+                       budget=e.smallest_budget_bytes,
+                       algorithms=[e.closest_algorithm], timeout=5)
+        self.assertLessEqual(fits.predicted_peak_bytes,
+                             e.smallest_budget_bytes)
 
 
 class Training(unittest.TestCase):

@@ -23,7 +23,8 @@ from rematbench.torch.partition import Partition
 class NoFit(rematbench.Error):
     """No algorithm fits the budget. `budget_bytes`, the NoRemat peak
     `noremat_peak_bytes`, `smallest_budget_bytes` (the smallest budget at
-    which a plan fits, to 1%), `closest_algorithm` (the one that fits
+    which a plan fits, to 1% or as close as plan_seconds allows),
+    `closest_algorithm` (the one that fits
     there), `reach_bound_bytes` (no schedule that recomputes rather than
     offloads fits below it) and `lower_bound_bytes` (the graph's memory
     lower bound)."""
@@ -178,12 +179,12 @@ class Search:
                    if a.exact and graph.num_nodes > o.exact_max_nodes}
         return [a.name for a in infos if a.name not in skipped], skipped
 
-    def _solve_all(self, specs, budget):
+    def _solve_all(self, specs, budget, timeout):
         """{spec: Solution}, solved in parallel (the GIL is released)."""
-        o = self.options
-        with concurrent.futures.ThreadPoolExecutor(o.threads) as pool:
+        with concurrent.futures.ThreadPoolExecutor(
+                self.options.threads) as pool:
             futures = {s: pool.submit(rematbench.solve, self.graph, s,
-                                      budget, None, o.timeout)
+                                      budget, None, timeout)
                        for s in specs}
             return {s: f.result() for s, f in futures.items()}
 
@@ -309,29 +310,40 @@ class Search:
         """The NoFit when no schedule fits `budget`: the smallest budget at
         which one of these algorithms finds a schedule that fits as a
         program (bisection between the budget, or the graph's reach bound,
-        and the least peak found; each probe solved as at() solves), and
-        the bounds no schedule goes below."""
+        and the least peak found; each probe solved as at() solves, to 1%
+        or until plan_seconds runs out again: then the least budget found
+        to fit, the NoRemat peak at worst), and the bounds no schedule
+        goes below."""
+        deadline = time.monotonic() + self.options.plan_seconds
         graph, memory = self.graph, self.memory
         # A budget fits when the schedule's simulated peak and its program
         # peak are both within it (the solvers judge the first).
         peaks = [(max(s.peak_bytes, anchoring.anchored(memory, s)[1]), spec)
                  for spec, s in solutions.items() if s.valid]
         noremat = self.noremat_peak_bytes
-        hi = min(peaks)[0] if peaks else noremat
+        # The NoRemat schedule fits its own peak as a program (it
+        # recomputes nothing, so it holds no generator state), whether or
+        # not it ran.
+        hi = min([p for p, _ in peaks] + [noremat])
         # Probe with the heuristics: the exact methods would spend their
         # whole time limit at every probe.
         exact = {a.name for a in rematbench.algorithms() if a.exact}
         probes = [s for s in specs if s.split(":")[0] not in exact] or specs
+        reach = graph.reach_lower_bound()["bytes"]
+        if not probes:  # none had time to start
+            return NoFit(graph.name, budget, noremat, noremat, "noremat",
+                         reach, graph.lower_bound_bytes)
         # lo never fits: plans recompute and never offload, and no such
         # schedule peaks below the reach bound.
-        reach = graph.reach_lower_bound()["bytes"]
         lo = max(budget, reach - 1)
         most = memory.most_held()
 
         def fits(mid):
             # As a plan is made (_fitted).
             found = []
-            for spec, s in self._solve_all(probes, mid).items():
+            left = max(0.05, deadline - time.monotonic())
+            for spec, s in self._solve_all(
+                    probes, mid, min(self.options.timeout, left)).items():
                 _, a = self._fitted(spec, s, mid)
                 if a is not None and a[1] <= mid:
                     found.append(spec)
@@ -341,11 +353,14 @@ class Search:
         # its own, an algorithm may choose a cheaper schedule that the
         # program holds more of. Up from it until a plan made there fits.
         found = fits(hi)
-        while not found and hi < noremat:
+        while not found and hi < noremat and time.monotonic() < deadline:
             lo, hi = hi, min(noremat, hi + max(most, hi // 100))
             found = fits(hi)
+        if not found:
+            hi = noremat
         who = found[0] if found else "noremat"
-        while hi - lo > max(1, hi // 100):  # to 1%
+        while hi - lo > max(1, hi // 100) and \
+                time.monotonic() < deadline:  # to 1%
             mid = (lo + hi) // 2
             found = fits(mid)
             if found:
