@@ -201,7 +201,7 @@ def main(argv):
         decoders.append(decoder_plan_times(d))
     print(f"planning.py: {args.steps} steps of varied lengths",
           file=sys.stderr)
-    doc = {"format": "rematbench-planning", "version": 1,
+    doc = {"format": "rematbench-planning", "version": 2,
            "context": files.run_context(torch=torch.__version__,
                                         threads=args.threads),
            "first_plan_seconds": first_plan, "decoders": decoders,
