@@ -12,10 +12,13 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <queue>
+#include <tuple>
 #include <string_view>
 
 #include "algorithms/common/candidate_pool.h"
 #include "model/liveness.h"
+#include "model/memory_model.h"
 #include "model/simulator.h"
 
 namespace remat {
@@ -376,20 +379,48 @@ bool FindLeastTime(const LowerSetFamily& f, int64_t budget, int64_t max_points,
 
 bool FindLeastKept(const LowerSetFamily& f, int64_t budget,
                    const Deadline& deadline, DpOutcome& dp) {
+  // Dijkstra on (kept, time, set index): the labels only grow along a
+  // chain, so a set's label is final when it is taken, and nothing taken
+  // after G can change G's. At large DP budgets most sets hold more kept
+  // memory than the answer and are never expanded (the authors' GoogLeNet
+  // at 5.1 GB: G is taken second, where walking every set took 4.6 s).
+  // A set's back-pointer is the least set index among its best
+  // predecessors, all taken before it (their keys are no larger, and a
+  // subset's index is smaller), as a walk over the sets in index order
+  // gave: the same chain.
   const int32_t sets = f.size();
   dp.least_kept.assign(sets, {kInt64Max, kInt64Max, -1, -1});
   dp.least_kept[f.empty_set()] = {0, 0, -1, 0};
+  using Key = std::tuple<int64_t, int64_t, int32_t>;
+  std::priority_queue<Key, std::vector<Key>, std::greater<Key>> queue;
+  queue.push({0, 0, f.empty_set()});
   TransitionWalker walker(f, budget, dp.most_kept);
-  for (int32_t s = 0; s < sets; ++s) {
+  int64_t taken = 0;
+  while (!queue.empty()) {
+    const auto [kept, time, s] = queue.top();
+    queue.pop();
     const ParetoPoint from = dp.least_kept[s];
-    if (from.from_point < 0) continue;
-    if (StopAtDeadline(deadline, s, sets, dp)) return false;
+    if (from.kept != kept || from.time != time) continue;  // stale
+    if (s == f.full_set()) break;
+    if ((++taken & 63) == 0 && deadline.Expired()) {
+      dp.status = Status::kTimeout;
+      dp.message = fmt::format("deadline reached after {} of {} lower sets",
+                               taken, sets);
+      return false;
+    }
     int64_t floor = from.kept;
     walker.Walk(
         s, floor, kInt64Max,
-        [&](int32_t t, int64_t, int64_t time, int64_t kept) {
-          const ParetoPoint next{from.time + time, from.kept + kept, s, 0};
-          if (LessKept(next, dp.least_kept[t])) dp.least_kept[t] = next;
+        [&](int32_t t, int64_t, int64_t step_time, int64_t step_kept) {
+          const ParetoPoint next{from.time + step_time,
+                                 from.kept + step_kept, s, 0};
+          ParetoPoint& label = dp.least_kept[t];
+          if (LessKept(next, label)) {
+            label = next;
+            queue.push({next.kept, next.time, t});
+          } else if (!LessKept(label, next) && s < label.from_set) {
+            label.from_set = s;
+          }
         });
   }
   return true;
@@ -500,6 +531,211 @@ std::vector<NodeId> CanonicalComputes(const LowerSetGraph& g,
   return computes;
 }
 
+// Why this bounds every chain's simulated peak. Take segment i, V = t \ s
+// (s = L(i-1), t = L(i)), and a backward node c of V at its compute. Live
+// then, each counted once:
+//  - c's inputs other than forward values, its output and workspace;
+//  - the forward values read by c or by a backward node after c in the
+//    graph (all of them run after c, and all belong to t), except those a
+//    backward node of s reads, left to the third item: `step`, the most
+//    over c;
+//  - the kept values that a backward node of s reads, which runs after c:
+//    every boundary value of s is kept (it is in the boundary of its own
+//    segment's set), so at least held(s) = M(∂s ∩ read(s)); and each
+//    value that becomes kept, or becomes read by the backward of the set
+//    while kept, stays so at every later segment, which the pass adds up as
+//    it adds kept memory (Kept; the larger of the two is used).
+// At the first backward node of V, likewise: every forward value a
+// backward node of V reads and s's do not (`reads`), the kept values as
+// above, and the gradients that backward nodes outside t computed for
+// those of t (gradients_in(t)). A segment without backward nodes has no
+// such moment. `reads` and `step` only grow with t. The pass is pass 0's
+// (StartLowerSetDp) with these moments as the peak and this kept memory:
+// per set, the most kept memory from which G is reached with every moment
+// within the budget; none at ∅ means no chain fits. The bound leaves out
+// the forward pass and the recomputed values nothing reads later, so it is
+// far below what the answers reach on some graphs (the authors' GoogLeNet:
+// 308.3 MB, its memory lower bound, where the DP's answers peak at 353.2
+// MB at least) and above the graph's bound on others (ResNet-50 and
+// ResNet-152 617 MB, DenseNet-161 944 MB, against 514, 514 and 462 MB).
+CanonicalPeakBound::CanonicalPeakBound(const LowerSetGraph& g,
+                                       const LowerSetFamily& f,
+                                       const Graph& graph)
+    : f_(f) {
+  const int32_t n = g.size(), sets = f.size(), words = f.words();
+  std::vector<uint64_t> reads_of(static_cast<size_t>(n) * words, 0);
+  std::vector<int32_t> owner(graph.num_nodes(), -1);
+  for (int32_t v = 0; v < n; ++v) {
+    for (NodeId b : g.backward_of[v]) {
+      owner[b] = v;
+      for (NodeId u : graph.inputs(b)) {
+        if (const int32_t x = g.local[u]; x >= 0) {
+          reads_of[static_cast<size_t>(v) * words + (x >> 6)] |=
+              uint64_t{1} << (x & 63);
+        }
+      }
+    }
+  }
+  // (owner of the gradient, owner of its reader, the gradient), once per
+  // gradient and reader's owner.
+  struct Edge {
+    int32_t from, to;
+    NodeId value;
+  };
+  std::vector<Edge> edges;
+  for (int32_t v = 0; v < n; ++v) {
+    for (NodeId b : g.backward_of[v]) {
+      for (NodeId u : graph.inputs(b)) {
+        if (owner[u] >= 0 && owner[u] != v) edges.push_back({owner[u], v, u});
+      }
+    }
+  }
+  read_.assign(static_cast<size_t>(sets) * words, 0);
+  backward_count_.assign(sets, 0);
+  gradients_in_.assign(sets, 0);
+  held_.assign(sets, 0);
+  // Per backward node b: the compute bytes and non-forward inputs, and the
+  // forward values that b and the backward nodes after it in the graph
+  // read (P), bitsets built from the last backward node to the first.
+  std::vector<int32_t> step_of(graph.num_nodes(), -1);
+  step_offsets_.assign(n + 1, 0);
+  for (int32_t v = 0; v < n; ++v) {
+    for (NodeId b : g.backward_of[v]) {
+      int64_t bytes = memory_model::ComputeBytes(graph, b);
+      for (NodeId u : graph.inputs(b)) {
+        if (g.local[u] < 0) bytes += memory_model::ResidentBytes(graph, u);
+      }
+      step_of[b] = static_cast<int32_t>(step_bytes_.size());
+      step_bytes_.push_back(bytes);
+    }
+    step_offsets_[v + 1] = static_cast<int32_t>(step_bytes_.size());
+  }
+  step_reads_.assign(step_bytes_.size() * words, 0);
+  const std::span<const NodeId> order = graph.topological_order();
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const int32_t k = step_of[*it];
+    if (k < 0) continue;
+    uint64_t* mine = step_reads_.data() + static_cast<size_t>(k) * words;
+    for (NodeId u : graph.inputs(*it)) {
+      if (const int32_t x = g.local[u]; x >= 0) {
+        mine[x >> 6] |= uint64_t{1} << (x & 63);
+      }
+    }
+    for (NodeId d : graph.consumers(*it)) {
+      if (const int32_t l = step_of[d]; l >= 0) {
+        const uint64_t* later =
+            step_reads_.data() + static_cast<size_t>(l) * words;
+        for (int32_t w = 0; w < words; ++w) mine[w] |= later[w];
+      }
+    }
+  }
+  std::vector<int32_t> counted(graph.num_nodes(), -1);
+  for (int32_t s = 0; s < sets; ++s) {
+    uint64_t* read = read_.data() + static_cast<size_t>(s) * words;
+    const uint64_t* members = f.bits(s);
+    for (int32_t w = 0; w < words; ++w) {
+      for (uint64_t x = members[w]; x; x &= x - 1) {
+        const int32_t v = w * 64 + std::countr_zero(x);
+        backward_count_[s] += static_cast<int32_t>(g.backward_of[v].size());
+        for (int32_t k = 0; k < words; ++k) {
+          read[k] |= reads_of[static_cast<size_t>(v) * words + k];
+        }
+      }
+    }
+    for (const Edge& e : edges) {
+      if (counted[e.value] != s && f.Contains(s, e.to) &&
+          !f.Contains(s, e.from)) {
+        counted[e.value] = s;
+        gradients_in_[s] += memory_model::ResidentBytes(graph, e.value);
+      }
+    }
+    for (int32_t v : f.boundary(s)) {
+      if ((read[v >> 6] >> (v & 63)) & 1) held_[s] += f.node_mem(v);
+    }
+  }
+}
+
+CanonicalPeakBound::Moment CanonicalPeakBound::At(int32_t s, int32_t t,
+                                                  int64_t budget) const {
+  Moment m;
+  if (backward_count_[t] == backward_count_[s]) return m;
+  const int32_t words = f_.words();
+  const uint64_t* rs = read(s);
+  const uint64_t* rt = read(t);
+  const uint64_t* st = f_.bits(t);
+  const uint64_t* ss = f_.bits(s);
+  int64_t reads = 0, step = 0;
+  for (int32_t w = 0; w < words; ++w) {
+    for (uint64_t x = rt[w] & ~rs[w]; x; x &= x - 1) {
+      reads += f_.node_mem(w * 64 + std::countr_zero(x));
+    }
+    for (uint64_t x = st[w] & ~ss[w]; x; x &= x - 1) {
+      const int32_t v = w * 64 + std::countr_zero(x);
+      for (int32_t k = step_offsets_[v]; k < step_offsets_[v + 1]; ++k) {
+        int64_t bytes = step_bytes_[k];
+        const uint64_t* p = step_reads_.data() + static_cast<size_t>(k) * words;
+        for (int32_t q = 0; q < words; ++q) {
+          for (uint64_t y = p[q] & ~rs[q]; y; y &= y - 1) {
+            bytes += f_.node_mem(q * 64 + std::countr_zero(y));
+          }
+        }
+        step = std::max(step, bytes);
+      }
+    }
+  }
+  m.grows = std::max(reads, step) + held_[s];
+  m.cap = held_[s] + reads + gradients_in_[t] > budget
+              ? -1
+              : std::min(budget - reads - gradients_in_[t], budget - step);
+  return m;
+}
+
+int64_t CanonicalPeakBound::Kept(int32_t s, int32_t t) const {
+  const uint64_t* rs = read(s);
+  const uint64_t* rt = read(t);
+  auto in = [](const uint64_t* b, int32_t v) {
+    return ((b[v >> 6] >> (v & 63)) & 1) != 0;
+  };
+  int64_t kept = 0;
+  for (int32_t v : f_.boundary(t)) {
+    if (!f_.Contains(s, v) && in(rt, v)) kept += f_.node_mem(v);
+  }
+  for (int32_t v : f_.boundary(s)) {
+    if (in(rt, v) && !in(rs, v)) kept += f_.node_mem(v);
+  }
+  return kept;
+}
+
+bool CanonicalPeakBound::MayFit(int64_t budget,
+                                const Deadline& deadline) const {
+  const int32_t full = f_.full_set();
+  // Backward, one label per set: the most `later` kept memory at s from
+  // which G is reached with every backward moment within the budget (-1:
+  // none). `grows` only grows with t, so a walk stops where it alone
+  // leaves no room.
+  std::vector<int64_t> most(f_.size(), -1);
+  most[full] = kInt64Max;
+  LowerSetFamily::WalkScratch scratch;
+  const int64_t no_limit = kInt64Max;
+  for (int32_t s = full - 1; s >= 0; --s) {
+    if ((s & 63) == 0 && deadline.Expired()) return true;
+    int64_t best = -1;
+    f_.ForEachSuperset(s, no_limit, scratch, [&](int32_t t) {
+      const Moment m = At(s, t, budget);
+      if (m.grows > budget || budget - m.grows + held_[s] <= best) {
+        return false;
+      }
+      if (m.cap < 0 || most[t] < 0) return true;
+      best = std::max(best, most[t] == kInt64Max
+                                ? m.cap
+                                : std::min(m.cap, most[t] - Kept(s, t)));
+      return true;
+    });
+    most[s] = best;
+  }
+  return most[f_.empty_set()] >= 0;
+}
+
 namespace {
 
 // One answer of the DP turned into a schedule and simulated.
@@ -572,6 +808,16 @@ class DpRuns {
     return c && pool_.Fits(c->simulation);
   }
 
+  // CanonicalPeakBound at the budget: false when no chain can fit. Then
+  // proven_infeasible() holds and the search ends.
+  bool ClassMayFit() {
+    const CanonicalPeakBound bound(a_.graph, a_.family, graph_);
+    proven_infeasible_ = !bound.MayFit(request_.budget_bytes,
+                                       request_.deadline);
+    return !proven_infeasible_;
+  }
+  bool proven_infeasible() const { return proven_infeasible_; }
+
   // The answer the candidate policy keeps (candidate_pool.h); null when the
   // DP gave none.
   const Candidate* Best() const {
@@ -612,6 +858,7 @@ class DpRuns {
   std::string stop_message_;
   int64_t transitions_ = 0, max_points_ = 0;
   std::optional<int64_t> least_extra_time_;
+  bool proven_infeasible_ = false;
 };
 
 // Bisection steps of each DP budget search below.
@@ -661,6 +908,10 @@ void Search(DpRuns& runs, const LowerSetFamily& family, int64_t budget) {
   }
   if (runs.stopped()) return;
   if (largest_fitting() == time_fits.rend()) {
+    // What follows may take every DP run the search has (a bisection, then
+    // the memory-centric scan up to the unlimited DP budget) and find
+    // nothing that fits: first ask whether any chain can fit at all.
+    if (!runs.ClassMayFit()) return;
     if (time_fits.contains(budget)) runs.Try("memory", budget);
     int64_t none = 0, some = time_fits.empty() ? UnlimitedDpBudget(family)
                                                : time_fits.begin()->first;
@@ -811,10 +1062,19 @@ AlgorithmOutput LowerSetDp::RunPrepared(const Graph& graph,
     runs.Try(strategy == DpStrategy::kTime ? "time" : "memory", budget);
   }
   const Candidate* chosen = runs.Best();
+  if (runs.proven_infeasible()) extra["class_bound_fits"] = false;
   if (!chosen) {
     Status status = runs.stop_status();
     std::string message = runs.stop_message();
-    if (!runs.stopped()) {
+    if (runs.proven_infeasible()) {
+      extra["dp_runs"] = runs.runs();
+      status = Status::kInfeasible;
+      message = fmt::format(
+          "no strategy over {} lower sets fits: a lower bound of every "
+          "strategy's simulated peak (its backward moments) is above the "
+          "budget",
+          a.family.size());
+    } else if (!runs.stopped()) {
       status = Status::kInfeasible;
       message = fmt::format(
           "no strategy over {} lower sets fits the budget by the DP's "
@@ -844,7 +1104,10 @@ AlgorithmOutput LowerSetDp::RunPrepared(const Graph& graph,
       "answers (reported figures are simulated)",
       chosen->strategy, a.family.size(), chosen->chain.size() - 1,
       chosen->point.time, estimate, chosen->dp_budget, runs.runs());
-  if (!runs.Fits(chosen)) {
+  if (runs.proven_infeasible()) {
+    message += "; none fits: a lower bound of every strategy's simulated "
+               "peak (its backward moments) is above the budget";
+  } else if (!runs.Fits(chosen)) {
     message += fmt::format(
         "; none fits: the DP's memory estimate admits no strategy below a "
         "DP budget of {} bytes, and its answers' least simulated peak is {} "

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -94,6 +95,52 @@ std::vector<NodeId> CanonicalComputes(const LowerSetGraph& g,
                                       const LowerSetFamily& family,
                                       std::span<const int32_t> chain,
                                       const Graph& graph);
+
+// A lower bound on the simulated peak of the canonical schedule of every
+// chain of a family, as a test at one budget: `auto` ends its search with
+// it where no chain can fit, which would otherwise take every DP run the
+// search has to answer infeasible. It looks at the moments when each
+// segment's backward nodes are computed (lower_set_dp.cc, above
+// CanonicalPeakBound's constructor).
+class CanonicalPeakBound {
+ public:
+  CanonicalPeakBound(const LowerSetGraph& g, const LowerSetFamily& family,
+                     const Graph& graph);
+  // False only when no chain's canonical schedule peaks within `budget`;
+  // true when one may, or when the deadline stopped the test.
+  bool MayFit(int64_t budget, const Deadline& deadline) const;
+
+ private:
+  // One segment s -> t: `cap`, the most `later` kept memory its moment
+  // leaves room for (-1: none), and `grows`, a part of its moment that
+  // only grows with t (bytes).
+  struct Moment {
+    int64_t cap = std::numeric_limits<int64_t>::max();
+    int64_t grows = 0;
+  };
+  Moment At(int32_t s, int32_t t, int64_t budget) const;
+  // The kept memory the segment adds that a backward node of t reads,
+  // live at every later segment's moment.
+  int64_t Kept(int32_t s, int32_t t) const;
+  const uint64_t* read(int32_t s) const {
+    return read_.data() + static_cast<size_t>(s) * f_.words();
+  }
+
+  const LowerSetFamily& f_;
+  // Per set: the forward values read by the backward nodes of its nodes (a
+  // bitset of the family's words), how many backward nodes those are, the
+  // gradients computed outside the set and read inside it, and its
+  // boundary values read inside it (bytes).
+  std::vector<uint64_t> read_;
+  std::vector<int32_t> backward_count_;
+  std::vector<int64_t> gradients_in_, held_;
+  // Per forward node (CSR), its backward nodes: compute bytes plus inputs
+  // other than forward values, and the forward values read by the node and
+  // the backward nodes after it in the graph (bitsets).
+  std::vector<int32_t> step_offsets_;
+  std::vector<int64_t> step_bytes_;
+  std::vector<uint64_t> step_reads_;
+};
 
 // The options of dp_exact and dp_approx.
 enum class DpStrategy { kAuto, kTime, kMemory };
