@@ -9,10 +9,10 @@ for the set of graphs that may occur"): the set is the buckets. It follows
 transformers' conventions, as its data collators pad: `labels` with -100
 (ignored by the loss), `attention_mask` with 0, every other token tensor
 with the pad id; a batch with `input_ids` and no `attention_mask` gets one
-(ones where the tokens are), so that no real token attends to padding. On the right, with the mask, the
-loss and gradients are those of the unpadded batch up to rounding (the
-sums run over other sizes); they are plain training's on the padded batch
-bit for bit.
+(ones where the tokens are), so that no real token attends to padding.
+On the right, with the mask, the loss and gradients are those of the
+unpadded batch up to rounding (the sums run over other sizes); they are
+plain training's on the padded batch bit for bit.
 """
 
 import torch
