@@ -1,7 +1,8 @@
 """Ctrl-C during the core's long calls: the core looks for Python's
-signals while it works, so a KeyboardInterrupt ends `solve` and `sweep`
-within about a second, also without a time limit; `timeout` means what
-the CLI's --timeout means; and the core sweeps in a forked child."""
+signals while it works, so a KeyboardInterrupt ends `solve`, `sweep` and
+graph loads within about a second, also without a time limit; `timeout`
+means what the CLI's --timeout means; and the core sweeps in a forked
+child."""
 import os
 import signal
 import subprocess
@@ -107,3 +108,40 @@ def test_a_forked_child_sweeps_after_its_parent_did(tmp_path):
     done = subprocess.run([sys.executable, "-c", FORK], cwd=tmp_path,
                           capture_output=True, text=True, timeout=60)
     assert done.stdout.strip() == "child 0", done.stderr
+
+
+LOAD = """
+import os, signal, sys, threading, time
+import rematbench as rb
+path = sys.argv[1]
+start = time.monotonic()
+rb.load_graph(path)
+whole = time.monotonic() - start
+sent = []
+def interrupt():
+    time.sleep(whole / 4)
+    sent.append(time.monotonic())
+    os.kill(os.getpid(), signal.SIGINT)
+threading.Thread(target=interrupt).start()
+try:
+    rb.load_graph(path)
+    print("returned", flush=True)
+except KeyboardInterrupt:
+    print(whole, time.monotonic() - sent[0], flush=True)
+"""
+
+
+@pytest.mark.parametrize("fmt,n", [("json", 80000), ("remat2", 150000)])
+def test_ctrl_c_ends_a_graph_load(tmp_path, fmt, n):
+    # The child times a whole load of the file, then interrupts a second
+    # load a quarter of the way in: the readers look for the stop as they
+    # go, so the load ends long before its end (it ran to the end, and the
+    # interrupt was raised only then, 3/4 of a load later).
+    path = tmp_path / f"g.{fmt}"
+    path.write_text(rb.load_graph(f"chain:n={n}").write(fmt))
+    done = subprocess.run([sys.executable, "-c", LOAD, str(path)],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    whole, after = map(float, done.stdout.split())
+    assert after < whole / 2, (whole, after)
+
