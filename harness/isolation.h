@@ -13,7 +13,10 @@
 // The parent simulates that schedule like any other. The child dies with
 // its parent (PR_SET_PDEATHSIG), and its watchdog answers with the
 // algorithm's StandbyAnswer when the solve overruns its time limit by a
-// grace of 5% of the limit (at least 2 s).
+// grace of 5% of the limit (at least 2 s). A stop of the parent
+// (model/stop.h) reaches the child as SIGTERM, which stops it in turn; a
+// child that has not ended 0.5 s later (CBC does not look at the stop) is
+// killed.
 #pragma once
 
 #include <chrono>
@@ -41,7 +44,9 @@ bool IsolationEnabled();
 // its watchdog's grace plus 1 s after its time limit is killed and becomes
 // status timeout, without a schedule.
 // The time limit counts from `started` (the solve's start) in the child
-// too, so that writing, sending and reading the graph take from it.
+// too, so that writing, sending and reading the graph take from it. When
+// a stop is requested the answer is status timeout, "stopped
+// (interrupted)", without a schedule, within about 0.5 s.
 AlgorithmOutput RunIsolated(const Graph& graph, const AlgorithmInfo& algorithm,
                             const Params& params, int64_t budget_bytes,
                             double timeout_seconds,

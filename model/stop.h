@@ -1,9 +1,10 @@
 // A stop of all the work of this process, asked for by the Python module
-// when Ctrl-C arrives during a call that released the GIL: while it is
+// when Ctrl-C arrives during a call that released the GIL, and by `remat
+// solve`, `validate` and `sweep` on SIGINT or SIGTERM: while it is
 // requested every Deadline has passed (algorithms end as at their time
-// limit), child solvers are killed, a sweep starts no more tasks, a
-// simulation ends, invalid, and graph readers throw Stopped. It holds
-// until ClearStop.
+// limit), child solvers and isolated solves are killed, a sweep starts no
+// more tasks, a simulation ends, invalid, and graph readers throw Stopped.
+// It holds until ClearStop. Requesting it is async-signal-safe.
 #pragma once
 
 #include <atomic>
@@ -13,6 +14,8 @@
 namespace remat {
 
 namespace internal {
+// Lock-free, so that a signal handler may set it.
+static_assert(std::atomic<bool>::is_always_lock_free);
 inline std::atomic<bool> stop_requested{false};
 }  // namespace internal
 
