@@ -39,6 +39,13 @@ namespace {
 
 std::atomic<bool> isolation_enabled{false};
 
+// The command that starts an isolated solve, before kIsolatedSolveFlag and
+// the parent's pid; set before isolation_enabled.
+std::vector<std::string>& ChildCommand() {
+  static std::vector<std::string> command = {"/proc/self/exe"};
+  return command;
+}
+
 // How long past its time limit an isolated solve may run before its
 // watchdog answers with the algorithm's standby answer (StandbyAnswer):
 // libraries such as CBC do not look at the clock in their root node (a
@@ -178,6 +185,10 @@ void StopOnSignals() {
   // the check after it covers a parent that died before.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) std::_Exit(3);
+  // Its algorithm runs here, whatever the program enabled before (the
+  // Python package enables isolation on import): a child that isolated
+  // again would start children without end.
+  isolation_enabled = false;
   StopOnSignals();
   StandbyAnswer standby;
   try {
@@ -280,6 +291,11 @@ void InitIsolation(int argc, char** argv) {
   isolation_enabled = true;
 }
 
+void EnableIsolation(std::vector<std::string> command) {
+  ChildCommand() = std::move(command);
+  isolation_enabled = true;
+}
+
 bool IsolationEnabled() { return isolation_enabled; }
 
 AlgorithmOutput RunIsolated(const Graph& graph, const AlgorithmInfo& algorithm,
@@ -327,13 +343,15 @@ AlgorithmOutput RunIsolated(const Graph& graph, const AlgorithmInfo& algorithm,
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  const char* self = "/proc/self/exe";
-  std::string parent = std::to_string(getpid());
-  char* argv[] = {const_cast<char*>(self),
-                  const_cast<char*>(kIsolatedSolveFlag), parent.data(),
-                  nullptr};
+  std::vector<std::string> args = ChildCommand();
+  args.push_back(kIsolatedSolveFlag);
+  args.push_back(std::to_string(getpid()));
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
   pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, self, &actions, nullptr, argv, environ);
+  const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr,
+                                  argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   close(fds[1]);
   if (spawned != 0) {

@@ -5,7 +5,8 @@
 // (CBC's CbcMain1) run in parallel, one per process, with no lock.
 //
 // The child is this same executable (/proc/self/exe, so that algorithms
-// registered only in a test binary exist in it too) started with
+// registered only in a test binary exist in it too; in Python, the
+// interpreter importing the same module: EnableIsolation) started with
 // kIsolatedSolveFlag by posix_spawn, which is safe from a multithreaded
 // (OpenMP) process where fork is not. It reads the request (graph, algorithm,
 // parameters, budget, time limit) as JSON on stdin, runs the algorithm
@@ -21,6 +22,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "model/algorithm.h"
 #include "model/graph.h"
@@ -34,9 +37,16 @@ inline constexpr char kIsolatedSolveFlag[] = "--remat-isolated-solve";
 // Call first in main(). Started as a child by RunIsolated (argv[1] is
 // kIsolatedSolveFlag, argv[2] the parent's pid), it answers the request and
 // ends the process; otherwise it enables isolation in this process. Programs
-// that never call it (and the children themselves) run every algorithm
-// in-process.
+// that never call it nor EnableIsolation (and the children themselves) run
+// every algorithm in-process.
 void InitIsolation(int argc, char** argv);
+// Enables isolation in a process whose executable is not such a program
+// (the Python module's, the Python interpreter): RunIsolated starts
+// `command` (command[0] an executable's path) followed by
+// kIsolatedSolveFlag and the parent's pid, and that command must call
+// InitIsolation with those two as argv[1] and argv[2]. Call before any
+// solve.
+void EnableIsolation(std::vector<std::string> command);
 bool IsolationEnabled();
 
 // Runs `algorithm` in a child process. A child that dies becomes status
