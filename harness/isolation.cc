@@ -30,6 +30,7 @@
 #include "model/json_text.h"
 #include "model/limits.h"
 #include "model/schedule.h"
+#include "model/stop.h"
 
 extern char** environ;
 
@@ -37,6 +38,13 @@ namespace remat {
 namespace {
 
 std::atomic<bool> isolation_enabled{false};
+
+// The command that starts an isolated solve, before kIsolatedSolveFlag and
+// the parent's pid; set before isolation_enabled.
+std::vector<std::string>& ChildCommand() {
+  static std::vector<std::string> command = {"/proc/self/exe"};
+  return command;
+}
 
 // How long past its time limit an isolated solve may run before its
 // watchdog answers with the algorithm's standby answer (StandbyAnswer):
@@ -151,11 +159,37 @@ void StartWatchdog(const StandbyAnswer& standby, double timeout_seconds,
   }).detach();
 }
 
+void OnStopSignal(int) { RequestStop(); }
+
+// The parent stops an isolated solve with SIGTERM (Ctrl-C reaches it as
+// SIGINT from the terminal too): the algorithm ends as at its time limit,
+// and a solver it runs as a program is killed and its temporary folder
+// removed (child_process.h), which SIGKILL would leave behind. A signal
+// the parent ignored stays ignored.
+void StopOnSignals() {
+  for (int signal : {SIGINT, SIGTERM}) {
+    struct sigaction old = {};
+    if (sigaction(signal, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) {
+      continue;
+    }
+    struct sigaction action = {};
+    action.sa_handler = OnStopSignal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    sigaction(signal, &action, nullptr);
+  }
+}
+
 [[noreturn]] void RunChild(pid_t parent) {
   // Die with the parent, so that a killed sweep leaves no solver running;
   // the check after it covers a parent that died before.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) std::_Exit(3);
+  // Its algorithm runs here, whatever the program enabled before (the
+  // Python package enables isolation on import): a child that isolated
+  // again would start children without end.
+  isolation_enabled = false;
+  StopOnSignals();
   StandbyAnswer standby;
   try {
     const nlohmann::json request = nlohmann::json::parse(ReadStdin());
@@ -215,24 +249,35 @@ void SendAll(int fd, const std::string& data) {
   }
 }
 
-// Reads until end of file; false if `kill_at` came first.
-bool ReadAll(int fd, std::chrono::steady_clock::time_point kill_at,
-             std::string& out) {
+// How often a parent waiting for its isolated solve looks for a stop
+// (model/stop.h), and how long the child then has to end by itself
+// (CBC, in the child's process, does not look at the stop) before it is
+// killed.
+constexpr auto kStopPoll = std::chrono::milliseconds(50);
+constexpr auto kStopGrace = std::chrono::milliseconds(500);
+
+enum class ReadEnd { kEndOfFile, kKillTime, kStopped };
+
+// Reads until end of file, `kill_at`, or (`watch_stop`) a stop.
+ReadEnd ReadAll(int fd, std::chrono::steady_clock::time_point kill_at,
+                bool watch_stop, std::string& out) {
   char buffer[1 << 16];
   for (;;) {
-    int wait_ms = -1;
+    if (watch_stop && StopRequested()) return ReadEnd::kStopped;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= kill_at) return ReadEnd::kKillTime;
+    int64_t wait_ms = watch_stop ? kStopPoll.count() : INT_MAX;
     if (kill_at != std::chrono::steady_clock::time_point::max()) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          kill_at - std::chrono::steady_clock::now());
-      wait_ms = static_cast<int>(std::clamp<int64_t>(left.count(), 0, INT_MAX));
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(kill_at - now);
+      wait_ms = std::min<int64_t>(wait_ms, left.count() + 1);
     }
     pollfd p{fd, POLLIN, 0};
-    const int ready = poll(&p, 1, wait_ms);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready == 0) return false;
+    const int ready = poll(&p, 1, static_cast<int>(wait_ms));
+    if (ready == 0 || (ready < 0 && errno == EINTR)) continue;
     const ssize_t n = read(fd, buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return true;
+    if (n <= 0) return ReadEnd::kEndOfFile;
     out.append(buffer, static_cast<size_t>(n));
   }
 }
@@ -243,6 +288,11 @@ void InitIsolation(int argc, char** argv) {
   if (argc >= 3 && std::string(argv[1]) == kIsolatedSolveFlag) {
     RunChild(static_cast<pid_t>(std::atoll(argv[2])));
   }
+  isolation_enabled = true;
+}
+
+void EnableIsolation(std::vector<std::string> command) {
+  ChildCommand() = std::move(command);
   isolation_enabled = true;
 }
 
@@ -293,13 +343,15 @@ AlgorithmOutput RunIsolated(const Graph& graph, const AlgorithmInfo& algorithm,
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, fds[1], STDOUT_FILENO);
-  const char* self = "/proc/self/exe";
-  std::string parent = std::to_string(getpid());
-  char* argv[] = {const_cast<char*>(self),
-                  const_cast<char*>(kIsolatedSolveFlag), parent.data(),
-                  nullptr};
+  std::vector<std::string> args = ChildCommand();
+  args.push_back(kIsolatedSolveFlag);
+  args.push_back(std::to_string(getpid()));
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
   pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, self, &actions, nullptr, argv, environ);
+  const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr,
+                                  argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   close(fds[1]);
   if (spawned != 0) {
@@ -318,11 +370,22 @@ AlgorithmOutput RunIsolated(const Graph& graph, const AlgorithmInfo& algorithm,
                         KillGraceSeconds(timeout_seconds)))
           : std::chrono::steady_clock::time_point::max();
   std::string reply;
-  const bool answered = ReadAll(fds[0], kill_at, reply);
+  ReadEnd end = ReadAll(fds[0], kill_at, /*watch_stop=*/true, reply);
+  const bool stopped = end == ReadEnd::kStopped;
+  if (stopped) {
+    kill(pid, SIGTERM);
+    end = ReadAll(fds[0], std::chrono::steady_clock::now() + kStopGrace,
+                  /*watch_stop=*/false, reply);
+  }
+  const bool answered = end == ReadEnd::kEndOfFile;
   if (!answered) kill(pid, SIGKILL);
   close(fds[0]);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (stopped) {
+    return AlgorithmOutput::NoSchedule(Status::kTimeout,
+                                       "stopped (interrupted)");
   }
   if (!answered) {
     return AlgorithmOutput::NoSchedule(

@@ -274,8 +274,6 @@ void RunTasksLocally(const SweepPlan& plan, const std::vector<size_t>& todo,
     std::lock_guard<std::mutex> lock(done_mutex);
     done(t, std::move(points));
   });
-  // Tasks were skipped: no results document, the journal has the rest.
-  if (StopRequested()) throw Stopped();
 }
 
 }  // namespace
@@ -685,6 +683,10 @@ nlohmann::json RunSweep(const SweepConfig& config) {
   SweepProgress progress(lead && config.progress, config.progress_terminal,
                          total, total - todo.size(), resumed_points);
   const TaskDone done = [&](size_t t, nlohmann::json task_points) {
+    // A task that ends after a stop may have been cut short by it, with
+    // the figures of a time limit it never reached: it is neither
+    // journaled nor kept, so that a resumed sweep runs it again.
+    if (StopRequested()) return;
     const nlohmann::json key = TaskKey(plan, t);
     if (journal) journal->Append(key, task_points);
     progress.Add(task_points);
@@ -697,6 +699,9 @@ nlohmann::json RunSweep(const SweepConfig& config) {
   } else {
     RunTasksLocally(plan, todo, config, done);
   }
+  // Tasks were skipped or dropped: no results document; the journal has
+  // the finished ones.
+  if (StopRequested()) throw Stopped();
   const double tasks_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

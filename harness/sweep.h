@@ -59,7 +59,9 @@ std::vector<std::string> ReadCorpus(const std::string& path);
 
 // Validates every spec first (InputError before any work), then runs.
 // Under mpirun with several ranks every rank calls it; rank 0 returns the
-// results, the others null.
+// results, the others null. Throws Stopped when a stop is requested
+// (model/stop.h): the tasks that finished before it are in the journal,
+// none that it cut short, so --resume goes on where it stopped.
 nlohmann::json RunSweep(const SweepConfig& config);
 
 // --- The pieces a sweep is built from, shared with the MPI runner and

@@ -15,12 +15,12 @@
 #include <fstream>
 #include <iostream>
 #include <limits>
-#include <sstream>
 #include <vector>
 
 #include "model/errors.h"
 #include "model/limits.h"
 #include "model/params.h"
+#include "model/stop.h"
 
 namespace remat {
 
@@ -76,13 +76,20 @@ std::ifstream OpenSizedFile(const std::string& path, int64_t bytes_per_byte,
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in = OpenSizedFile(path, kBytesPerFileByte, "to parse");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
+  // A piece at a time, so that a stop (model/stop.h) ends the read of a
+  // large file, on a slow disk too.
+  std::string text;
+  std::vector<char> piece(size_t{1} << 20);
+  while (in.read(piece.data(), static_cast<std::streamsize>(piece.size())) ||
+         in.gcount() > 0) {
+    text.append(piece.data(), static_cast<size_t>(in.gcount()));
+    ThrowIfStopped();
+  }
   if (in.bad()) {
     throw InputError(
         fmt::format("{}: read error ({})", path, std::strerror(errno)));
   }
-  return std::move(buffer).str();
+  return text;
 }
 
 namespace {

@@ -26,7 +26,8 @@ std::ifstream OpenSizedFile(const std::string& path, int64_t bytes_per_byte,
 
 // Reads a whole regular file; throws InputError naming the path if it
 // cannot, or if parsing it would need more memory than the limit
-// (model/limits.h: kBytesPerFileByte per byte).
+// (model/limits.h: kBytesPerFileByte per byte); throws Stopped once a stop
+// is requested (model/stop.h).
 std::string ReadFile(const std::string& path);
 
 // Writes through `write` into a temporary file beside `path` and renames it

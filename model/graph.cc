@@ -8,6 +8,7 @@
 
 #include "model/errors.h"
 #include "model/limits.h"
+#include "model/stop.h"
 
 namespace remat {
 
@@ -74,6 +75,7 @@ void GraphBuilder::Expect(int64_t nodes, int64_t edges) const {
 void GraphBuilder::CheckGrowth() {
   if (nodes_.size() % 65536 == 0) {
     Expect(static_cast<int64_t>(nodes_.size()), edges_);
+    ThrowIfStopped();
   }
 }
 
@@ -147,7 +149,10 @@ Graph GraphBuilder::Build() && {
   // peak (total_peak_bytes) fits in int64 too.
   int64_t total_mem = static_bytes_, total_workspace = 0, total_cost = 0;
   std::vector<int32_t> seen_as_input_of(n, -1);
+  // A graph of millions of nodes takes seconds: a stop ends it.
+  StopPoll stop;
   for (NodeId v = 0; v < n; ++v) {
+    stop.Tick();
     NodeSpec& node = nodes_[slot[v]];
     if (node.mem < 0) Fail(node, fmt::format("mem is negative ({})", node.mem));
     if (node.cost < 0) {
@@ -224,6 +229,7 @@ Graph GraphBuilder::Build() && {
   }
   g.topo_order_.reserve(n);
   while (!ready.empty()) {
+    stop.Tick();
     NodeId v = ready.top();
     ready.pop();
     g.topo_order_.push_back(v);

@@ -135,12 +135,15 @@ class GraphBuilder {
 
   // Throws InputError on unknown, duplicate or missing ids, repeated inputs,
   // negative sizes, sums that overflow int64, a cycle, or a gradient of
-  // itself.
+  // itself. Here and in add_node, Stopped once a stop is requested
+  // (model/stop.h): readers and generators of millions of nodes take
+  // seconds.
   Graph Build() &&;
 
  private:
   [[noreturn]] void Fail(const NodeSpec& node, const std::string& what) const;
-  // Every 2^16 nodes: refuses the graph once its estimate exceeds the limit.
+  // Every 2^16 nodes: refuses the graph once its estimate exceeds the
+  // limit, and throws Stopped once a stop is requested.
   void CheckGrowth();
 
   std::string source_;

@@ -10,6 +10,7 @@
 #include "model/errors.h"
 #include "model/file_io.h"
 #include "model/json_text.h"
+#include "model/stop.h"
 
 namespace remat {
 
@@ -196,7 +197,11 @@ Graph ParseGraphJson(std::string_view text, const std::string& source) {
   if (auto provenance = doc.find("provenance"); provenance != doc.end()) {
     builder.set_provenance(*provenance);
   }
+  // Reading a node's fields is most of the work after parsing: a stop is
+  // looked for more often than GraphBuilder does.
+  StopPoll stop;
   for (size_t i = 0; i < nodes->size(); ++i) {
+    stop.Tick();
     builder.add_node(ReadNode(source, (*nodes)[i], i));
   }
   return std::move(builder).Build();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/errors.h"
+#include "model/stop.h"
 
 namespace remat {
 
@@ -29,19 +30,29 @@ class UniqueKeysBuilder {
   bool null() { return dom_.null(); }
   bool boolean(bool v) { return dom_.boolean(v); }
   bool number_integer(Json::number_integer_t v) {
+    stop_.Tick();
     return dom_.number_integer(v);
   }
   bool number_unsigned(Json::number_unsigned_t v) {
+    stop_.Tick();
     return dom_.number_unsigned(v);
   }
   bool number_float(Json::number_float_t v, const Json::string_t& s) {
+    stop_.Tick();
     return dom_.number_float(v, s);
   }
-  bool string(Json::string_t& v) { return dom_.string(v); }
+  bool string(Json::string_t& v) {
+    stop_.Tick();
+    return dom_.string(v);
+  }
   bool binary(Json::binary_t& v) { return dom_.binary(v); }
-  bool start_array(size_t n) { return dom_.start_array(n); }
+  bool start_array(size_t n) {
+    stop_.Tick();
+    return dom_.start_array(n);
+  }
   bool end_array() { return dom_.end_array(); }
   bool start_object(size_t n) {
+    stop_.Tick();
     levels_.push_back({keys_.size(), nullptr});
     return dom_.start_object(n);
   }
@@ -89,6 +100,8 @@ class UniqueKeysBuilder {
   std::vector<std::string> keys_;
   std::vector<Level> levels_;
   std::optional<std::string> duplicate_;
+  // A large document stops being parsed soon after a stop (model/stop.h).
+  StopPoll stop_;
 };
 
 // Parses `text`; a discarded value on a syntax error when !exceptions.
@@ -119,7 +132,14 @@ size_t FindNul(std::string_view text) { return text.find('\0'); }
 size_t FindExcessNesting(std::string_view text, int max_depth) {
   int depth = 0;
   bool in_string = false;
+  // A stop (model/stop.h) is looked for every kStopPoll bytes.
+  constexpr size_t kStopPoll = size_t{1} << 20;
+  size_t next_poll = kStopPoll;
   for (size_t i = 0; i < text.size(); ++i) {
+    if (i >= next_poll) {
+      next_poll = i + kStopPoll;
+      ThrowIfStopped();
+    }
     const char c = text[i];
     if (in_string) {
       if (c == '\\') {

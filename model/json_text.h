@@ -28,11 +28,14 @@ size_t FindExcessNesting(std::string_view text, int max_depth = kMaxJsonDepth);
 // "<source>:<line>: not valid JSON: <why>" on a syntax error, a number
 // beyond double's range, nesting deeper than kMaxJsonDepth, a NUL byte
 // (nlohmann's parser would stop there and ignore what follows) or a key
-// that one object has twice.
+// that one object has twice. Both parsers, and FindExcessNesting, throw
+// Stopped once a stop is requested (model/stop.h): a large document may
+// take seconds.
 nlohmann::json ParseJson(std::string_view text, const std::string& source);
 
-// Parses one line (of a journal, say) without throwing: a discarded value
-// (is_discarded()) if it is not valid JSON as ParseJson reads it.
+// Parses one line (of a journal, say) without throwing on bad input: a
+// discarded value (is_discarded()) if it is not valid JSON as ParseJson
+// reads it.
 nlohmann::json ParseJsonLine(std::string_view text);
 
 // The JSON text of `value` (nlohmann::json or ordered_json; `indent` as

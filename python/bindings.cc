@@ -8,9 +8,16 @@
 // GIL is released while graphs load and algorithms, simulations and sweeps
 // run, so Python threads can solve in parallel.
 //
-// Algorithms marked `isolate` (the CBC-based Checkmate MILP) run in this
-// process, one at a time behind their own lock: isolation re-executes the
-// running program, which here is the Python interpreter.
+// Algorithms marked `isolate` (the CBC-based Checkmate MILP) run in a
+// child process as in the CLI (harness/isolation.h) once the package has
+// called _enable_isolation with a command that starts this interpreter on
+// this module's _isolated_child (rematbench/__init__.py): a crash there is
+// status error, and Ctrl-C kills a CBC solve, which looks at no stop, where
+// in this process it ran to its time limit. Without it they run in this
+// process, one at a time behind their own lock.
+#include <vector>
+
+#include "harness/isolation.h"
 #include "harness/sweep.h"
 #include "model/errors.h"
 #include "model/params.h"
@@ -59,6 +66,25 @@ PYBIND11_MODULE(_core, m) {
       [](const py::object& path) { return ReadCorpus(AsPath(path, "path")); },
       py::arg("path"),
         "The graph specs of a corpus manifest.");
+  m.def("_enable_isolation", &EnableIsolation, py::arg("command"),
+        "Isolated algorithms run in a child process started by `command` "
+        "followed by the isolation flag and this process's pid; the command "
+        "must call _isolated_child with its sys.argv.");
+  m.def(
+      "_isolated_child",
+      [](std::vector<std::string> argv) {
+        if (argv.size() < 3 || argv[1] != kIsolatedSolveFlag) {
+          throw InputError(
+              "_isolated_child: not started as an isolated solve (argv[1] "
+              "must be the isolation flag, argv[2] the parent's pid)");
+        }
+        std::vector<char*> args;
+        for (std::string& arg : argv) args.push_back(arg.data());
+        args.push_back(nullptr);
+        // Answers the parent's request and ends the process.
+        InitIsolation(static_cast<int>(argv.size()), args.data());
+      },
+      py::arg("argv"));
   m.attr("DEFAULT_CORPUS") = REMAT_DEFAULT_CORPUS;
   // The build folder the module was compiled in, where its `remat` lies:
   // rematbench.client answers through the module only for the

@@ -48,8 +48,9 @@ long long AsInt(const py::handle& value, long long low, long long high,
 }
 
 PyGraph Load(const std::string& spec) {
-  py::gil_scoped_release release;
-  return {std::make_shared<const Graph>(LoadGraph(spec)), spec};
+  return Interruptible([&spec] {
+    return PyGraph{std::make_shared<const Graph>(LoadGraph(spec)), spec};
+  });
 }
 
 PyGraph AsGraph(const py::object& graph) {
@@ -338,10 +339,11 @@ void BindGraph(py::module_& m) {
   m.def(
       "parse_graph_json",
       [](const std::string& text, const std::string& source) {
-        py::gil_scoped_release release;
-        return PyGraph{
-            std::make_shared<const Graph>(ParseGraphJson(text, source)),
-            source};
+        return Interruptible([&] {
+          return PyGraph{
+              std::make_shared<const Graph>(ParseGraphJson(text, source)),
+              source};
+        });
       },
       py::arg("text"), py::arg("source") = "<string>",
       "A graph from native-format JSON text; `source` names it in errors.");

@@ -13,6 +13,7 @@ TextLines::TextLines(std::string_view text, std::string source)
     : text_(text), source_(std::move(source)) {}
 
 bool TextLines::Next(std::string_view& line) {
+  stop_.Tick();
   if (pos_ >= text_.size()) return false;
   size_t end = text_.find('\n', pos_);
   if (end == std::string_view::npos) end = text_.size();

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/stop.h"
+
 namespace remat {
 
 class TextLines {
@@ -14,7 +16,8 @@ class TextLines {
   // `text` must outlive this reader; `source` names it in errors.
   TextLines(std::string_view text, std::string source);
 
-  // The next line (without its line break), or false at the end of the text.
+  // The next line (without its line break), or false at the end of the
+  // text; throws Stopped once a stop is requested (model/stop.h).
   bool Next(std::string_view& line);
   // Like Next but fails with "unexpected end of file, expected <what>".
   std::string_view Expect(const std::string& what);
@@ -34,6 +37,7 @@ class TextLines {
   size_t pos_ = 0;
   int64_t line_number_ = 0;
   std::string source_;
+  StopPoll stop_;
 };
 
 // Splits at runs of spaces and tabs.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/interrupt.h"
 #include "harness/cli/output.h"
 #include "harness/cli/timing_options.h"
 #include "harness/cli/usage.h"
@@ -12,6 +13,7 @@
 #include "model/file_io.h"
 #include "model/graph_source.h"
 #include "model/registry.h"
+#include "model/stop.h"
 
 namespace remat::cli {
 
@@ -41,6 +43,8 @@ int RunSolve(const SolveOptions& o, bool as_json) {
   Attempt attempt = RunAlgorithm(graph, info, params, budget, o.timeout,
                                  nullptr, nullptr, &timing);
   SolveResult r = Judge(attempt, budget);
+  // A stop made the answer that of a time limit never reached.
+  ThrowIfStopped();
   if (!o.schedule_out.empty() && attempt.output.schedule) {
     WriteFileAtomically(o.schedule_out, [&](std::ostream& out) {
       WriteScheduleText(out, *attempt.output.schedule);
@@ -58,6 +62,7 @@ int RunValidate(const std::string& graph_spec, const std::string& path,
   Graph graph = LoadGraph(graph_spec);
   const ScheduleToValidate schedule = ReadScheduleToValidate(path, graph);
   const Json record = ValidateRecord(graph, schedule, budget, timing);
+  ThrowIfStopped();  // the simulation ended at the stop, invalid
   Print(record, as_json);
   return record["fits_budget"].get<bool>() ? kExitOk : kExitNegative;
 }
@@ -90,7 +95,8 @@ void AddSolveCommand(CLI::App& app, int& exit_code) {
   auto as_json = AddJsonFlag(cmd);
   cmd->callback([o, as_json, budget, &exit_code] {
     o->budget_given = budget->count() > 0;
-    exit_code = RunSolve(*o, *as_json);
+    exit_code = RunStoppable(
+        "solve", [&](std::string&) { return RunSolve(*o, *as_json); });
   });
 }
 
@@ -111,8 +117,10 @@ void AddValidateCommand(CLI::App& app, int& exit_code) {
   auto timing = AddTimingOptions(cmd);
   auto as_json = AddJsonFlag(cmd);
   cmd->callback([=, &exit_code] {
-    exit_code = RunValidate(*graph, *schedule, *budget,
-                            budget_option->count() > 0, *timing, *as_json);
+    exit_code = RunStoppable("validate", [&](std::string&) {
+      return RunValidate(*graph, *schedule, *budget,
+                         budget_option->count() > 0, *timing, *as_json);
+    });
   });
 }
 

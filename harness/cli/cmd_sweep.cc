@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "harness/cli/commands.h"
+#include "harness/cli/interrupt.h"
 #include "harness/cli/output.h"
 #include "harness/cli/timing_options.h"
 #include "harness/cli/usage.h"
@@ -75,8 +76,9 @@ void RefuseOutputThatIsAnInput(const std::string& output, const char* option,
   }
 }
 
+// `note`: what an interrupted sweep kept (RunStoppable).
 int RunSweepCommand(const SweepOptions& o, const std::string& command_line,
-                    bool as_json) {
+                    bool as_json, std::string& note) {
   SweepConfig config;
   config.graph_specs = SplitAll(o.graphs);
   std::vector<std::string> inputs = config.graph_specs;
@@ -150,6 +152,12 @@ int RunSweepCommand(const SweepOptions& o, const std::string& command_line,
     config.shard_count = count;
   }
 
+  note = config.journal_path.empty()
+             ? "nothing kept (a sweep without --out or --journal keeps no "
+               "journal)"
+             : fmt::format("the tasks it finished are in {}; the same "
+                           "command with --resume goes on from there",
+                           config.journal_path);
   const auto start = std::chrono::steady_clock::now();
   nlohmann::json results = RunSweep(config);
   if (results.is_null()) return kExitOk;  // an MPI rank other than 0
@@ -233,7 +241,9 @@ void AddSweepCommand(CLI::App& app, int& exit_code) {
   o->timing = AddTimingOptions(cmd);
   auto as_json = AddJsonFlag(cmd);
   cmd->callback([o, as_json, &exit_code] {
-    exit_code = RunSweepCommand(*o, CommandLine(), *as_json);
+    exit_code = RunStoppable("sweep", [&](std::string& note) {
+      return RunSweepCommand(*o, CommandLine(), *as_json, note);
+    });
   });
 }
 

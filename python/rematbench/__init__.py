@@ -42,3 +42,22 @@ except ModuleNotFoundError as e:  # not built: the pure-Python modules work
             f"rematbench.{name} needs the compiled core rematbench._core, "
             f"which is not installed ({CORE_IMPORT_ERROR}): install the "
             "package with `pip install .` from the source tree")
+
+
+def _isolate():
+    """Isolated algorithms (the CBC-based Checkmate MILP) run in a child
+    process, as in the CLI: this interpreter importing this package from
+    its folder (python/bindings.cc). A stop kills them there."""
+    import os
+    import sys
+    if CORE_IMPORT_ERROR is not None or not sys.executable:
+        return
+    from rematbench import _core
+    _core._enable_isolation([
+        sys.executable, "-c",
+        "import sys; sys.path.insert(0, sys.argv.pop(1)); "
+        "from rematbench import _core; _core._isolated_child(sys.argv)",
+        os.path.dirname(os.path.dirname(os.path.abspath(__file__)))])
+
+
+_isolate()
