@@ -96,6 +96,8 @@ class Scripts(unittest.TestCase):
              "an integer >= 1"),
             ("kusumoto_dp_grid.py", ["--out", out], "--budgets", "-1",
              "an integer >= 1"),
+            ("kusumoto_authors.py", ["--authors", out, "--out", out],
+             "--repeat", "0", "an integer >= 1"),
             ("wide_graphs.py", [], "--leaves", "0", "an integer >= 1"),
             ("main_job.py", ["--out", out], "--timeout", "nan",
              "a finite number > 0"),
