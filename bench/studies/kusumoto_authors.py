@@ -46,19 +46,25 @@ PAIRS = [("dp_exact", "DP"), ("dp_approx", "DP2")]
 TIMEOUT = 600  # seconds, for either side; only keeps a regression from hanging
 
 
-def timed(command, stdin=None, cwd=None):
+def timed(command, stdin=None, cwd=None, timeout=TIMEOUT):
     """Runs `command`; returns (stdout, exit status, CPU seconds, wall
-    seconds). CPU time is the child's own (RUSAGE_CHILDREN before and after
-    it is reaped)."""
+    seconds), exit status None when it was killed at `timeout` seconds.
+    CPU time is the child's own (RUSAGE_CHILDREN before and after it is
+    reaped, also when killed)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     with open(stdin) if stdin else open(os.devnull) as f:
-        done = subprocess.run(command, stdin=f, cwd=cwd, capture_output=True,
-                              text=True, timeout=TIMEOUT)
+        try:
+            done = subprocess.run(command, stdin=f, cwd=cwd,
+                                  capture_output=True, text=True,
+                                  timeout=timeout)
+            out, code = done.stdout, done.returncode
+        except subprocess.TimeoutExpired:
+            out, code = "", None
     wall = time.monotonic() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return done.stdout, done.returncode, round(cpu, 3), round(wall, 3)
+    return out, code, round(cpu, 3), round(wall, 3)
 
 
 def ours(remat, algorithm, graph, budget):
@@ -74,15 +80,17 @@ def ours(remat, algorithm, graph, budget):
             "strategy": d.get("strategy")}
 
 
-def authors(binary, graph, budget, scratch):
+def authors(binary, graph, budget, scratch, timeout):
     # The authors' binary writes forward_without_input.dot into its working
     # folder: a scratch one.
     command = [binary, "-b", str(budget)]
-    out, code, cpu, wall = timed(command, stdin=graph, cwd=scratch)
+    out, code, cpu, wall = timed(command, stdin=graph, cwd=scratch,
+                                 timeout=timeout)
     found = bool(out.strip()) and "IMPOSSIBLE" not in out
+    answer = ("schedule" if found else "IMPOSSIBLE") if code is not None \
+        else f"stopped at {timeout:g} s"
     return {"command": command + ["<", graph], "exit": code, "cpu_seconds": cpu,
-            "wall_seconds": wall,
-            "answer": "schedule" if found else "IMPOSSIBLE",
+            "wall_seconds": wall, "stopped": code is None, "answer": answer,
             "schedule_lines": len(out.splitlines()) if found else 0}
 
 
@@ -129,6 +137,12 @@ def main():
     ap.add_argument("--out", default=os.path.join(
         ROOT, "results", "kusumoto_dp_grid", "authors"),
         help="output path without extension (.md and .json are written)")
+    ap.add_argument("--graphs", default="",
+                    help="only these graph files, comma-separated "
+                         "(cg_googlenet.txt,...); default: all seven")
+    ap.add_argument("--authors-timeout", type=script.positive, default=TIMEOUT,
+                    help="stop an authors' run after this many seconds: its "
+                         "CPU time until then is a lower bound of theirs")
     ap.add_argument("--quick", action="store_true",
                     help="VGG19 at two budgets (tests)")
     args = ap.parse_args()
@@ -144,6 +158,9 @@ def main():
         return 2
     files.note_input(args.grid)
     budgets, grid_commit = grid_budgets(args.grid, args.quick)
+    if args.graphs:
+        wanted = set(args.graphs.split(","))
+        budgets = [b for b in budgets if b[1] in wanted]
     commit = subprocess.run(["git", "-C", ROOT, "describe", "--always",
                              "--dirty"], capture_output=True, text=True)
     points, turn = [], 0
@@ -157,7 +174,8 @@ def main():
                     sides = [("ours", lambda: ours(args.remat, algorithm,
                                                    graph, budget)),
                              ("authors", lambda: authors(
-                                 binaries[binary], graph, budget, scratch))]
+                                 binaries[binary], graph, budget, scratch,
+                                 args.authors_timeout))]
                     if turn % 2:
                         sides.reverse()
                     turn += 1
@@ -177,13 +195,24 @@ def main():
                       f"{p['ours']['cpu_seconds']} s ({p['ours']['status']}), "
                       f"authors {p['authors']['cpu_seconds']} s "
                       f"({p['authors']['answer']})", file=sys.stderr)
+                # After each point, so that a run cut short keeps its table.
+                slower = write(args, points, commit, grid_commit)
+    print(f"kusumoto_authors: {args.out}.md ({len(points)} points, "
+          f"{len(slower)} slower)")
+    return 0
 
+
+def write(args, points, commit, grid_commit):
     rows, slower = [], []
     for p in points:
         o, a = p["ours"], p["authors"]
         ratio = o["cpu_seconds"] / a["cpu_seconds"] if a["cpu_seconds"] else None
+        # A stopped run's time is a lower bound of theirs: the ratio an
+        # upper bound of ours over theirs.
+        below = "< " if a.get("stopped") else ""
         # Below 0.05 s both are start-up costs; a ratio there says nothing.
-        if a["cpu_seconds"] >= 0.05 and o["cpu_seconds"] > a["cpu_seconds"]:
+        if (a["cpu_seconds"] >= 0.05 and o["cpu_seconds"] > a["cpu_seconds"]
+                and not a.get("stopped")):
             slower.append(p)
         rows.append([p["network"], p["grid"], f"{p['budget_bytes'] / GB:.3f}",
                      p["algorithm"], o["status"],
@@ -191,12 +220,18 @@ def main():
                      else f"{o['peak_bytes'] / GB:.3f}",
                      "–" if o["dp_runs"] is None else o["dp_runs"],
                      f"{o['cpu_seconds']:.3f}", a["answer"],
-                     f"{a['cpu_seconds']:.3f}",
-                     "–" if ratio is None else f"{ratio:.2f}"])
+                     below.replace("< ", "> ") + f"{a['cpu_seconds']:.3f}",
+                     "–" if ratio is None else f"{below}{ratio:.2f}"])
     loads = [x for p in points for x in p["load_average"][:1]]
     cmd = "bench/studies/kusumoto_authors.py --authors DIR" + (
         " --quick" if args.quick else "") + (
-        f" --repeat {args.repeat}" if args.repeat != 1 else "")
+        f" --repeat {args.repeat}" if args.repeat != 1 else "") + (
+        f" --graphs {args.graphs}" if args.graphs else "") + (
+        f" --authors-timeout {args.authors_timeout:g}"
+        if args.authors_timeout != TIMEOUT else "") + (
+        f" --out {os.path.relpath(args.out, ROOT)}"
+        if os.path.relpath(args.out, ROOT) != os.path.join(
+            "results", "kusumoto_dp_grid", "authors") else "")
     lines = [
         "# The Kusumoto DPs beside the authors' code", "",
         f"Generated by `{cmd}` (do not edit by hand), with the authors' "
@@ -207,7 +242,9 @@ def main():
         "taking turns to go first"
         + (f", the least of {args.repeat} runs" if args.repeat > 1 else "")
         + f"; 1-minute load average {min(loads):.2f}-{max(loads):.2f} before "
-        "the pairs (2 cores, shared). The authors' code runs one time-centric "
+        "the pairs (2 cores, shared). An authors' run stopped at "
+        "--authors-timeout shows its CPU time until then (`>`), a lower bound "
+        "of theirs. The authors' code runs one time-centric "
         "DP and answers by its memory estimate; `remat` answers with "
         "strategy=auto, judged by the simulator (status, peak in GB = 1e9 "
         "bytes, its DP runs). Every command and answer is in "
@@ -240,14 +277,12 @@ def main():
            "context": files.run_context(
                commit=commit.stdout.strip(), grid=os.path.relpath(
                    args.grid, ROOT), grid_commit=grid_commit,
-               repeat=args.repeat),
+               repeat=args.repeat, authors_timeout=args.authors_timeout),
            "points": points, "slower": len(slower)}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     files.write_json(args.out + ".json", doc, indent=1)
     files.write_text(args.out + ".md", "\n".join(lines) + "\n")
-    print(f"kusumoto_authors: {args.out}.md ({len(points)} points, "
-          f"{len(slower)} slower)")
-    return 0
+    return slower
 
 
 if __name__ == "__main__":
