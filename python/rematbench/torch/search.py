@@ -24,10 +24,9 @@ class NoFit(rematbench.Error):
     """No algorithm fits the budget. `budget_bytes`, the NoRemat peak
     `noremat_peak_bytes`, `smallest_budget_bytes` (the smallest budget at
     which a plan fits, to 1% or as close as plan_seconds allows),
-    `closest_algorithm` (the one that fits
-    there), `reach_bound_bytes` (no schedule that recomputes rather than
-    offloads fits below it) and `lower_bound_bytes` (the graph's memory
-    lower bound)."""
+    `closest_algorithm` (the one that fits there), `reach_bound_bytes` (no
+    schedule that recomputes rather than offloads fits below it) and
+    `lower_bound_bytes` (the graph's memory lower bound)."""
 
     def __init__(self, name, budget_bytes, noremat_peak_bytes,
                  smallest_budget_bytes, closest_algorithm, reach_bound_bytes,
