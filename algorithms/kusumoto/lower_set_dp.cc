@@ -397,7 +397,11 @@ bool FindLeastKept(const LowerSetFamily& f, int64_t budget,
   TransitionWalker walker(f, budget, dp.most_kept);
   int64_t taken = 0;
   while (!queue.empty()) {
-    const auto [kept, time, s] = queue.top();
+    // Not a structured binding: C++17 lambdas (the walker's below) cannot
+    // capture one, and clang refuses it.
+    const int64_t kept = std::get<0>(queue.top());
+    const int64_t time = std::get<1>(queue.top());
+    const int32_t s = std::get<2>(queue.top());
     queue.pop();
     const ParetoPoint from = dp.least_kept[s];
     if (from.kept != kept || from.time != time) continue;  // stale
