@@ -141,7 +141,7 @@ def planned(request):
 
 
 def feasible(plan):
-    return [r["algorithm"] for r in plan.table if r["status"] == "feasible"]
+    return [r["algorithm"] for r in plan.judge() if r["status"] == "feasible"]
 
 
 def test_program_equals_interpreter(planned):
@@ -185,7 +185,7 @@ def test_measured_peak_within_budget(planned):
     ref = measure.measure_step(lambda: loss_fn(model(batch[0]),
                                                batch[1]).backward(),
                                model, repeats=1, warmup=0, seed=0)
-    rows = [r for r in plan.table if r["status"] == "feasible"]
+    rows = [r for r in plan.judge() if r["status"] == "feasible"]
     assert len(rows) > 1
     for row in rows:
         plan.use(row["algorithm"])

@@ -77,6 +77,15 @@ class Plans(unittest.TestCase):
         plan = self.plan
         names = [r["algorithm"] for r in plan.table]
         self.assertEqual(sorted(names), [a.name for a in rb.algorithms()])
+        # Rows not judged as programs are simulated dearer than the plan;
+        # judged, none beats it.
+        chosen = plan.predicted_overhead
+        dearer = [r for r in plan.table if r["status"] == "dearer"]
+        for r in dearer:
+            self.assertGreater(r["overhead"], chosen, r)
+        self.assertEqual(plan.judge(), plan.table)
+        self.assertFalse([r for r in plan.table if r["status"] == "dearer"])
+        self.assertEqual(plan.table[0]["overhead"], chosen)
         feasible = [r for r in plan.table if r["status"] == "feasible"]
         self.assertGreater(len(feasible), 1)
         self.assertEqual(plan.table[:len(feasible)], feasible)
@@ -206,7 +215,7 @@ class Training(unittest.TestCase):
         if record_rng:  # the path for schedules that reorder random ops
             plan.partition.random_in_eager_order = lambda events: False
         if last:  # the feasible schedule with the most recomputation
-            feasible = [r["algorithm"] for r in plan.table
+            feasible = [r["algorithm"] for r in plan.judge()
                         if r["status"] == "feasible"]
             self.assertGreater(len(feasible), 1)
             plan.use(feasible[-1])
@@ -340,7 +349,7 @@ class Refused(unittest.TestCase):
                        algorithms=["checkpoint_reuse", "reach_search",
                                    "checkmate_lp"])
         self.assertLess(plan.budget_bytes, plan.noremat_peak_bytes)
-        feasible = [r["algorithm"] for r in plan.table
+        feasible = [r["algorithm"] for r in plan.judge()
                     if r["status"] == "feasible"]
         self.assertTrue(feasible, plan.table)
         for p in net.parameters():
@@ -378,7 +387,7 @@ class TransposedDropout(unittest.TestCase):
                        timeout=5)
         # Costs are measured op times, so which rows fit can vary;
         # checkpoint_last (every forward value recomputed) always does.
-        feasible = [r["algorithm"] for r in plan.table
+        feasible = [r["algorithm"] for r in plan.judge()
                     if r["status"] == "feasible"]
         self.assertIn("checkpoint_last", feasible)
         for name in feasible:

@@ -171,7 +171,9 @@ class Plan:
                     self.sync)
 
     def use(self, algorithm):
-        """Runs later steps with another feasible row of the table."""
+        """Runs later steps with another feasible row of the table (a
+        "dearer" one judged as a program first)."""
+        self.search.judge_rows(self, [algorithm])
         s = self.solutions.get(algorithm)
         row = next((r for r in self.table if r["algorithm"] == algorithm),
                    None)
@@ -180,6 +182,12 @@ class Plan:
                                    "schedule at this budget")
         self.algorithm, self.solution, self.schedule = algorithm, s, \
             s.schedule
+
+    def judge(self):
+        """Judges as programs the rows planning left "dearer" (simulated
+        dearer than the plan's), so that each says if it fits: the table."""
+        self.search.judge_rows(self)
+        return self.table
 
     def _mismatch(self, tensors):
         """Why the plan does not hold for a batch of these tensors, or

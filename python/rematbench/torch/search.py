@@ -132,11 +132,25 @@ def _row(spec, solution, held=0, budget=None, overhead=None):
             "message": message}
 
 
+def _dearer(spec, solution, best):
+    """The row of a schedule that at() did not judge as a program: its
+    simulated overhead is already above `best`, the least predicted
+    overhead of a program that fits, and a program only adds to it."""
+    return {"algorithm": spec, "status": "dearer",
+            "peak_bytes": solution.peak_bytes,
+            "overhead": solution.overhead,
+            "solve_seconds": solution.solve_seconds,
+            "message": f"not judged as a program: its simulated overhead "
+                       f"{solution.overhead:.3f} is above {best:.3f}, the "
+                       "best that fits (Plan.use judges it)"}
+
+
 def _rank(row):
-    """Feasible first, by predicted overhead, then solve time; skipped
-    algorithms last."""
-    feasible = row["status"] == "feasible"
-    return (not feasible, row["overhead"] if feasible else math.inf,
+    """Feasible first, by predicted overhead, then those not judged as
+    programs (dearer), then solve time; skipped algorithms last."""
+    ranked = row["status"] in ("feasible", "dearer")
+    return (row["status"] != "feasible", not ranked,
+            row["overhead"] if ranked else math.inf,
             row["status"] == "skipped", row["solve_seconds"] or 0)
 
 
@@ -250,16 +264,24 @@ class Search:
         solutions, not_run, cut_short = self._solve_within(specs, budget,
                                                            deadline)
         skipped.update(not_run)
-        specs = [s for s in specs if s in solutions]
-        anchored = {}
+        # Judged as programs by simulated overhead, least first, so that
+        # a schedule already dearer than a program that fits is not:
+        # judging takes seconds on a schedule of 10^5 events.
+        specs = sorted((s for s in specs if s in solutions), key=lambda s: (
+            (0, solutions[s].overhead) if solutions[s].status == "feasible"
+            else (1, 0)))
+        anchored, rows, best = {}, [], math.inf
         for s in specs:
-            solutions[s], a = self._fitted(s, solutions[s], budget, deadline)
-            if a is not None:
-                anchored[s] = a
-        rows = [_row(s, solutions[s], anchored[s][1] - solutions[s].peak_bytes
-                     if s in anchored else 0, budget,
-                     anchored[s][2] if s in anchored else None)
-                for s in specs]
+            if solutions[s].json.get("transfer_bytes"):
+                rows.append(_row(s, solutions[s]))  # skipped: offloads
+                continue
+            if solutions[s].status == "feasible" and \
+                    solutions[s].overhead > best:
+                rows.append(_dearer(s, solutions[s], best))
+                continue
+            rows.append(self.judged(s, solutions, anchored, budget, deadline))
+            if rows[-1]["status"] == "feasible":
+                best = min(best, rows[-1]["overhead"])
         for r in rows:
             if r["algorithm"] in cut_short:
                 r["message"] = (f"cut short by the plan's time limit "
@@ -271,8 +293,30 @@ class Search:
         rows.sort(key=_rank)
         if rows[0]["status"] != "feasible":
             raise self._no_fit(budget, specs, solutions)
-        return Found(budget, rows, solutions,
-                     {s: a for s, (a, _, _) in anchored.items()})
+        return Found(budget, rows, solutions, anchored)
+
+    def judge_rows(self, plan, algorithms=None):
+        """Judges as programs the rows of `plan` (a Plan, or anything with
+        its table, solutions, anchorings and budget_bytes) that at() left
+        "dearer", of `algorithms` (None: all), in place, the table sorted
+        again."""
+        for row in plan.table:
+            if row["status"] == "dearer" and (
+                    algorithms is None or row["algorithm"] in algorithms):
+                row.update(self.judged(row["algorithm"], plan.solutions,
+                                       plan.anchorings, plan.budget_bytes))
+        plan.table.sort(key=_rank)
+
+    def judged(self, spec, solutions, anchorings, budget, deadline=math.inf):
+        """The table row of `spec` at `budget` judged as a program
+        (_fitted), which updates solutions[spec] and anchorings[spec]
+        (lowering.lower's anchoring)."""
+        sol, a = self._fitted(spec, solutions[spec], budget, deadline)
+        solutions[spec] = sol
+        if a is None:
+            return _row(spec, sol)
+        anchorings[spec] = a[0]
+        return _row(spec, sol, a[1] - sol.peak_bytes, budget, a[2])
 
     def _fitted(self, spec, solution, budget, deadline=math.inf):
         """(solution, anchoring.anchored's triple or None) of `spec` at
