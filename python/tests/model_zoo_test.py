@@ -57,6 +57,10 @@ def train_one_step(name, autocast=False):
     ((plan,),) = step.plans.values()
     assert got["gradients_equal"], (name, got["max_grad_diff"])
     assert got["measured_peak_bytes"] <= plan.budget_bytes, name
+    # The rows planning left unjudged ("dearer") could not have won.
+    chosen = plan.algorithm, plan.predicted_overhead
+    assert (plan.judge()[0]["algorithm"], plan.predicted_overhead) == chosen
+    assert plan.table[0]["overhead"] == chosen[1], (name, plan.table)
     return model, plan, plain, got
 
 

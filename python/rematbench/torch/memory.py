@@ -17,6 +17,20 @@ from rematbench.torch import rng
 from rematbench.torch.partition import is_alias
 
 
+def viewed(n):
+    """The FX node whose storage n's result is a view of, or None: views,
+    and the outputs (getitem) of ops that return several views (unbind,
+    the unsafe splits)."""
+    if n.op != "call_function" or not n.args or \
+            not isinstance(n.args[0], torch.fx.Node):
+        return None
+    if n.target is operator.getitem:
+        n = n.args[0]  # the op it is one of the results of
+        return n if n.op == "call_function" and n.args and \
+            is_alias(n.target) else None
+    return n.args[0] if is_alias(n.target) else None
+
+
 def as_events(schedule):
     """A schedule's (op, node) pairs as (kind, node, position) events."""
     return [(op, v, k) for k, (op, v) in enumerate(schedule)]
@@ -233,12 +247,13 @@ class ProgramMemory:
         for v, keep in enumerate(part.keep):
             roots = {}
             for m in keep:
+                # Views of one storage are one part: an unbind's outputs
+                # (an RNN's input projection, a step each) are freed
+                # together, after the last one's reader.
                 r = m
-                while fx[r].op == "call_function" and \
-                        is_alias(fx[r].target) and fx[r].args and \
-                        isinstance(fx[r].args[0], torch.fx.Node) and \
-                        owner.get(index[fx[r].args[0]]) == v:
-                    r = index[fx[r].args[0]]
+                while viewed(fx[r]) is not None and \
+                        owner.get(index[viewed(fx[r])]) == v:
+                    r = index[viewed(fx[r])]
                 root_of[m] = r
                 val = fx[r].meta.get("val")
                 roots[r] = val.untyped_storage().nbytes() \

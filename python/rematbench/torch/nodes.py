@@ -18,11 +18,19 @@ from torch.utils._pytree import tree_flatten
 aten = torch.ops.aten
 
 
+# Ops that return views of an argument although their schemas do not say
+# so: `_unsafe_view`, and the unsafe splits with which torch's RNN cells
+# split their gates.
+UNDECLARED_VIEWS = frozenset((aten._unsafe_view.default,
+                              aten.unsafe_split.Tensor,
+                              aten.unsafe_split_with_sizes.default,
+                              aten.unsafe_chunk.default))
+
+
 def is_alias_node(n):
     """getitem of a multi-output op, views and in-place ops: their result
-    shares memory with an argument, so they are no node of their own.
-    `_unsafe_view` is a view whose schema does not say so."""
-    if n.target in (operator.getitem, aten._unsafe_view.default):
+    shares memory with an argument, so they are no node of their own."""
+    if n.target is operator.getitem or n.target in UNDECLARED_VIEWS:
         return True
     schema = getattr(n.target, "_schema", None)
     return schema is not None and any(r.alias_info is not None

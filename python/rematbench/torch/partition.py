@@ -13,6 +13,7 @@ import torch
 import torch.fx
 
 from rematbench.torch import rng
+from rematbench.torch.nodes import UNDECLARED_VIEWS
 
 
 class BadInput(ValueError):
@@ -44,8 +45,8 @@ def writes(target):
 def is_alias(target):
     """Whether op `target` returns a view of an argument."""
     schema = getattr(target, "_schema", None)
-    return schema is not None and any(r.alias_info is not None
-                                      for r in schema.returns)
+    return target in UNDECLARED_VIEWS or schema is not None and any(
+        r.alias_info is not None for r in schema.returns)
 
 
 def storage(t):
