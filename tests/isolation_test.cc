@@ -57,6 +57,22 @@ class IgnoresDeadline : public Algorithm {
   }
 };
 
+// Ignores its deadline and offers nothing to stand by.
+class IgnoresDeadlineQuietly : public Algorithm {
+  AlgorithmOutput Run(const Graph&, const SolveRequest&) override {
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+    return AlgorithmOutput::NoSchedule(Status::kTimeout, "woke up");
+  }
+};
+
+// Overruns its deadline by half a second, then answers nothing.
+class Overruns : public Algorithm {
+  AlgorithmOutput Run(const Graph&, const SolveRequest&) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    return AlgorithmOutput::NoSchedule(Status::kTimeout, "overran");
+  }
+};
+
 // A process that cannot run at all, its watchdog included.
 class Stops : public Algorithm {
   AlgorithmOutput Run(const Graph&, const SolveRequest&) override {
@@ -109,6 +125,15 @@ const bool kRegistered =
          .description = "test only: sleeps 60 s whatever its deadline",
          .isolate = true,
          .create = [] { return std::make_unique<IgnoresDeadline>(); }}) &&
+    RegisterAlgorithm(
+        {.name = "test_hang_quietly",
+         .description = "test only: sleeps 60 s whatever its deadline, "
+                        "standing by nothing",
+         .create = [] { return std::make_unique<IgnoresDeadlineQuietly>(); }}) &&
+    RegisterAlgorithm(
+        {.name = "test_overrun",
+         .description = "test only: sleeps 0.5 s whatever its deadline",
+         .create = [] { return std::make_unique<Overruns>(); }}) &&
     RegisterAlgorithm(
         {.name = "test_isolated_stop",
          .description = "test only: stops its own process (SIGSTOP)",
@@ -248,6 +273,46 @@ TEST(Isolation, TheChildsTimeLimitCountsFromTheSolvesStart) {
   EXPECT_EQ(over.status, Status::kTimeout) << over.message;
   EXPECT_NE(over.message.find("the time limit passed"), std::string::npos)
       << over.message;
+}
+
+// A staged solve whose later warm start overruns its share (an isolated
+// one's process start under load, here a heuristic that sleeps) stands by
+// the best start found before it: it answered nothing when its dtr start
+// already fitted.
+TEST(Isolation, AWarmStartThatHangsLeavesTheStartsBeforeIt) {
+  const Graph graph = LoadGraph("chain:n=8");
+  const AlgorithmInfo& info = FindAlgorithm("checkmate_milp");
+  const Attempt attempt = RunAlgorithm(
+      graph, info,
+      Params::Parse({"warm_start=dtr+test_hang_quietly"}, info.params,
+                    info.name),
+      /*budget_bytes=*/4, /*timeout_seconds=*/1);
+  ASSERT_EQ(attempt.output.status, Status::kTimeout) << attempt.output.message;
+  ASSERT_TRUE(attempt.simulation.has_value()) << attempt.output.message;
+  EXPECT_TRUE(attempt.simulation->valid);
+  EXPECT_LE(attempt.simulation->peak_bytes, 4);
+  EXPECT_NE(attempt.output.message.find("the best so far: dtr"),
+            std::string::npos)
+      << attempt.output.message;
+}
+
+// Where its warm start overran the limit, checkmate_lp's LP gets no time:
+// it stops at once and its first iterate is rounded. A share of a time
+// already passed was read as no limit, and the LP of this graph (2.5-8 s)
+// ran until the watchdog stopped the process, with nothing to answer.
+TEST(Isolation, CheckmateLpGetsNoTimeWhereItsWarmStartOverran) {
+  const Graph graph = LoadGraph("resnet:depth=18,batch=8,image=64");
+  const AlgorithmInfo& info = FindAlgorithm("checkmate_lp");
+  const Attempt attempt = RunAlgorithm(
+      graph, info,
+      Params::Parse({"warm_start=test_overrun", "nonzeros_per_second=0"},
+                    info.params, info.name),
+      /*budget_bytes=*/9240576, /*timeout_seconds=*/0.3);
+  EXPECT_NE(attempt.output.message.find(
+                "LP stopped at its share of the time limit (0.0 s)"),
+            std::string::npos)
+      << attempt.output.message;
+  EXPECT_TRUE(attempt.output.schedule.has_value()) << attempt.output.message;
 }
 
 }  // namespace

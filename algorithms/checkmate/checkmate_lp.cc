@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 
 #include <OsiClpSolverInterface.hpp>
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <random>
@@ -80,16 +81,24 @@ class CheckmateLp : public Algorithm {
     // without the shares the LPs could take all of the sweep's 10 s, on
     // ResNet-18 and the U-Nets of the default corpus under load, and the
     // answer was nothing (docs/algorithms.md, "checkmate_lp").
+    // A deadline already passed (the warm start used it, under load or at
+    // a short time limit) is a share of none, not of no limit
+    // (Deadline::In reads 0 or less as never), and Clp reads a limit of 0
+    // or less as none: the LP ran to its end, seconds past the limit, and
+    // the isolated process was stopped with no answer.
     const double left = request.deadline.SecondsLeft();
     auto share = [&](double fraction) {
-      return left >= 1e9 ? Deadline::Never() : Deadline::In(fraction * left);
+      return left >= 1e9 ? Deadline::Never()
+                         : Deadline::In(std::max(fraction * left, 1e-9));
+    };
+    auto clp_seconds = [](const Deadline& deadline) {
+      return std::clamp(deadline.SecondsLeft(), 1e-3, 1e9);
     };
     const Deadline lp_deadline = share(kLpShare);
     const Deadline resolve_deadline = share(kResolveShare);
     OsiClpSolverInterface lp;
     lp.messageHandler()->setLogLevel(0);
-    lp.getModelPtr()->setMaximumWallSeconds(
-        std::min(lp_deadline.SecondsLeft(), 1e9));
+    lp.getModelPtr()->setMaximumWallSeconds(clp_seconds(lp_deadline));
     LoadRelaxation(model, lp);
     lp.initialSolve();
     if (lp.isProvenPrimalInfeasible()) {
@@ -117,8 +126,7 @@ class CheckmateLp : public Algorithm {
       const double tight = model.ScaledBudget(
           static_cast<int64_t>(std::floor(options.lp_fraction * budget)));
       for (int row : model.budget_rows()) lp.setRowUpper(row, tight);
-      lp.getModelPtr()->setMaximumWallSeconds(
-          std::min(resolve_deadline.SecondsLeft(), 1e9));
+      lp.getModelPtr()->setMaximumWallSeconds(clp_seconds(resolve_deadline));
       lp.resolve();
       if (lp.isProvenOptimal()) {
         solutions.insert(
@@ -172,7 +180,7 @@ class CheckmateLp : public Algorithm {
         lp_solved ? fmt::format("LP value {:.1f} at the budget", lp_value)
                   : fmt::format("LP stopped at its share of the time limit "
                                 "({:.1f} s), its last iterate rounded",
-                                kLpShare * left),
+                                std::max(kLpShare * left, 0.0)),
         pool.offered(), fits ? "" : " (none fits the budget)");
     if (lp_solved) {
       out.staged_lower_bound_cost =

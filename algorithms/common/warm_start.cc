@@ -36,6 +36,23 @@ std::string WarmStartText(const std::vector<std::string>& names) {
   return fmt::format("{}", fmt::join(names, "+"));
 }
 
+namespace {
+
+// The best start so far is what an isolated solve answers if a later
+// warm start overruns the deadline (an isolated one's process start under
+// load): without it, a solve whose dtr start fitted answered nothing.
+void StandBy(const SolveRequest& request, const CandidatePool& pool) {
+  if (!request.standby || !pool.fits()) return;
+  AlgorithmOutput standby = AlgorithmOutput::Found(
+      pool.best().schedule,
+      fmt::format("stopped during the warm start; the best so far: {}",
+                  pool.best().note.get<std::string>()));
+  standby.status = Status::kTimeout;
+  request.standby->Offer(std::move(standby));
+}
+
+}  // namespace
+
 std::optional<Incumbent> BestWarmStart(
     const Graph& graph, const SolveRequest& request,
     const std::vector<std::string>& names, double seconds_each,
@@ -52,6 +69,7 @@ std::optional<Incumbent> BestWarmStart(
     if (!solved.simulation || !solved.simulation->valid) continue;
     if (!transform) {
       pool.Offer(*solved.output.schedule, *solved.simulation, name);
+      StandBy(request, pool);
       continue;
     }
     const bool fits = pool.Fits(*solved.simulation);
@@ -66,6 +84,7 @@ std::optional<Incumbent> BestWarmStart(
     } else if (fits && dropped) {
       dropped(fitting(), false);
     }
+    StandBy(request, pool);
   }
   if (!pool.fits()) return std::nullopt;
   CandidatePool::Candidate best = pool.TakeBest();
