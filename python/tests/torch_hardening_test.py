@@ -86,6 +86,15 @@ def test_losses_that_are_not_scalar_tensors(loss_fn, parts):
     one_line(e, *parts)
 
 
+def test_a_tensor_as_the_example_batch_is_one_line():
+    # tuple(x) took the tensor apart row by row: three positional
+    # arguments, and forward() failed inside the trace.
+    x, _ = batch()
+    with pytest.raises(rb.Error) as e:
+        rt.plan(nn.Linear(4, 3), x, lambda out, b: out.sum(), budget=0.5)
+    one_line(e, "example_inputs", "such as (x, y)", "not a Tensor")
+
+
 def test_unused_parameter_gets_no_gradient():
     """As in plain training: the unused layer's gradient stays None and
     the used one's equals plain training's."""

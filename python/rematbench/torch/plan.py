@@ -86,13 +86,18 @@ def plan(model, example_inputs, loss_fn=None, budget=None,
                                f"not {cost!r}")
     if isinstance(repeats, bool) or not isinstance(repeats, int) or \
             repeats < 1:
-        raise rematbench.Error(f"plan: repeats must be an integer >= 1, not "
-                               f"{repeats!r}")
+        raise rematbench.Error(f"plan: repeats must be an integer >= 1, "
+                               f"not {repeats!r}")
     inner, sync = distributed.unwrap(model)
     if isinstance(example_inputs, collections.abc.Mapping):
         tensors, layout = split_batch((), example_inputs)
-    else:
+    elif isinstance(example_inputs, (tuple, list)):
         tensors, layout = split_batch(tuple(example_inputs), {})
+    else:  # a tensor would be taken apart row by row
+        raise rematbench.Error(
+            "plan: example_inputs: give a tuple of the step's positional "
+            "arguments, such as (x, y), or a dict of keyword arguments, not "
+            f"a {type(example_inputs).__name__}")
     name = f"torch_{type(inner).__name__}"
     try:
         traced = TracedStep.trace(LossStep(inner, loss_fn, layout), tensors,
@@ -210,8 +215,7 @@ class Plan:
     def holds_for(self, *args, **kwargs):
         """Whether the plan holds for this batch, laid out as the example
         batch was (_mismatch)."""
-        tensors, _ = split_batch(args, kwargs)
-        return self._mismatch(tensors) is None
+        return self._mismatch(split_batch(args, kwargs)[0]) is None
 
     def batch_tensors(self, args, kwargs, refuse=True):
         """The tensors of a batch given as step() takes it, checked against
@@ -232,10 +236,8 @@ class Plan:
                 "again under this autocast state")
         self._check(tensors)
         why = self._mismatch(tensors)
-        if why is None:
-            return tensors
-        if not refuse:
-            return None
+        if why is None or not refuse:
+            return tensors if why is None else None
         raise rematbench.Error(f"plan.step: {why}")
 
     def _check(self, inputs):
@@ -273,8 +275,7 @@ class Plan:
         return self._built[key]
 
     def free_programs(self):
-        """Drops the programs built so far (and inductor's compiled graphs
-        of them); the next step builds its program again."""
+        """Drops the programs built so far and inductor's graphs of them."""
         self._built.clear()
 
     def compile(self, compiled=True):
