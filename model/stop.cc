@@ -10,13 +10,13 @@ namespace {
 std::atomic<int> stop_signal{0};
 static_assert(std::atomic<int>::is_always_lock_free);
 
-void OnStopSignal(int signal) {
+}  // namespace
+
+void RequestStopFor(int signal) {
   int none = 0;
   stop_signal.compare_exchange_strong(none, signal);
   RequestStop();
 }
-
-}  // namespace
 
 void StopOnSignals(SignalAgain again) {
   for (int signal : {SIGINT, SIGTERM}) {
@@ -25,7 +25,7 @@ void StopOnSignals(SignalAgain again) {
       continue;
     }
     struct sigaction action = {};
-    action.sa_handler = OnStopSignal;
+    action.sa_handler = RequestStopFor;
     sigemptyset(&action.sa_mask);
     // SA_RESETHAND: the handler runs once, and the signal's default action
     // (ending the process) comes back for the next one.

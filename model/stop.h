@@ -53,9 +53,13 @@ enum class SignalAgain {
 // writes in progress go on (SA_RESTART).
 void StopOnSignals(SignalAgain again);
 
-// The first signal that requested the stop through StopOnSignals, 0 if
-// none did.
+// The first signal that requested the stop through StopOnSignals or
+// RequestStopFor, 0 if none did.
 int StopSignal();
+
+// Requests the stop as `signal` would under StopOnSignals: for a process
+// told of a signal that another one received (the ranks of an MPI sweep).
+void RequestStopFor(int signal);
 
 // For loops over input (a file's lines, JSON values, a graph's nodes):
 // Tick() throws Stopped once a stop is requested, looking for it every
