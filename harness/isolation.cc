@@ -159,27 +159,6 @@ void StartWatchdog(const StandbyAnswer& standby, double timeout_seconds,
   }).detach();
 }
 
-void OnStopSignal(int) { RequestStop(); }
-
-// The parent stops an isolated solve with SIGTERM (Ctrl-C reaches it as
-// SIGINT from the terminal too): the algorithm ends as at its time limit,
-// and a solver it runs as a program is killed and its temporary folder
-// removed (child_process.h), which SIGKILL would leave behind. A signal
-// the parent ignored stays ignored.
-void StopOnSignals() {
-  for (int signal : {SIGINT, SIGTERM}) {
-    struct sigaction old = {};
-    if (sigaction(signal, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) {
-      continue;
-    }
-    struct sigaction action = {};
-    action.sa_handler = OnStopSignal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
-    sigaction(signal, &action, nullptr);
-  }
-}
-
 [[noreturn]] void RunChild(pid_t parent) {
   // Die with the parent, so that a killed sweep leaves no solver running;
   // the check after it covers a parent that died before.
@@ -189,7 +168,12 @@ void StopOnSignals() {
   // Python package enables isolation on import): a child that isolated
   // again would start children without end.
   isolation_enabled = false;
-  StopOnSignals();
+  // The parent stops an isolated solve with SIGTERM (Ctrl-C reaches it as
+  // SIGINT from the terminal too): the algorithm ends as at its time limit,
+  // and a solver it runs as a program is killed and its temporary folder
+  // removed (child_process.h), which SIGKILL would leave behind. The
+  // parent kills it if it does not end.
+  StopOnSignals(SignalAgain::kStops);
   StandbyAnswer standby;
   try {
     const nlohmann::json request = nlohmann::json::parse(ReadStdin());

@@ -27,12 +27,16 @@
 
 #include "model/errors.h"
 #include "model/json_text.h"
+#include "model/stop.h"
 
 namespace remat {
 
 namespace {
 
-enum Tag : int { kHello = 1, kTask, kStop, kResult, kHeartbeat };
+// kStopped: a rank received SIGINT or SIGTERM (the int sent); from a
+// worker, rank 0 stops the sweep as if it had received it, and from rank
+// 0, the worker stops the tasks it holds (model/stop.h).
+enum Tag : int { kHello = 1, kTask, kStop, kResult, kHeartbeat, kStopped };
 
 using Clock = std::chrono::steady_clock;
 constexpr auto kPoll = std::chrono::microseconds(100);
@@ -347,8 +351,23 @@ class OpenMpiRanks : public MpiRanks {
     std::deque<int> free_slots;  // a worker rank per free thread
     std::set<size_t> retried;
     size_t finished = 0;
+    bool stopped = false;
     Clock::time_point last_beat = Clock::now();
     while (finished < todo.size()) {
+      // A stop: no task is handed out any more, and the workers stop theirs
+      // (their results, which `done` drops, still come back, so that every
+      // rank ends with its sends complete).
+      if (StopRequested() && !stopped) {
+        stopped = true;
+        finished += pending.size();
+        pending.clear();
+        int signal = StopSignal();
+        for (int r = 1; r < size_; ++r) {
+          if (!workers[r].dead) {
+            MPI_Send(&signal, 1, MPI_INT, r, kStopped, MPI_COMM_WORLD);
+          }
+        }
+      }
       while (pool.in_flight() < static_cast<size_t>(threads) &&
              !pending.empty()) {
         pool.Push(pending.front());
@@ -381,7 +400,9 @@ class OpenMpiRanks : public MpiRanks {
         MPI_Recv(message.data(), count, MPI_CHAR, status.MPI_SOURCE,
                  status.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         if (w.dead) continue;  // heard again too late: its tasks moved on
-        if (status.MPI_TAG == kHello) {
+        if (status.MPI_TAG == kStopped) {
+          RequestStopFor(std::stoi(message));
+        } else if (status.MPI_TAG == kHello) {
           for (int i = std::stoi(message) + kLookahead; i > 0; --i) {
             free_slots.push_back(status.MPI_SOURCE);
           }
@@ -411,6 +432,10 @@ class OpenMpiRanks : public MpiRanks {
             "task(s) are handed out again\n",
             r, rank_timeout_.count(), w.in_flight.size());
         for (size_t task : w.in_flight) {
+          if (stopped) {
+            ++finished;
+            continue;
+          }
           if (retried.insert(task).second) {
             pending.push_front(task);
             continue;
@@ -445,8 +470,18 @@ class OpenMpiRanks : public MpiRanks {
     // does. A list, so that each text stays where its send reads it.
     std::list<std::pair<std::string, MPI_Request>> sending;
     Clock::time_point lead_heard = Clock::now();
+    bool told_lead = false;
     while (true) {
-      for (auto& [task, points] : pool.TakeFinished()) {
+      std::vector<std::pair<size_t, nlohmann::json>> finished =
+          pool.TakeFinished();
+      // Stopped by a signal of its own: rank 0 hears of it before any
+      // result of a task the stop cut short (MPI keeps the order of one
+      // rank's messages to another), and then stops the sweep.
+      if (StopRequested() && !told_lead) {
+        SendText(std::to_string(StopSignal()), kStopped);
+        told_lead = true;
+      }
+      for (auto& [task, points] : finished) {
         auto& [text, request] = sending.emplace_back(
             fmt::format("{}\n{}", task, DumpJson(points)), MPI_REQUEST_NULL);
         MPI_Isend(text.data(), static_cast<int>(text.size()), MPI_CHAR, 0,
@@ -478,6 +513,14 @@ class OpenMpiRanks : public MpiRanks {
         if (status.MPI_TAG == kHeartbeat) {
           MPI_Recv(nullptr, 0, MPI_CHAR, 0, kHeartbeat, MPI_COMM_WORLD,
                    MPI_STATUS_IGNORE);
+          continue;
+        }
+        if (status.MPI_TAG == kStopped) {
+          int signal = 0;
+          MPI_Recv(&signal, 1, MPI_INT, 0, kStopped, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE);
+          RequestStopFor(signal);
+          told_lead = true;  // it knows
           continue;
         }
         long task = 0;

@@ -11,7 +11,10 @@
 // (default 10) ends with one line and exit status 2: rank 0 alone writes
 // the journal and results, so the sweep resumes from its journal. The
 // heartbeats go on while the ranks plan (Together, CheckSamePlan), so a
-// rank 0 that dies then ends the workers the same way.
+// rank 0 that dies then ends the workers the same way. A stop (model/stop.h)
+// on any rank, by SIGINT or SIGTERM, is passed to every other: rank 0 hands
+// out no more tasks and keeps none that ends after it, the tasks in hand end
+// as at their time limit, and Run returns once their results are in.
 #pragma once
 
 #include <functional>

@@ -10,6 +10,7 @@
 
 #include "model/errors.h"
 #include "model/file_io.h"
+#include "model/stop.h"
 
 namespace remat {
 
@@ -33,7 +34,11 @@ Schedule ParseScheduleText(std::istream& in, const std::string& source,
   Schedule schedule;
   std::string line;
   int64_t line_number = 0;
+  // A schedule of millions of events takes seconds to read, so a stop
+  // (model/stop.h) is looked for as it goes.
+  StopPoll stop;
   while (std::getline(in, line)) {
+    stop.Tick();
     ++line_number;
     std::string_view text = Trim(line);
     if (text.empty() || text.front() == '#') continue;

@@ -34,8 +34,9 @@ struct Event {
 using Schedule = std::vector<Event>;
 
 // Parses schedule text. `source` names the input in error messages. Node ids
-// must be in 0..num_nodes-1. Throws InputError naming the line. If
-// `event_lines` is given, it receives the 1-based line of every event.
+// must be in 0..num_nodes-1. Throws InputError naming the line, and
+// Stopped once a stop is requested (model/stop.h). If `event_lines` is
+// given, it receives the 1-based line of every event.
 Schedule ParseScheduleText(std::istream& in, const std::string& source,
                            int32_t num_nodes,
                            std::vector<int64_t>* event_lines = nullptr);

@@ -36,6 +36,31 @@ inline void ThrowIfStopped() {
   if (StopRequested()) throw Stopped();
 }
 
+// What the same signal does once it has requested the stop.
+enum class SignalAgain {
+  // It ends the process (the signal's default action), for work that
+  // does not stop.
+  kEnds,
+  // It requests the stop again: an isolated solve, which Ctrl-C reaches
+  // from the terminal and then its parent's SIGTERM, must still end its
+  // solver and remove its temporary folder.
+  kStops,
+};
+
+// Makes SIGINT and SIGTERM request the stop, noting the first such signal
+// (StopSignal), unless a signal is ignored: a command started in the
+// background by a shell script ignores SIGINT, and stays so. Reads and
+// writes in progress go on (SA_RESTART).
+void StopOnSignals(SignalAgain again);
+
+// The first signal that requested the stop through StopOnSignals or
+// RequestStopFor, 0 if none did.
+int StopSignal();
+
+// Requests the stop as `signal` would under StopOnSignals: for a process
+// told of a signal that another one received (the ranks of an MPI sweep).
+void RequestStopFor(int signal);
+
 // For loops over input (a file's lines, JSON values, a graph's nodes):
 // Tick() throws Stopped once a stop is requested, looking for it every
 // kEvery calls, so that a large file stops being read within milliseconds

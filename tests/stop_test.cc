@@ -1,7 +1,8 @@
-// Graph readers under a stop (model/stop.h): each stage of reading a large
-// graph (the file, the JSON text, its lines, the graph's nodes) ends with
-// Stopped once a stop is requested, which `remat` and the Python module
-// report as an interrupt; once it is cleared, the same input reads whole.
+// Readers under a stop (model/stop.h): each stage of reading a large graph
+// (the file, the JSON text, its lines, the graph's nodes) and a schedule's
+// text ends with Stopped once a stop is requested, which `remat` and the
+// Python module report as an interrupt; once it is cleared, the same input
+// reads whole.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "model/graph_json.h"
 #include "model/graph_source.h"
 #include "model/json_text.h"
+#include "model/schedule.h"
 #include "model/stop.h"
 
 namespace remat {
@@ -114,6 +116,18 @@ TEST_F(Stop, GraphBuildingStops) {
   EXPECT_THROW(LoadGraph(kLarge), Stopped);
   ClearStop();
   EXPECT_EQ(LoadGraph(kLarge).num_nodes(), kLargeNodes);
+}
+
+TEST_F(Stop, ScheduleTextStops) {
+  // `remat validate` reads schedules of millions of events.
+  std::string text;
+  for (int i = 0; i < 10000; ++i) text += "c 0\nf 0\n";
+  std::istringstream stopped(text);
+  RequestStop();
+  EXPECT_THROW(ParseScheduleText(stopped, "s.txt", 1, nullptr), Stopped);
+  ClearStop();
+  std::istringstream whole(text);
+  EXPECT_EQ(ParseScheduleText(whole, "s.txt", 1, nullptr).size(), 20000u);
 }
 
 }  // namespace

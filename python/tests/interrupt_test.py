@@ -226,6 +226,46 @@ def test_cli_solve_stops_on_a_signal(tmp_path, signum):
     assert seconds < 5, seconds
 
 
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM],
+                         ids=["SIGINT", "SIGTERM"])
+def test_cli_validate_stops_on_a_signal(tmp_path, signum):
+    # 16 million events before the chain's own schedule: validate reads
+    # and simulates them for about a second or more. Timed whole first,
+    # then signalled a quarter of the way in, while it reads the schedule:
+    # it ends within a second and long before the rest of its run (it read
+    # the whole schedule before it looked for the stop), prints one line
+    # and nothing on stdout.
+    chain = tmp_path / "chain.txt"
+    subprocess.run([REMAT, "solve", "-g", "chain:n=8", "-a", "noremat",
+                    "--schedule-out", str(chain)], check=True,
+                   capture_output=True)
+    schedule = tmp_path / "s.txt"
+    schedule.write_text("c 0\nf 0\n" * 8_000_000 + chain.read_text())
+    args = [REMAT, "validate", "-g", "chain:n=8", "-s", str(schedule)]
+    started = time.monotonic()
+    whole = subprocess.run(args, capture_output=True, text=True)
+    whole_seconds = time.monotonic() - started
+    assert whole.returncode == 0, whole.stderr
+
+    child = subprocess.Popen(args, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(whole_seconds / 4)
+        assert child.poll() is None, child.communicate()
+        sent = time.monotonic()
+        child.send_signal(signum)
+        out, err = child.communicate(timeout=60)
+        seconds = time.monotonic() - sent
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    name = signal.Signals(signum).name
+    assert (child.returncode, out, err) == (
+        128 + signum, "", f"remat validate: interrupted by {name}\n")
+    assert seconds < min(1, whole_seconds / 4), (seconds, whole_seconds)
+
+
 def test_cli_sweep_journals_only_the_tasks_that_finished(tmp_path):
     # Nine tasks end at once; the exact search at the random graph's lower
     # bound runs for minutes until the stop cuts it short. The journal
