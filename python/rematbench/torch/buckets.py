@@ -68,6 +68,14 @@ def pad(kwargs, lengths, pad_id=0):
     return out
 
 
+def new_bytes(kwargs, padded):
+    """Bytes of the tensors `pad` made (not the caller's): they live
+    through the step beside the caller's batch, so they are activation
+    memory the plan must leave room for."""
+    return sum(t.untyped_storage().nbytes() for key, t in padded.items()
+               if isinstance(t, torch.Tensor) and t is not kwargs.get(key))
+
+
 def _padded(t, length, value):
     shape = list(t.shape)
     shape[1] = length - t.shape[1]
