@@ -22,7 +22,7 @@ staged point is dearer than a heuristic.
 import argparse
 
 import rematbench
-from rematbench import files, results, script
+from rematbench import client, files, results, script
 
 STAGED = ("checkmate_milp", "moccasin")
 TOLERANCE = 1e-9  # relative: costs are sums of doubles
@@ -82,21 +82,17 @@ def markdown(rows, sources):
     out = ["# Staged exact methods against the heuristics", "",
            f"Sweeps: {', '.join(sources)}; "
            "`bench/studies/staged_never_dearer.py`.", "",
-           "| algorithm | " + " | ".join(verdicts) + " |",
-           "|---|" + "---:|" * len(verdicts)]
-    for name in sorted(counts):
-        out.append(f"| {name} | " + " | ".join(
-            str(counts[name].get(v, 0)) for v in verdicts) + " |")
+           client.table(["algorithm"] + verdicts, [
+               [name] + [counts[name].get(v, 0) for v in verdicts]
+               for name in sorted(counts)])]
     odd = [r for r in rows if r["verdict"] in verdicts[1:3]]
     if odd:
-        out += ["", "| graph | budget | algorithm | status | cost | best "
-                "heuristic | its cost | verdict |",
-                "|---|---:|---|---|---:|---|---:|---|"]
-        for r in odd:
-            out.append(f"| {r['graph']} | {r['budget_bytes']} | "
-                       f"{r['algorithm']} | {r['status']} | {r['cost']} | "
-                       f"{r['best_heuristic']} | {r['best_heuristic_cost']} "
-                       f"| {r['verdict']} |")
+        out += ["", client.table(
+            ["graph", "budget", "algorithm", "status", "cost",
+             "best heuristic", "its cost", "verdict"],
+            [[r["graph"], r["budget_bytes"], r["algorithm"], r["status"],
+              r["cost"], r["best_heuristic"], r["best_heuristic_cost"],
+              r["verdict"]] for r in odd])]
     return "\n".join(out) + "\n"
 
 
