@@ -36,29 +36,29 @@ std::string WarmStartText(const std::vector<std::string>& names) {
   return fmt::format("{}", fmt::join(names, "+"));
 }
 
-namespace {
-
-// The best start so far is what an isolated solve answers if a later
-// warm start overruns the deadline (an isolated one's process start under
-// load): without it, a solve whose dtr start fitted answered nothing.
-void StandBy(const SolveRequest& request, const CandidatePool& pool) {
-  if (!request.standby || !pool.fits()) return;
-  AlgorithmOutput standby = AlgorithmOutput::Found(
-      pool.best().schedule,
-      fmt::format("stopped during the warm start; the best so far: {}",
-                  pool.best().note.get<std::string>()));
-  standby.status = Status::kTimeout;
-  request.standby->Offer(std::move(standby));
-}
-
-}  // namespace
-
 std::optional<Incumbent> BestWarmStart(
     const Graph& graph, const SolveRequest& request,
     const std::vector<std::string>& names, double seconds_each,
     const std::function<std::optional<Schedule>(const Schedule&)>& transform,
     const DroppedWarmStart& dropped) {
   CandidatePool pool(graph, request.budget_bytes);
+  // The best start so far is what an isolated solve answers if a later
+  // warm start overruns the deadline (an isolated one's process start under
+  // load): without it, a solve whose dtr start fitted answered nothing.
+  // Offered when it changes (each name runs once).
+  std::string stood;
+  const auto stand_by = [&] {
+    if (!request.standby || !pool.fits()) return;
+    const std::string best = pool.best().note.get<std::string>();
+    if (best == stood) return;
+    stood = best;
+    AlgorithmOutput standby = AlgorithmOutput::Found(
+        pool.best().schedule,
+        fmt::format("stopped during the warm start; the best so far: {}",
+                    best));
+    standby.status = Status::kTimeout;
+    request.standby->Offer(std::move(standby));
+  };
   for (const std::string& name : names) {
     const double seconds =
         std::min(seconds_each, request.deadline.SecondsLeft());
@@ -69,7 +69,7 @@ std::optional<Incumbent> BestWarmStart(
     if (!solved.simulation || !solved.simulation->valid) continue;
     if (!transform) {
       pool.Offer(*solved.output.schedule, *solved.simulation, name);
-      StandBy(request, pool);
+      stand_by();
       continue;
     }
     const bool fits = pool.Fits(*solved.simulation);
@@ -84,7 +84,7 @@ std::optional<Incumbent> BestWarmStart(
     } else if (fits && dropped) {
       dropped(fitting(), false);
     }
-    StandBy(request, pool);
+    stand_by();
   }
   if (!pool.fits()) return std::nullopt;
   CandidatePool::Candidate best = pool.TakeBest();

@@ -251,9 +251,9 @@ class ProgramMemory:
                 # (an RNN's input projection, a step each) are freed
                 # together, after the last one's reader.
                 r = m
-                while viewed(fx[r]) is not None and \
-                        owner.get(index[viewed(fx[r])]) == v:
-                    r = index[viewed(fx[r])]
+                while (base := viewed(fx[r])) is not None and \
+                        owner.get(index[base]) == v:
+                    r = index[base]
                 root_of[m] = r
                 val = fx[r].meta.get("val")
                 roots[r] = val.untyped_storage().nbytes() \

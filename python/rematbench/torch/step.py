@@ -73,16 +73,14 @@ class RematStep:
                              for shape, dtype, device in tensors))
 
     def __call__(self, *args, **kwargs):
-        copies = 0  # bytes of the padded batch's own tensors
+        given = kwargs
         if self.buckets is not None:
             if args:
                 raise rematbench.Error(
                     "remat: buckets pad keyword batches (input_ids, "
                     "attention_mask, labels); pass the batch as "
                     "train_step(**batch) or pad it yourself")
-            padded = bucketing.pad(kwargs, self.buckets, self.pad_id)
-            copies = bucketing.new_bytes(kwargs, padded)
-            kwargs = padded
+            kwargs = bucketing.pad(kwargs, self.buckets, self.pad_id)
         key = self.layout_key(args, kwargs)
         plans = self.plans.setdefault(key, [])
         for p in plans:
@@ -98,6 +96,7 @@ class RematStep:
         if p is None:
             p = plan(self.model, example, self.loss_fn, self.budget,
                      **self.plan_args)
+        copies = bucketing.new_bytes(given, kwargs)
         if p.predicted_peak_bytes + copies > p.budget_bytes:
             # The padded copies live through the step: planned below the
             # budget by them (they took 6 KB over it on the bench Llama).
