@@ -19,7 +19,9 @@
 // the answer (ClassAnswer), not optimal, with the class's bound kept.
 // Where that start fits and the model has more nonzeros than the solvers
 // were measured to settle in the time left (settle_nonzeros_per_second),
-// no solver runs: the answer is the start with the LP relaxation's bound.
+// no solver runs: the answer is the cheaper of the start and the roundings
+// of the LP relaxation (checkmate_lp's, given the time the solver would
+// have had), with the LP's bound.
 // The result carries the solver's proven bound and gap; `optimal` means
 // optimal among staged schedules only, so the bound is reported as
 // staged_lower_bound_cost and never as a bound on other algorithms
@@ -62,9 +64,10 @@ class CheckmateMilp : public Algorithm {
     if (auto optimal = BaseCostAnswer(graph, start)) return std::move(*optimal);
     const ClassAnswer answer(graph, request, start,
                              MilpSolverName(options.solver));
-    return answer.Answer(SolveStagedMilp(
-        request, options.checkmate, options.milp, {.name = "staged schedules"},
-        std::move(start), options.solver));
+    return answer.Answer(SolveStagedMilp(graph, request, options.checkmate,
+                                         options.milp,
+                                         {.name = "staged schedules"},
+                                         std::move(start), options.solver));
   }
 };
 

@@ -294,7 +294,7 @@ class Moccasin : public Algorithm {
       gecode_note = fmt::format("; Gecode first: {}", cp.output.message);
     }
     AlgorithmOutput out = SolveStagedMilp(
-        request, options.checkmate, options.milp,
+        graph, request, options.checkmate, options.milp,
         {.name = fmt::format("staged schedules computing each value at most "
                              "{} times",
                              c),

@@ -35,7 +35,8 @@ struct StagedMilpOptions {
   int64_t cost_target;  // 0: minimize
   // Where a warm start fits and the model has more nonzeros than this
   // times the seconds left, the MILP solver is not run (0: always run):
-  // the answer is the warm start with the LP relaxation's bound.
+  // the answer is the cheaper of the warm start and the LP relaxation's
+  // roundings (lp_rounding.h), with the LP's bound.
   double settle_nonzeros_per_second;
   int threads;
 };
@@ -50,7 +51,8 @@ std::vector<OptionField<StagedMilpOptions>> StagedMilpOptionFields();
 // its bound is reported as staged_lower_bound_cost, never as a bound on
 // other algorithms. A solver that cannot run (HiGHS's executable missing)
 // makes status error, with the reason.
-AlgorithmOutput SolveStagedMilp(const SolveRequest& request,
+AlgorithmOutput SolveStagedMilp(const Graph& graph,
+                                const SolveRequest& request,
                                 const CheckmateOptions& checkmate,
                                 const StagedMilpOptions& milp,
                                 const StagedMilpClass& schedule_class,
