@@ -617,6 +617,14 @@ nlohmann::json AssembleResults(const nlohmann::json& configuration,
           {"runs", std::move(runs)}};
 }
 
+bool LaunchedAsRanks() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
+    const char* size = std::getenv(name);
+    if (size && std::atoi(size) > 1) return true;
+  }
+  return false;
+}
+
 nlohmann::json RunSweep(const SweepConfig& config) {
   if (config.shard_count < 1 || config.shard_index < 0 ||
       config.shard_index >= config.shard_count) {

@@ -562,11 +562,8 @@ class OpenMpiRanks : public MpiRanks {
 }  // namespace
 
 std::unique_ptr<MpiRanks> MpiRanks::IfLaunched() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
-    const char* size = std::getenv(name);
-    if (size && std::atoi(size) > 1) return std::make_unique<OpenMpiRanks>();
-  }
-  return nullptr;
+  if (!LaunchedAsRanks()) return nullptr;
+  return std::make_unique<OpenMpiRanks>();
 }
 
 }  // namespace remat

@@ -26,11 +26,17 @@
 
 namespace remat {
 
+// Whether this process is one of several ranks started by mpirun (or
+// srun).
+bool LaunchedAsRanks();
+
 class MpiRanks {
  public:
-  // MPI, initialized, when this process is one of several ranks started by
-  // mpirun (or srun); null otherwise. In a build without MPI, InputError
-  // when started as one of several ranks.
+  // MPI, initialized, when LaunchedAsRanks(); null otherwise. Three
+  // definitions, one in each program: Open MPI's (sweep_mpi.cc: remat-mpi,
+  // the tests, the Python module); `remat`'s, which becomes remat-mpi
+  // (sweep_mpi_exec.cc); and one for a build without MPI, InputError when
+  // launched as ranks (sweep_mpi_absent.cc).
   static std::unique_ptr<MpiRanks> IfLaunched();
   virtual ~MpiRanks() = default;
 

@@ -1,22 +1,16 @@
 // MpiRanks in a build without MPI (harness/sweep_mpi.h): a single process;
 // started as one of several ranks, it refuses rather than have every rank
 // run the whole sweep.
-#include <cstdlib>
-#include <string>
-
 #include "harness/sweep_mpi.h"
 #include "model/errors.h"
 
 namespace remat {
 
 std::unique_ptr<MpiRanks> MpiRanks::IfLaunched() {
-  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}) {
-    const char* size = std::getenv(name);
-    if (size && std::atoi(size) > 1) {
-      throw InputError(
-          "sweep: started as one of several MPI ranks, but this remat was "
-          "built without MPI (install libopenmpi-dev and rebuild)");
-    }
+  if (LaunchedAsRanks()) {
+    throw InputError(
+        "sweep: started as one of several MPI ranks, but this remat was "
+        "built without MPI (install libopenmpi-dev and rebuild)");
   }
   return nullptr;
 }

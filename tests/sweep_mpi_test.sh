@@ -57,4 +57,20 @@ mpirun --allow-run-as-root --oversubscribe -n 3 \
 test "$status" -ne 0
 grep -q "no_such_graph.json" err.txt
 test ! -e bad.json
+# `remat` loads no Open MPI (its start-up); launched as ranks it becomes
+# remat-mpi, built beside it (the sweeps above), and where that is missing
+# it says so in one line.
+if ldd "$remat" | grep libmpi >&2; then
+  echo "sweep mpi: remat loads Open MPI" >&2
+  exit 1
+fi
+mkdir alone
+cp "$remat" alone/remat
+status=0
+OMPI_COMM_WORLD_SIZE=2 alone/remat sweep --graphs chain:n=4 \
+  --algorithms noremat --out alone.json >/dev/null 2>err.txt || status=$?
+test "$status" -eq 2
+grep -q "alone/remat-mpi did not start" err.txt
+test "$(wc -l <err.txt)" -eq 1
+test ! -e alone.json
 echo "sweep mpi: ok"
