@@ -1,8 +1,8 @@
 // MpiRanks in `remat` (harness/sweep_mpi.h): launched as one of several
 // ranks, the process becomes remat-mpi, the same program with Open MPI
 // linked, built and installed beside it, with the same arguments. `remat`
-// itself does not load Open MPI's six shared libraries: they were 1.0 ms of
-// its 4.1 ms start-up, and start-up is most of a small graph's solve
+// itself does not load Open MPI's shared libraries: they were 0.9 ms of its
+// 4.1 ms start-up, and start-up is most of a small graph's solve
 // (results/kusumoto_dp_grid/README.md). A sweep over ranks pays for them
 // once per rank, in the exec, before it has planned or written anything.
 #include <fmt/format.h>
