@@ -343,6 +343,23 @@ TEST(MilpSolvers, BeyondTheSettleRateTheLpRoundingsAnswerWhereCheaper) {
   EXPECT_EQ(milp.staged_lower_bound_cost, lp.staged_lower_bound_cost);
 }
 
+// The staged classes compute and free only: a warm-start schedule that
+// moves values to host memory is no start, and not the answer where it is
+// cheaper than the class's (its cost leaves out the copies' time). With
+// vdnn as the only warm start, checkmate_milp answered vdnn's schedule,
+// 100,352 bytes moved, at 30,000 bytes.
+TEST(MilpSolvers, AWarmStartThatMovesValuesIsNeverTheAnswer) {
+  const Graph unet = LoadGraph("unet:levels=2,base=4,batch=1,image=16");
+  const SolveResult vdnn = Solve("vdnn", unet, 30000);
+  ASSERT_EQ(vdnn.status, Status::kFeasible) << vdnn.message;
+  ASSERT_TRUE(vdnn.timeline.contains("transfer_bytes"));
+  const SolveResult milp =
+      Solve("checkmate_milp", unet, 30000, {"warm_start=vdnn"}, 10);
+  EXPECT_FALSE(milp.timeline.contains("transfer_bytes")) << milp.message;
+  EXPECT_EQ(milp.message.find("vdnn's schedule"), std::string::npos)
+      << milp.message;
+}
+
 // A solve without a time limit runs its solver's child without one: the
 // unbounded deadline's 1e18 s once overflowed the kill time, and every
 // child was killed at once ("ran past its 1000000000000000000.0 s limit").

@@ -690,7 +690,14 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
     }
     return s;
   };
+  // The staged classes compute and free only: a schedule that moves values
+  // to host memory is neither a start nor, outside the class, an answer
+  // (its cost leaves out the copies' time).
+  auto moves_values = [](const Schedule& s) {
+    return std::ranges::any_of(s, &Event::is_transfer);
+  };
   auto staged = [&](const Schedule& s) -> std::optional<Schedule> {
+    if (moves_values(s)) return std::nullopt;
     if (fixed_order) return within_cap(fixed_order->first.Staged(s));
     std::optional<std::vector<NodeId>> first = FirstComputeOrder(graph, s);
     if (!first) {
@@ -704,6 +711,7 @@ StagedStart BestStagedStart(const Graph& graph, const SolveRequest& request,
   std::vector<std::string> outside;
   std::optional<Incumbent> cheapest_outside;
   auto dropped = [&](const Incumbent& fitting, bool over_budget) {
+    if (moves_values(fitting.schedule)) return;
     outside.push_back(
         fmt::format("{} ({})", fitting.algorithm,
                     over_budget ? "staged, its peak is over the budget" : why));
