@@ -124,7 +124,7 @@ def markdown(doc):
     for r in rows:
         counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
 
-    def pct(x):
+    def ratio(x):
         return "" if x is None else f"{x:.4f}"
     return "\n".join([
         "# rematbench's eager plans of a torch_options run, made again",
@@ -141,9 +141,9 @@ def markdown(doc):
             ["model", "setting", "budget", "then", "predicted then",
              "now", "predicted now", "again", "noise", "verdict"],
             [[r["model"], r["setting"], r["budget_bytes"],
-              r["old_algorithm"], pct(r["old_overhead"]),
-              r["new_algorithm"] or r["error"], pct(r["new_overhead"]),
-              pct(r["repeat_overhead"]), pct(r["noise"]), r["verdict"]]
+              r["old_algorithm"], ratio(r["old_overhead"]),
+              r["new_algorithm"] or r["error"], ratio(r["new_overhead"]),
+              ratio(r["repeat_overhead"]), ratio(r["noise"]), r["verdict"]]
              for r in rows]),
         ""])
 
