@@ -40,7 +40,8 @@ from rematbench.torch.traced_step import LossStep, TracedStep, split_batch
 
 def plan(model, example_inputs, loss_fn=None, budget=None,
          algorithms="all", timeout=10.0, exact_max_nodes=100,
-         cost="measured", repeats=3, threads=None, plan_seconds=3.0):
+         cost="measured", repeats=3, threads=None, plan_seconds=3.0,
+         first=(), reserve_bytes=0):
     """Plans training `model` within an activation-memory budget.
 
     example_inputs: an example batch: a tuple of positional arguments or a
@@ -68,6 +69,11 @@ def plan(model, example_inputs, loss_fn=None, budget=None,
         fastest kinds of algorithm start first, each with the time left,
         and the best plan found when it runs out is the answer (the table
         says which were cut short or not started).
+    first: algorithm specs solved alone first (rt.remat gives a new
+        shape those that won at its neighbours); `algorithms` run, with a
+        time limit of their own, only where none of them fits.
+    reserve_bytes: bytes the plan leaves free below the budget (rt.remat
+        leaves room for its padded copies of a batch).
     cost: "measured" (each op's median time over `repeats` runs of the
         step on the model's device, nanoseconds) or "flop".
 
@@ -81,6 +87,13 @@ def plan(model, example_inputs, loss_fn=None, budget=None,
                                "fraction of plain training's peak: 0.5)")
     options = SearchOptions(algorithms, timeout, exact_max_nodes, threads,
                             plan_seconds)
+    if isinstance(first, str) or not all(isinstance(a, str) for a in first):
+        raise rematbench.Error(f"plan: first must be a list of algorithm "
+                               f"names, not {first!r}")
+    if isinstance(reserve_bytes, bool) or not isinstance(
+            reserve_bytes, int) or reserve_bytes < 0:
+        raise rematbench.Error(f"plan: reserve_bytes must be an integer "
+                               f">= 0, not {reserve_bytes!r}")
     if cost not in ("measured", "flop"):
         raise rematbench.Error(f"plan: cost must be 'measured' or 'flop', "
                                f"not {cost!r}")
@@ -108,7 +121,7 @@ def plan(model, example_inputs, loss_fn=None, budget=None,
     search = Search(traced, options, {
         "generator": "rematbench.torch", "model": type(inner).__name__,
         "host": platform.node(), "threads": torch.get_num_threads()})
-    return Plan(inner, search, search.at(budget), sync)
+    return Plan(inner, search, search.at(budget, reserve_bytes, first), sync)
 
 
 def _parameter_key(model):

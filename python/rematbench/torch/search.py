@@ -254,16 +254,34 @@ class Search:
                 {s for s in cut & set(solutions)
                  if solutions[s].status == "timeout"})
 
-    def at(self, budget):
+    def at(self, budget, reserve=0, first=()):
         """The Found at `budget` (bytes, '512MiB', or a fraction of the
-        NoRemat peak) within the options' plan_seconds. Raises NoFit when
-        no algorithm fits."""
-        budget = budget_bytes(budget, self.noremat_peak_bytes)
-        deadline = time.monotonic() + self.options.plan_seconds
+        NoRemat peak) less `reserve` bytes, within the options'
+        plan_seconds. The algorithms `first` (specs; a new shape's, those
+        that won at its neighbours) are solved alone first, and the
+        options' algorithms, with a time limit of their own, only where
+        none of them fits. Raises NoFit when no algorithm fits."""
+        budget = budget_bytes(budget, self.noremat_peak_bytes) - reserve
         specs, skipped = self._specs()
+        if first and set(first) != set(specs):
+            found = self._search(budget, list(first), {})
+            if found.table[0]["status"] == "feasible":
+                return found
+        found = self._search(budget, specs, skipped)
+        if found.table[0]["status"] != "feasible":
+            raise self._no_fit(budget, [s for s in specs
+                                        if s in found.solutions],
+                               found.solutions)
+        return found
+
+    def _search(self, budget, specs, skipped):
+        """The Found of `specs` at `budget` bytes (its table's first row
+        not feasible where none fits) within plan_seconds; `skipped`
+        ({name: why}) are rows of algorithms not run."""
+        deadline = time.monotonic() + self.options.plan_seconds
         solutions, not_run, cut_short = self._solve_within(specs, budget,
                                                            deadline)
-        skipped.update(not_run)
+        skipped = dict(skipped, **not_run)
         # Judged as programs by simulated overhead, least first, so that
         # a schedule already dearer than a program that fits is not:
         # judging takes seconds on a schedule of 10^5 events.
@@ -291,8 +309,6 @@ class Search:
                   "overhead": None, "solve_seconds": None, "message": why}
                  for n, why in skipped.items()]
         rows.sort(key=_rank)
-        if rows[0]["status"] != "feasible":
-            raise self._no_fit(budget, specs, solutions)
         return Found(budget, rows, solutions, anchored)
 
     def judge_rows(self, plan, algorithms=None):

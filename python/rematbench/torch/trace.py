@@ -20,6 +20,7 @@ passes ourselves so that every op can be tagged with where it came from):
 See `Mapping` in graphs/corpus/torch/README.md for how ops become nodes.
 """
 
+import contextlib
 import operator
 import sys
 import threading
@@ -33,7 +34,7 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_flatten
 
 from torch._guards import TracingContext, tracing
-from torch._subclasses.fake_tensor import FakeTensorMode
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.func import functionalize
 
 from rematbench.torch.checks import (Guards, Unsupported, autocast_off,
@@ -201,13 +202,36 @@ def mkldnn_rnn_layer(*args, **kwargs):
         return aten.mkldnn_rnn_layer.default(*args, **kwargs)
 
 
-def _shared_fake_mode():
-    """One fake-tensor mode for the metadata of every op a pass records:
-    tracing real tensors, make_fx describes each output by a fake tensor
-    made in the mode it finds in the tracing context, or else in a new
-    mode of its own, whose making (a stack capture, weak references) was
-    40% of tracing a 4-layer decoder. The graphs are the same."""
-    return tracing(TracingContext(FakeTensorMode(allow_fallback_kernels=True)))
+@contextlib.contextmanager
+def _fast_metadata():
+    """One fake-tensor mode for the metadata of every op a pass records,
+    made directly. Tracing real tensors, make_fx describes each output by
+    a fake tensor made in the mode it finds in the tracing context, or
+    else in a new mode of its own, whose making (a stack capture, weak
+    references) was 40% of tracing a 4-layer decoder; and it makes it by
+    dispatching empty_strided through that mode, about 110 us an output
+    (a quarter of tracing a new shape of the bench-size Llama) where
+    building the same fake tensor on a meta tensor takes 13 us. While a
+    pass traces, make_fx's extract_val does the latter for plain strided
+    tensors of this thread's pass; the graphs are the same."""
+    mode = FakeTensorMode(allow_fallback_kernels=True)
+    context = TracingContext(mode)
+    original = proxy_tensor.extract_val
+
+    def extract_val(val, include_real=False):
+        if type(val) is torch.Tensor and val.layout is torch.strided and \
+                not val.is_quantized and TracingContext.try_get() is context:
+            meta = torch.empty_strided(val.shape, val.stride(),
+                                       dtype=val.dtype, device="meta")
+            return FakeTensor(mode, meta, val.device)
+        return original(val, include_real)
+
+    with tracing(context):
+        proxy_tensor.extract_val = extract_val
+        try:
+            yield
+        finally:
+            proxy_tensor.extract_val = original
 
 
 def static_inputs(step):
@@ -292,7 +316,7 @@ def trace_joint(step, inputs, copy_saved_parts=True):
     try:
         # Values read in Python are taken from the real tensors and become
         # guards (check_replayable) rather than errors.
-        with _shared_fake_mode():
+        with _fast_metadata():
             g1 = make_fx(joint, _error_on_data_dependent_ops=False)(*flat)
         for node in g1.graph.nodes:
             node.stack_trace = f"{node.name}|{node.stack_trace or ''}"
@@ -302,7 +326,7 @@ def trace_joint(step, inputs, copy_saved_parts=True):
         check_replayable(g1, where)
         guards = Guards(g1, where, flat)
         _reset_stack_trace()
-        with autocast_off(), _shared_fake_mode():
+        with autocast_off(), _fast_metadata():
             g2 = make_fx(functionalize(replay),
                          _error_on_data_dependent_ops=False)(*flat)
     finally:
