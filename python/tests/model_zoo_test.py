@@ -179,7 +179,7 @@ def test_buckets_share_a_plan_between_lengths():
         assert got["gradients_equal"], length
         assert plain["max_grad_diff"] < 1e-5, length
     assert sorted(k[-1][0][0][1] for k in step.plans) == [16, 32]
-    with pytest.raises(rb.Error, match="^remat: buckets pad keyword"):
+    with pytest.raises(rb.Error, match="^remat: buckets and pad_to_planned pad keyword"):
         step(ids, ids)
     for bad in ([], [0], [8, "16"], 16):
         with pytest.raises(rb.Error, match="^remat: buckets must be"):
@@ -201,6 +201,65 @@ def test_buckets_leave_room_for_the_padded_copies():
     step = rt.remat(model, budget=tight, buckets=[16], **args)
     got = measure.measure_step(lambda: step(**batch), model, timing=False)
     assert got["measured_peak_bytes"] <= tight
+
+
+def test_pad_to_planned_pads_until_padding_has_cost_a_plan():
+    """rt.remat(..., pad_to_planned=True) on a Llama fed lengths 32, 16,
+    16, 16, 48: 32 is planned; 16 runs padded up to 32 (a second plan of
+    32, the model reading a padded mask otherwise than an unpadded one;
+    none of 16), gradients plain training's on the padded batch bit for
+    bit and the unpadded batch's up to rounding, within the budget at the
+    allocator; the time padding lost on 16 is booked, and once it reaches
+    what a plan took, 16 is planned; 48, longer than every plan, is
+    planned."""
+    model, _ = zoo.build("llama")
+    g = torch.Generator().manual_seed(5)
+    ids = torch.randint(1, zoo.VOCAB, (2, 32), generator=g)
+    padded = rt.buckets.pad(dict(input_ids=ids[:, :16], labels=ids[:, :16]),
+                            [32])
+    budget = measure.measure_step(lambda: model(**padded).loss.backward(),
+                                  model)["measured_peak_bytes"] // 2
+    step = rt.remat(model, budget=budget, timeout=3, pad_to_planned=True)
+
+    def run(length):
+        ids = torch.randint(1, zoo.VOCAB, (2, length), generator=g)
+        batch = dict(input_ids=ids, labels=ids)
+        key = step.layout_key((), rt.buckets.pad(batch, []))
+        padded = rt.buckets.pad(batch, [max(length, 32)])
+        unpadded = measure.measure_step(
+            lambda: model(**batch).loss.backward(), model, timing=False,
+            peak=False)
+        plain = measure.measure_step(
+            lambda: model(**padded).loss.backward(), model, timing=False,
+            peak=False, reference=unpadded["grads"])
+        got = measure.measure_step(lambda: step(**batch), model,
+                                   timing=False, reference=plain["grads"])
+        return key, got, plain
+
+    key32, got, _ = run(32)
+    assert len(step.plans[key32]) == 1
+    structure = step.structure_of(key32)
+    assert step.plan_seconds[structure] > 0
+    key16, got, plain = run(16)
+    assert len(step.plans[key32]) == 2 and step.plans[key16] == []
+    assert got["gradients_equal"]
+    assert plain["max_grad_diff"] < 1e-5
+    assert got["measured_peak_bytes"] <= budget
+    waste = step.padding_waste[key16]
+    assert 0 < waste < step.plan_seconds[structure]
+    run(16)
+    assert len(step.plans[key32]) == 2 and step.plans[key16] == []
+    assert step.padding_waste[key16] > waste
+    step.plan_seconds[structure] = step.padding_waste[key16]
+    key16, got, _ = run(16)
+    assert len(step.plans[key16]) == 1
+    assert got["measured_peak_bytes"] <= budget
+    key48, got, _ = run(48)
+    assert len(step.plans[key48]) == 1
+    assert got["measured_peak_bytes"] <= budget
+    with pytest.raises(rb.Error, match="^remat: buckets and pad_to_planned "
+                       "pad keyword"):
+        step(ids := torch.ones(2, 8, dtype=torch.long), ids)
 
 
 def test_compiled_program_of_a_transformers_model():

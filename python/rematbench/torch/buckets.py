@@ -76,6 +76,25 @@ def new_bytes(kwargs, padded):
                if isinstance(t, torch.Tensor) and t is not kwargs.get(key))
 
 
+def length_of(kwargs):
+    """The longest token tensor's length in a keyword batch, or None
+    where it has none (nothing to pad)."""
+    lengths = [t.shape[1] for t in kwargs.values() if _is_tokens(t)]
+    return max(lengths) if lengths else None
+
+
+def room_to_pad(kwargs):
+    """Bytes that a batch padded up to this layout (`pad` made its token
+    tensors) can hold beside the caller's batch through the step: every
+    token tensor of the layout, and the attention mask twice (the one
+    `pad` adds at the batch's own length is held while its padded copy
+    runs)."""
+    tokens = [t for t in kwargs.values() if _is_tokens(t)]
+    mask = kwargs.get("attention_mask")
+    return sum(t.untyped_storage().nbytes() for t in tokens) + (
+        mask.untyped_storage().nbytes() if _is_tokens(mask) else 0)
+
+
 def _padded(t, length, value):
     shape = list(t.shape)
     shape[1] = length - t.shape[1]

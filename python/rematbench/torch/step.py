@@ -5,11 +5,12 @@ made as its batches come (rematbench.torch.plan makes each).
     loss = train_step(**batch)       # was: model(**batch).loss.backward()
 """
 
+import time
+
 import rematbench
 from rematbench.torch import buckets as bucketing
 from rematbench.torch.checks import autocast_state
 from rematbench.torch.plan import plan
-from rematbench.torch.search import NoFit
 from rematbench.torch.traced_step import split_batch
 
 
@@ -29,8 +30,8 @@ class RematStep:
     read in Python differ from every plan's (a padded batch after an
     unpadded one), is planned (plan(), with the batch as the example; a
     new shape of a structure planned before, such as another sequence
-    length, by the algorithm that won there alone, falling back to every
-    algorithm where it fits nothing);
+    length, by the algorithms that won there alone, falling back to every
+    algorithm where they fit nothing);
     later calls run the plan that holds for them: gradients are added to
     .grad, batch-norm statistics updated once, dropout's masks those of
     plain training; the loss comes back detached. compile=True runs the
@@ -39,10 +40,14 @@ class RematStep:
     eagerly). With `buckets` (lengths), a keyword batch's token tensors
     are padded up to the least bucket at or above their length
     (rematbench.torch.buckets), so that varied lengths share a plan per
-    bucket. `plans` maps each batch layout to its plans."""
+    bucket. With `pad_to_planned`, a keyword batch of a new length runs
+    padded up to the least longer length planned (no plan made; see
+    _step_padded) until padding has cost it as much time as a plan; each
+    plan then leaves room for the padded copies. `plans` maps each batch
+    layout to its plans."""
 
     def __init__(self, model, loss_fn, budget, compile=False, buckets=None,
-                 **plan_args):
+                 pad_to_planned=False, **plan_args):
         if budget is None:
             raise rematbench.Error(
                 "remat: give a budget (bytes, '8GiB', or a fraction of "
@@ -51,8 +56,17 @@ class RematStep:
         self.compile, self.plan_args = compile, plan_args
         self.buckets = None if buckets is None else \
             bucketing.lengths_of(buckets)
+        self.pad_to_planned = bool(pad_to_planned)
         self.pad_id = bucketing.pad_id_of(model)
         self.plans = {}
+        # pad_to_planned's books: each layout's token length, each
+        # structure's latest planning time, each unplanned layout's time
+        # lost to padding.
+        self.planned_length, self.plan_seconds, self.padding_waste = \
+            {}, {}, {}
+        # The token length the latest step ran at, padded or not (None: a
+        # batch without token tensors).
+        self.ran_length = None
 
     @staticmethod
     def layout_key(args, kwargs):
@@ -74,64 +88,91 @@ class RematStep:
 
     def __call__(self, *args, **kwargs):
         given = kwargs
-        if self.buckets is not None:
-            if args:
-                raise rematbench.Error(
-                    "remat: buckets pad keyword batches (input_ids, "
-                    "attention_mask, labels); pass the batch as "
-                    "train_step(**batch) or pad it yourself")
-            kwargs = bucketing.pad(kwargs, self.buckets, self.pad_id)
+        if (self.buckets is not None or self.pad_to_planned) and args:
+            raise rematbench.Error(
+                "remat: buckets and pad_to_planned pad keyword batches "
+                "(input_ids, attention_mask, labels); pass the batch as "
+                "train_step(**batch) or pad it yourself")
+        if self.buckets is not None or self.pad_to_planned:
+            kwargs = bucketing.pad(kwargs, self.buckets or [], self.pad_id)
+        self.ran_length = bucketing.length_of(kwargs)
         key = self.layout_key(args, kwargs)
-        plans = self.plans.setdefault(key, [])
-        for p in plans:
+        for p in self.plans.setdefault(key, []):
             loss = p.step_if_holds(*args, **kwargs)
             if loss is not None:
                 return loss
-        example = kwargs if kwargs and not args else args
         if kwargs and args:
             raise rematbench.Error(
                 "remat: give the batch as positional or as keyword "
                 "arguments, not both")
-        p = self._plan_like_neighbour(key, example)
-        if p is None:
-            p = plan(self.model, example, self.loss_fn, self.budget,
-                     **self.plan_args)
-        copies = bucketing.new_bytes(given, kwargs)
-        if p.predicted_peak_bytes + copies > p.budget_bytes:
-            # The padded copies live through the step: planned below the
-            # budget by them (they took 6 KB over it on the bench Llama).
-            p = p.at(p.budget_bytes - copies)
+        if self.pad_to_planned:
+            loss = self._step_padded(key, kwargs)
+            if loss is not None:
+                return loss
+        return self._plan_and_step(key, args, kwargs, given)
+
+    def _plan_and_step(self, key, args, kwargs, given):
+        """Plans the batch (`kwargs`: `given` as padded) under `key` and
+        runs its step. A new shape of a structure planned before (another
+        sequence length) is solved by the algorithms that won there alone,
+        which answer in a fraction of a full search, and by every
+        algorithm only where they fit nothing."""
+        started = time.perf_counter()
+        structure = self.structure_of(key)
+        winners = [p.algorithm for k, ps in self.plans.items()
+                   if self.structure_of(k) == structure for p in ps]
+        # The padded copies live through the step: planned below the
+        # budget by them (they took 6 KB over it on the bench Llama).
+        reserve = bucketing.room_to_pad(kwargs) if self.pad_to_planned \
+            else bucketing.new_bytes(given, kwargs)
+        p = plan(self.model, kwargs if kwargs else args, self.loss_fn,
+                 self.budget, first=list(dict.fromkeys(reversed(winners))),
+                 reserve_bytes=reserve, **self.plan_args)
         if self.compile:
             p = p.compiled_within_budget(*args, **kwargs)
-        plans.append(p)
+        self.plans[key].append(p)
+        self.plan_seconds[structure] = time.perf_counter() - started
+        self.planned_length[key] = bucketing.length_of(kwargs)
         return p.step(*args, **kwargs)
 
-
-    def _plan_like_neighbour(self, key, example):
-        """A new shape of a structure planned before: traced, and solved
-        only by the algorithm that won the latest plan of that structure,
-        which answers in a fraction of a full search; None where there is
-        no such plan, algorithms were chosen by the caller, or that
-        algorithm fits nothing at this shape (then every algorithm
-        runs)."""
-        if "algorithms" in self.plan_args:
-            return None
+    def _step_padded(self, key, kwargs):
+        """The step of a batch of a new length, padded up to the least
+        longer length planned for its structure, while the time padding
+        has wasted on that length (the padded step's share beyond the
+        batch's own length) is below what its structure's latest plan
+        took (rent or buy: for each length, at most twice the time of the
+        better of padding and planning had its count been known); None
+        where it plans (a first or a longest length, or padding has cost
+        a plan)."""
         structure = self.structure_of(key)
-        neighbours = [p for k, ps in self.plans.items()
-                      if k != key and self.structure_of(k) == structure
-                      for p in ps]
-        if not neighbours:
+        length = bucketing.length_of(kwargs)
+        if length is None or self.padding_waste.get(key, 0.0) >= \
+                self.plan_seconds.get(structure, 0.0):
             return None
-        try:
-            return plan(self.model, example, self.loss_fn, self.budget,
-                        **dict(self.plan_args,
-                               algorithms=[neighbours[-1].algorithm]))
-        except NoFit:
+        target = min((n for k, n in self.planned_length.items()
+                      if self.structure_of(k) == structure and
+                      n is not None and n > length), default=None)
+        if target is None:
             return None
+        padded = bucketing.pad(kwargs, [target], self.pad_id)
+        padded_key = self.layout_key((), padded)
+        self.ran_length = target
+        started = time.perf_counter()
+        for p in self.plans[padded_key]:
+            loss = p.step_if_holds(**padded)
+            if loss is not None:
+                self.padding_waste[key] = self.padding_waste.get(key, 0.0) \
+                    + (time.perf_counter() - started) * (1 - length / target)
+                return loss
+        # The target's plans were traced on unpadded batches, whose values
+        # read in Python (a model's check that the mask is all ones) are
+        # not a padded batch's: a plan of the padded target serves every
+        # shorter length from now on.
+        return self._plan_and_step(padded_key, (), padded, kwargs)
 
 
 def remat(model, loss_fn=None, budget=None, compile=False, buckets=None,
-          **plan_args):
+          pad_to_planned=False, **plan_args):
     """The one-line entry point: a callable train_step(*args, **kwargs)
     that runs forward and backward of one batch within `budget` (bytes as
     an int or '512MiB', or a float: a fraction of the NoRemat activation
@@ -139,6 +180,9 @@ def remat(model, loss_fn=None, budget=None, compile=False, buckets=None,
     train_step(*inputs, target), or the model's own loss
     (model(**batch).loss) for train_step(**batch) without loss_fn; see
     plan() for every form. `buckets` (a list of sequence lengths) pads
-    keyword batches up to them: one plan per bucket. `plan_args` go to
-    plan() (algorithms, timeout, ...). See RematStep."""
-    return RematStep(model, loss_fn, budget, compile, buckets, **plan_args)
+    keyword batches up to them: one plan per bucket. `pad_to_planned`
+    runs a new length padded up to a longer one planned until padding has
+    cost a plan's time. `plan_args` go to plan() (algorithms, timeout,
+    ...). See RematStep."""
+    return RematStep(model, loss_fn, budget, compile, buckets,
+                     pad_to_planned, **plan_args)
