@@ -5,8 +5,9 @@ two training runs of the zoo's bench-size Llama through rt.remat on
 sequence lengths drawn from a long-tailed distribution (length = 8 * (1 +
 k), k ~ Geometric(0.35), at most 128: most batches short, a few long),
 with a budget in bytes (a cap for every shape: half of plain training's
-activation peak at 128): one plans every new length, the other pads to
-buckets (rt.remat(..., buckets=...)). Reported: planning time against
+activation peak at 128): one plans every new length, one pads to buckets
+(rt.remat(..., buckets=...)), one pads a new length up to a longer one
+planned until padding has cost a plan (pad_to_planned=True). Reported: planning time against
 training time, every step's allocator-measured activation peak against
 the budget, and its gradients against plain training's.
 
@@ -59,13 +60,17 @@ def lengths(steps, seed):
             for _ in range(steps)]
 
 
-def varied_run(steps, seed, buckets):
+def varied_run(steps, seed, buckets, pad_to_planned=False):
     """`steps` training steps of the zoo's bench-size Llama through
     rt.remat on long-tailed lengths, each length planned apart (buckets
-    None) or padded up to `buckets`. Every step is measured at the
-    allocator and its gradients compared with plain training's on the
-    batch the plan ran (the padded one: bit for bit) and, padded, with
-    the unpadded batch's (rounding: max_grad_diff_unpadded)."""
+    None), padded up to `buckets`, or padded up to a longer planned length
+    until padding has cost a plan (`pad_to_planned`). Every step is
+    measured at the allocator and its gradients compared with plain
+    training's on the batch the plan ran (the padded one: bit for bit)
+    and, padded, with the unpadded batch's (rounding:
+    max_grad_diff_unpadded). The measuring runs see the books of padding
+    the training call saw, so they decide as it did and the run pads and
+    plans as one call a step would."""
     model, _ = zoo.build("llama", size="bench")
     batch_size = zoo.SIZES["bench"].batch
     ids = torch.randint(zoo.SIZES["bench"].vocab, (batch_size, MAX_LENGTH))
@@ -73,29 +78,38 @@ def varied_run(steps, seed, buckets):
         lambda: model(input_ids=ids, labels=ids).loss.backward(), model,
         timing=False)["measured_peak_bytes"]
     budget = eager_peak // 2
-    step = rt.remat(model, budget=budget, buckets=buckets)
+    step = rt.remat(model, budget=budget, buckets=buckets,
+                    pad_to_planned=pad_to_planned)
     g = torch.Generator().manual_seed(seed + 1)
     rows, plan_seconds, train_seconds = [], 0.0, 0.0
     for length in lengths(steps, seed):
         ids = torch.randint(1, zoo.SIZES["bench"].vocab,
                             (batch_size, length), generator=g)
         batch = dict(input_ids=ids, labels=ids)
-        ran = batch if buckets is None else rt.buckets.pad(
-            batch, buckets, step.pad_id)
         before = sum(len(v) for v in step.plans.values())
-        plain = measure.measure_step(
-            lambda: model(**ran).loss.backward(), model, timing=False,
-            peak=False)
-        unpadded = None if ran is batch else measure.measure_step(
-            lambda: model(**batch).loss.backward(), model, timing=False,
-            peak=False, reference=plain["grads"])
+        books = dict(step.padding_waste)
         t0 = time.perf_counter()
         step(**batch)  # plans where the shape is new
         first = time.perf_counter() - t0
         planned = sum(len(v) for v in step.plans.values()) > before
-        got = measure.measure_step(lambda: step(**batch), model,
-                                   repeats=1, warmup=0,
+        ran = batch if buckets is None and not pad_to_planned else \
+            rt.buckets.pad(batch, [step.ran_length], step.pad_id)
+        plain = measure.measure_step(
+            lambda: model(**ran).loss.backward(), model, timing=False,
+            peak=False)
+        unpadded = None if ran["input_ids"].shape == ids.shape else \
+            measure.measure_step(
+                lambda: model(**batch).loss.backward(), model,
+                timing=False, peak=False, reference=plain["grads"])
+        after = step.padding_waste
+
+        def as_trained():
+            step.padding_waste = dict(books)
+            step(**batch)
+
+        got = measure.measure_step(as_trained, model, repeats=1, warmup=0,
                                    reference=plain["grads"])
+        step.padding_waste = after
         if planned:
             plan_seconds += first - got["step_seconds"]
         train_seconds += got["step_seconds"]
@@ -109,7 +123,8 @@ def varied_run(steps, seed, buckets):
                      "step_seconds": got["step_seconds"],
                      "plan_seconds": first - got["step_seconds"]
                      if planned else 0.0})
-    return {"buckets": buckets, "budget_bytes": budget,
+    return {"buckets": buckets, "pad_to_planned": pad_to_planned,
+            "budget_bytes": budget,
             "eager_peak_bytes_at_max_length": eager_peak,
             "plan_seconds": plan_seconds, "train_seconds": train_seconds,
             "steps": rows}
@@ -120,7 +135,9 @@ def varied_line(v):
     shapes = sorted({r["length"] for r in rows})
     planned = [r for r in rows if r["planned"]]
     total = v["plan_seconds"] + v["train_seconds"]
-    how = ("each length planned apart" if v["buckets"] is None else
+    how = ("padded up to a longer planned length until padding has cost "
+           "a plan (pad_to_planned)" if v.get("pad_to_planned") else
+           "each length planned apart" if v["buckets"] is None else
            f"padded to buckets {v['buckets']}")
     others = [r["plan_seconds"] for r in planned[1:]]
     line = (f"- {how}: {len(planned)} plans took {v['plan_seconds']:.1f} s "
@@ -201,12 +218,13 @@ def main(argv):
         decoders.append(decoder_plan_times(d))
     print(f"planning.py: {args.steps} steps of varied lengths",
           file=sys.stderr)
-    doc = {"format": "rematbench-planning", "version": 2,
+    doc = {"format": "rematbench-planning", "version": 3,
            "context": files.run_context(torch=torch.__version__,
                                         threads=args.threads),
            "first_plan_seconds": first_plan, "decoders": decoders,
            "varied": [varied_run(args.steps, args.seed, None),
-                      varied_run(args.steps, args.seed, buckets)]}
+                      varied_run(args.steps, args.seed, buckets),
+                      varied_run(args.steps, args.seed, None, True)]}
     files.write_json(args.out, doc, indent=1)
     text = markdown(doc)
     files.write_text(os.path.splitext(args.out)[0] + ".md", text)
