@@ -10,8 +10,6 @@ simulator predicted; a budget nothing fits names the smallest that does.
 """
 
 import math
-import os
-import sys
 import time
 import unittest
 from unittest import mock
@@ -148,6 +146,26 @@ class Plans(unittest.TestCase):
             self.plan.step(x[:2], y[:2])
         with self.assertRaises(rb.Error):
             self.plan.step(x)
+
+    def test_first_algorithms_alone_and_room_reserved(self):
+        # `first` answers alone where one of them fits; where none does,
+        # every algorithm runs. `reserve_bytes` comes off the budget.
+        alone = rt.plan(self.model, self.example, self.loss, budget=0.8,
+                        timeout=5, first=["dtr"], reserve_bytes=1000)
+        self.assertEqual([r["algorithm"] for r in alone.table], ["dtr"])
+        self.assertEqual(alone.budget_bytes, self.plan.budget_bytes - 1000)
+        self.assertLessEqual(alone.predicted_peak_bytes, alone.budget_bytes)
+        rest = rt.plan(self.model, self.example, self.loss, budget=0.8,
+                       timeout=5, first=["noremat"])
+        self.assertEqual(sorted(r["algorithm"] for r in rest.table),
+                         [a.name for a in rb.algorithms()])
+        self.assertNotEqual(rest.algorithm, "noremat")
+        for bad in ({"first": "dtr"}, {"first": None}, {"first": [3]},
+                    {"reserve_bytes": -1}, {"reserve_bytes": 1.5},
+                    {"reserve_bytes": True}):
+            with self.assertRaisesRegex(rb.Error, "^plan: (first|reserve)"):
+                rt.plan(self.model, self.example, self.loss, budget=0.8,
+                        **bad)
 
     def test_nothing_fits(self):
         with self.assertRaises(rt.NoFit) as caught:

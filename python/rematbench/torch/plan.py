@@ -87,7 +87,8 @@ def plan(model, example_inputs, loss_fn=None, budget=None,
                                "fraction of plain training's peak: 0.5)")
     options = SearchOptions(algorithms, timeout, exact_max_nodes, threads,
                             plan_seconds)
-    if isinstance(first, str) or not all(isinstance(a, str) for a in first):
+    if not isinstance(first, (list, tuple)) or \
+            not all(isinstance(a, str) for a in first):
         raise rematbench.Error(f"plan: first must be a list of algorithm "
                                f"names, not {first!r}")
     if isinstance(reserve_bytes, bool) or not isinstance(
