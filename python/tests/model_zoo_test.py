@@ -262,6 +262,26 @@ def test_pad_to_planned_pads_until_padding_has_cost_a_plan():
         step(ids := torch.ones(2, 8, dtype=torch.long), ids)
 
 
+def test_a_search_stops_waiting_once_a_schedule_is_settled():
+    """On the Llama at 0.99 of its peak dtr's schedule (overhead 1.0001)
+    fits after a few milliseconds, and order_search, which uses its whole
+    first try, is not run again: nothing can beat 1.0001 by more than 0.1%
+    (before, the search waited plan_seconds for it). At half the peak,
+    where the best is far from 1, it runs again."""
+    model, batch = zoo.build("llama")
+    args = dict(algorithms=["dtr", "order_search"], timeout=5, cost="flop",
+                plan_seconds=1)
+    near = rt.plan(model, batch.example, budget=0.99, **args)
+    row = next(r for r in near.table if r["algorithm"] == "order_search")
+    assert row["status"] == "skipped", row
+    assert row["message"].startswith("stopped at its first try: dtr's "
+                                     "schedule of overhead 1.0001 fits")
+    assert near.algorithm == "dtr" and near.predicted_overhead <= 1.001
+    tight = rt.plan(model, batch.example, budget=0.5, **args)
+    row = next(r for r in tight.table if r["algorithm"] == "order_search")
+    assert not row["message"].startswith("stopped"), row
+
+
 def test_compiled_program_of_a_transformers_model():
     # GPT-2's traced step keeps a constant (get_attr) and views whose
     # input comes from an earlier inductor graph with other strides: its

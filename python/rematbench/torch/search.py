@@ -47,13 +47,20 @@ class NoFit(rematbench.Error):
         self.lower_bound_bytes = lower_bound_bytes
 
 
+# A schedule this close to the least overhead any schedule has (1: it
+# recomputes nothing) is not worth waiting for a slower solver to beat:
+# 0.1% is within the noise of measured op times.
+SETTLED_OVERHEAD = 1.001
+
+
 @dataclasses.dataclass
 class SearchOptions:
     """What plan() searches with, checked once: `algorithms` ("all": every
     registered algorithm, exact ones only on graphs of at most
     `exact_max_nodes` nodes; or a list of names or 'name:k=v,...' specs),
     each solve's `timeout` in seconds, `threads` solving at once (None:
-    one per CPU), and `plan_seconds`, the search's own time limit: the
+    one per CPU), and `plan_seconds`, the search's own time limit (a tenth
+    more where solves cut at a first try of a tenth run again): the
     algorithms start fastest kind first (heuristics, then solvers that run
     in child processes, then exact ones), each with the time left, and the
     plan answers with the best found when it runs out."""
@@ -210,9 +217,13 @@ class Search:
         """({spec: Solution}, {spec: why it did not run}, {specs cut short
         by the deadline}) of `specs` solved in parallel, fastest kind
         first, each with `timeout` or the time left before `deadline`
-        (time.monotonic()), whichever is less. One that would start with no
+        (time.monotonic()), whichever is less. Every solve has a first try
+        of a tenth of plan_seconds; those that used all of it run again
+        with the time left (and that tenth) unless a schedule within SETTLED_OVERHEAD of the
+        least overhead any has (1: no recomputation) fits as a program by
+        then: none could beat it by more. One that would start with no
         time left does not run, nor does any once a schedule of overhead 1
-        (no recomputation) fits, which nothing beats."""
+        fits."""
         o, kinds = self.options, {a.name: a for a in rematbench.algorithms()}
 
         def kind(spec):
@@ -224,9 +235,10 @@ class Search:
 
         lock, best = threading.Lock(), [math.inf]
         cut = set()  # solves given less than `timeout`
+        first_try = min(o.timeout, o.plan_seconds / 10)
 
-        def run(spec):
-            left = deadline - time.monotonic()
+        def run(spec, limit, until):
+            left = until - time.monotonic()
             with lock:
                 if best[0] <= 1.0:
                     return ("no recomputation needed: a schedule of "
@@ -234,10 +246,10 @@ class Search:
             if left < 0.05:
                 return (f"not started: the plan's time limit "
                         f"(plan_seconds={o.plan_seconds:g}) ran out")
-            if left < o.timeout:
+            if left < limit == o.timeout:
                 cut.add(spec)
             sol = rematbench.solve(self.graph, spec, budget, None,
-                                   min(o.timeout, left))
+                                   min(limit, left))
             if sol.status == "feasible" and sol.overhead <= 1.0 and \
                     self.memory.peak(sol.schedule) <= budget:
                 with lock:
@@ -245,14 +257,50 @@ class Search:
             return sol
 
         with concurrent.futures.ThreadPoolExecutor(o.threads) as pool:
-            futures = {s: pool.submit(run, s) for s in sorted(specs,
-                                                               key=kind)}
+            order = sorted(specs, key=kind)
+            futures = {s: pool.submit(run, s, first_try, deadline)
+                       for s in order}
             done = {s: f.result() for s, f in futures.items()}
+            # Those that used their whole first try (a timeout, or the
+            # best an anytime search found in it).
+            again = [s for s in order if first_try < o.timeout and
+                     not isinstance(done[s], str) and
+                     done[s].solve_seconds >= 0.95 * first_try]
+            settled = self._settled(done, budget, deadline) if again \
+                else None
+            if settled is None:
+                # Their first try spent no time of their own (the limit
+                # moves by it), so none has less than before it.
+                futures = {s: pool.submit(run, s, o.timeout,
+                                          deadline + first_try)
+                           for s in again}
+                done.update({s: f.result() for s, f in futures.items()})
+            else:
+                done.update({s: settled for s in again
+                             if done[s].status == "timeout"})
         solutions = {s: r for s, r in done.items() if not isinstance(r, str)}
         return (solutions,
                 {s: r for s, r in done.items() if isinstance(r, str)},
                 {s for s in cut & set(solutions)
                  if solutions[s].status == "timeout"})
+
+    def _settled(self, done, budget, deadline):
+        """Why the solves cut at their first try need not run again (the
+        least simulated overhead of `done`, a {spec: Solution or reason},
+        is within SETTLED_OVERHEAD of 1 and its schedule fits the budget
+        as a program), or None."""
+        close = sorted((r.overhead, s) for s, r in done.items()
+                       if not isinstance(r, str) and r.status == "feasible"
+                       and r.overhead <= SETTLED_OVERHEAD)
+        for _, spec in close:
+            sol, a = self._fitted(spec, done[spec], budget, deadline)
+            if a is not None and a[1] <= budget and \
+                    sol.overhead <= SETTLED_OVERHEAD:
+                return (f"stopped at its first try: {spec}'s schedule of "
+                        f"overhead {sol.overhead:.4f} fits, within "
+                        f"{SETTLED_OVERHEAD - 1:.1%} of the least any has "
+                        "(1, no recomputation)")
+        return None
 
     def at(self, budget, reserve=0, first=()):
         """The Found at `budget` (bytes, '512MiB', or a fraction of the
