@@ -7,9 +7,10 @@ k), k ~ Geometric(0.35), at most 128: most batches short, a few long),
 with a budget in bytes (a cap for every shape: half of plain training's
 activation peak at 128): one plans every new length, one pads to buckets
 (rt.remat(..., buckets=...)), one pads a new length up to a longer one
-planned until padding has cost a plan (pad_to_planned=True). Reported: planning time against
-training time, every step's allocator-measured activation peak against
-the budget, and its gradients against plain training's.
+planned until padding has cost a plan (pad_to_planned=True). Reported:
+planning time against training time, every step's allocator-measured
+activation peak against the budget, and its gradients against plain
+training's.
 
     .venv/bin/python bench/studies/planning.py
     .venv/bin/python bench/studies/planning.py --layers 4,12 --steps 50

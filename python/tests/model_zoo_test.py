@@ -179,7 +179,8 @@ def test_buckets_share_a_plan_between_lengths():
         assert got["gradients_equal"], length
         assert plain["max_grad_diff"] < 1e-5, length
     assert sorted(k[-1][0][0][1] for k in step.plans) == [16, 32]
-    with pytest.raises(rb.Error, match="^remat: buckets and pad_to_planned pad keyword"):
+    with pytest.raises(rb.Error, match="^remat: buckets and pad_to_planned "
+                       "pad keyword"):
         step(ids, ids)
     for bad in ([], [0], [8, "16"], 16):
         with pytest.raises(rb.Error, match="^remat: buckets must be"):
@@ -260,6 +261,8 @@ def test_pad_to_planned_pads_until_padding_has_cost_a_plan():
     with pytest.raises(rb.Error, match="^remat: buckets and pad_to_planned "
                        "pad keyword"):
         step(ids := torch.ones(2, 8, dtype=torch.long), ids)
+    with pytest.raises(rb.Error, match="^remat: reserve_bytes is remat's"):
+        rt.remat(model, budget=budget, reserve_bytes=8)
 
 
 def test_a_search_stops_waiting_once_a_schedule_is_settled():

@@ -219,11 +219,11 @@ class Search:
         first, each with `timeout` or the time left before `deadline`
         (time.monotonic()), whichever is less. Every solve has a first try
         of a tenth of plan_seconds; those that used all of it run again
-        with the time left (and that tenth) unless a schedule within SETTLED_OVERHEAD of the
-        least overhead any has (1: no recomputation) fits as a program by
-        then: none could beat it by more. One that would start with no
-        time left does not run, nor does any once a schedule of overhead 1
-        fits."""
+        with the time left (and that tenth) unless a schedule within
+        SETTLED_OVERHEAD of the least overhead any has (1: no
+        recomputation) fits as a program by then: none could beat it by
+        more. One that would start with no time left does not run, nor
+        does any once a schedule of overhead 1 fits."""
         o, kinds = self.options, {a.name: a for a in rematbench.algorithms()}
 
         def kind(spec):

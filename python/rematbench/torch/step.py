@@ -52,6 +52,11 @@ class RematStep:
             raise rematbench.Error(
                 "remat: give a budget (bytes, '8GiB', or a fraction of "
                 "plain training's peak: 0.5)")
+        for own in ("first", "reserve_bytes"):
+            if own in plan_args:
+                raise rematbench.Error(
+                    f"remat: {own} is remat's own (a new shape's winners "
+                    "first, room for padded copies); pass it to plan()")
         self.model, self.loss_fn, self.budget = model, loss_fn, budget
         self.compile, self.plan_args = compile, plan_args
         self.buckets = None if buckets is None else \
@@ -158,7 +163,7 @@ class RematStep:
         padded_key = self.layout_key((), padded)
         self.ran_length = target
         started = time.perf_counter()
-        for p in self.plans[padded_key]:
+        for p in self.plans.setdefault(padded_key, []):
             loss = p.step_if_holds(**padded)
             if loss is not None:
                 self.padding_waste[key] = self.padding_waste.get(key, 0.0) \
