@@ -155,6 +155,19 @@ def test_new_sequence_lengths_reuse_the_winning_algorithm():
         assert [r["algorithm"] for r in p.table] == [first.algorithm]
 
 
+def step_against_padded(model, step, batch, padded):
+    """(`step(**batch)` measured against plain training on `padded`, plain
+    training on `padded` against it on `batch`)."""
+    unpadded = measure.measure_step(lambda: model(**batch).loss.backward(),
+                                    model, timing=False, peak=False)
+    plain = measure.measure_step(lambda: model(**padded).loss.backward(),
+                                 model, timing=False, peak=False,
+                                 reference=unpadded["grads"])
+    got = measure.measure_step(lambda: step(**batch), model, timing=False,
+                               reference=plain["grads"])
+    return got, plain
+
+
 def test_buckets_share_a_plan_between_lengths():
     """rt.remat(..., buckets=(16, 32)) on a Llama fed lengths 10, 16, 20
     and 32: two plans, one per bucket; each step's gradients are plain
@@ -168,14 +181,7 @@ def test_buckets_share_a_plan_between_lengths():
         batch = dict(input_ids=ids, labels=ids)
         padded = rt.buckets.pad(batch, [16, 32])
         assert padded["input_ids"].shape[1] == (16 if length <= 16 else 32)
-        unpadded = measure.measure_step(
-            lambda: model(**batch).loss.backward(), model, timing=False,
-            peak=False)
-        plain = measure.measure_step(
-            lambda: model(**padded).loss.backward(), model, timing=False,
-            peak=False, reference=unpadded["grads"])
-        got = measure.measure_step(lambda: step(**batch), model,
-                                   timing=False, reference=plain["grads"])
+        got, plain = step_against_padded(model, step, batch, padded)
         assert got["gradients_equal"], length
         assert plain["max_grad_diff"] < 1e-5, length
     assert sorted(k[-1][0][0][1] for k in step.plans) == [16, 32]
@@ -227,15 +233,7 @@ def test_pad_to_planned_pads_until_padding_has_cost_a_plan():
         batch = dict(input_ids=ids, labels=ids)
         key = step.layout_key((), rt.buckets.pad(batch, []))
         padded = rt.buckets.pad(batch, [max(length, 32)])
-        unpadded = measure.measure_step(
-            lambda: model(**batch).loss.backward(), model, timing=False,
-            peak=False)
-        plain = measure.measure_step(
-            lambda: model(**padded).loss.backward(), model, timing=False,
-            peak=False, reference=unpadded["grads"])
-        got = measure.measure_step(lambda: step(**batch), model,
-                                   timing=False, reference=plain["grads"])
-        return key, got, plain
+        return (key, *step_against_padded(model, step, batch, padded))
 
     key32, got, _ = run(32)
     assert len(step.plans[key32]) == 1
