@@ -69,8 +69,9 @@ def plan(model, example_inputs, loss_fn=None, budget=None,
         fastest kinds of algorithm start first, each with the time left,
         and the best plan found when it runs out is the answer (the table
         says which were cut short or not started). Each solve first tries
-        for a tenth of it; one that needs more runs again (the limit then
-        a tenth later) unless a schedule within 0.1% of overhead 1 fits.
+        for a thirtieth of it; one that needs more runs again (the limit
+        then a thirtieth later) unless a schedule within 0.1% of overhead
+        1 fits.
     first: algorithm specs solved alone first (rt.remat gives a new
         shape those that won at its neighbours); `algorithms` run, with a
         time limit of their own, only where none of them fits.

@@ -59,8 +59,9 @@ class SearchOptions:
     registered algorithm, exact ones only on graphs of at most
     `exact_max_nodes` nodes; or a list of names or 'name:k=v,...' specs),
     each solve's `timeout` in seconds, `threads` solving at once (None:
-    one per CPU), and `plan_seconds`, the search's own time limit (a tenth
-    more where solves cut at a first try of a tenth run again): the
+    one per CPU), and `plan_seconds`, the search's own time limit (a
+    thirtieth more where solves cut at a first try of a thirtieth run
+    again): the
     algorithms start fastest kind first (heuristics, then solvers that run
     in child processes, then exact ones), each with the time left, and the
     plan answers with the best found when it runs out."""
@@ -218,8 +219,9 @@ class Search:
         by the deadline}) of `specs` solved in parallel, fastest kind
         first, each with `timeout` or the time left before `deadline`
         (time.monotonic()), whichever is less. Every solve has a first try
-        of a tenth of plan_seconds; those that used all of it run again
-        with the time left (and that tenth) unless a schedule within
+        of a thirtieth of plan_seconds (short: what a solve cut there did
+        is lost where it runs again); those that used all of it run again
+        with the time left (and that thirtieth) unless a schedule within
         SETTLED_OVERHEAD of the least overhead any has (1: no
         recomputation) fits as a program by then: none could beat it by
         more. One that would start with no time left does not run, nor
@@ -235,7 +237,7 @@ class Search:
 
         lock, best = threading.Lock(), [math.inf]
         cut = set()  # solves given less than `timeout`
-        first_try = min(o.timeout, o.plan_seconds / 10)
+        first_try = min(o.timeout, o.plan_seconds / 30)
 
         def run(spec, limit, until):
             left = until - time.monotonic()
