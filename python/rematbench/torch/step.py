@@ -67,7 +67,7 @@ class RematStep:
         # pad_to_planned's books: each layout's token length, each
         # structure's latest planning time, each unplanned layout's time
         # lost to padding.
-        self.planned_length, self.plan_seconds, self.padding_waste = \
+        self.planned_length, self.last_plan_seconds, self.padding_waste = \
             {}, {}, {}
         # The token length the latest step ran at, padded or not (None: a
         # batch without token tensors).
@@ -136,7 +136,7 @@ class RematStep:
         if self.compile:
             p = p.compiled_within_budget(*args, **kwargs)
         self.plans[key].append(p)
-        self.plan_seconds[structure] = time.perf_counter() - started
+        self.last_plan_seconds[structure] = time.perf_counter() - started
         self.planned_length[key] = bucketing.length_of(kwargs)
         return p.step(*args, **kwargs)
 
@@ -152,7 +152,7 @@ class RematStep:
         structure = self.structure_of(key)
         length = bucketing.length_of(kwargs)
         if length is None or self.padding_waste.get(key, 0.0) >= \
-                self.plan_seconds.get(structure, 0.0):
+                self.last_plan_seconds.get(structure, 0.0):
             return None
         target = min((n for k, n in self.planned_length.items()
                       if self.structure_of(k) == structure and
