@@ -100,11 +100,11 @@ def flops(n):
     return max(sizes)
 
 
-def measure(g2, flat, repeats):
+def measure(g2, flat, repeats, warm=False):
     """Time of each op (views and getitems included) in nanoseconds: the
     median over `repeats` runs of the whole step, after one untimed run
-    (first calls pick kernels and grow the allocator), each op timed where
-    it runs in the step. Timing an op in place, rather than repeating it
+    (first calls pick kernels and grow the allocator) unless the step has
+    just run (`warm`), each op timed where it runs in the step. Timing an op in place, rather than repeating it
     on the same inputs, keeps what a real step pays: inputs that are no
     longer in cache and fresh output memory. On CUDA every op is
     synchronized before and after, so the figure is the kernel's time, not
@@ -126,16 +126,18 @@ def measure(g2, flat, repeats):
             samples[n.name].append(time.perf_counter_ns() - t0)
             return res
 
+    untimed = 0 if warm else 1
     with torch.no_grad():
-        for _ in range(repeats + 1):
+        for _ in range(repeats + untimed):
             Timer(g2).run(*flat)
-    return {k: int(statistics.median(v[1:])) for k, v in samples.items()}
+    return {k: int(statistics.median(v[untimed:]))
+            for k, v in samples.items()}
 
 
 def op_memory(g2, flat, workspace=True):
     """What each op did with memory in a run of the traced step: returns
-    (peak, aliases). With `workspace` (a second run, under the profiler,
-    after the first), `peak[name]` is the largest sum of the blocks op
+    (peak, aliases). With `workspace` (the run is under the profiler),
+    `peak[name]` is the largest sum of the blocks op
     `name` allocated and had not freed at any moment while it ran: outputs,
     workspaces and temporaries alike, leaving out the blocks that end up
     as parameter gradients (static memory, as for rematbench.torch.measure).
@@ -164,8 +166,8 @@ def op_memory(g2, flat, workspace=True):
             return r
 
     with torch.no_grad():
-        Run(g2).run(*flat)
         if not workspace:
+            Run(g2).run(*flat)
             return {}, aliases
         out, events = allocation_events(lambda: Run(g2).run(*flat), device,
                                         mark=_OP_MARK)
