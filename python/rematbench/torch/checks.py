@@ -50,8 +50,9 @@ def check_replayable(g1, info):
     batch: an op whose output shape depends on the data (boolean-mask
     indexing, nonzero, unique: the traced shapes hold for the example
     batch only) or a sparse tensor (the replay counts and frees dense
-    storages). `g1` is the joint graph of pass 1: functionalization
-    (pass 2) fails on sparse tensors with a message about storage."""
+    storages). `g1` is the joint graph: functionalized, or, where
+    functionalization failed (on sparse tensors, with a message about
+    storage), traced as the step runs."""
     for n in g1.graph.nodes:
         if n.op != "call_function" or not isinstance(
                 n.target, torch._ops.OpOverload):

@@ -3,20 +3,22 @@
 forward+backward graph of ATen operations, or one node per leaf-module
 call), for scripts/export_torch.py and rematbench.torch.
 
-How the graph is obtained (mirrors aot_autograd's recipe, which
-docs/formats.md, "PyTorch exports", describes; we run its two tracing
-passes ourselves so that every op can be tagged with where it came from):
- 1. `make_fx` traces `loss = model(batch); torch.autograd.grad(loss, params)`
-    on real tensors. During the forward, a TorchFunctionMode records, for
-    each autograd Function (`grad_fn`) created, the FX node that produced
-    its output, and module hooks record which module call each op ran in.
-    During the backward, a pre-hook on every `grad_fn` tags the FX nodes
-    that the autograd engine emits while running it; a post-hook tags the
-    gradient accumulations that follow it. The tags travel in FX's
-    `stack_trace` field, exactly as aot_autograd's own stack-trace hooks do.
- 2. The graph is traced again through `functionalize` (no in-place ops and
-    no mutation of batch-norm buffers are left), each new node inheriting
-    the tag of the node of pass 1 it came from.
+How the graph is obtained (aot_autograd's recipe, which docs/formats.md,
+"PyTorch exports", describes; we trace ourselves so that every op can be
+tagged with where it came from): `make_fx` traces `loss = model(batch);
+torch.autograd.grad(loss, params)` on real tensors, once, with the
+parameters, buffers and batch wrapped as functional tensors so that the
+graph has no in-place ops. During the forward, a TorchFunctionMode
+records, for each autograd Function (`grad_fn`) created, the FX node
+that produced its output, and module hooks record which module call each
+op ran in. During the backward, a pre-hook on every `grad_fn` tags the FX
+nodes that the autograd engine emits while running it; a post-hook tags
+the gradient accumulations that follow it. The tags travel in FX's
+`stack_trace` field, exactly as aot_autograd's own stack-trace hooks do.
+(One pass: tracing the step, then its graph again through
+`functionalize`, gives the same graph at about 1.5 times the time.)
+Where the step cannot be replayed, the refusal names the module and op
+from the step traced as it runs, without functionalization.
 See `Mapping` in graphs/corpus/torch/README.md for how ops become nodes.
 """
 
@@ -35,7 +37,6 @@ from torch.utils._pytree import tree_flatten
 
 from torch._guards import TracingContext, tracing
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
-from torch.func import functionalize
 
 from rematbench.torch.checks import (Guards, Unsupported, autocast_off,
                                      check_replayable, node_tag,
@@ -49,12 +50,12 @@ aten = torch.ops.aten
 _TRACING = threading.Lock()
 
 # --------------------------------------------------------------------------
-# Pass 1: the joint graph with tags.
+# The joint graph with tags.
 
 
 class _Tagger(TorchFunctionMode):
-    """During the forward: maps each new grad_fn to the FX node of pass 1
-    that made it. A grad_fn of a call's output maps to the output's node.
+    """During the forward: maps each new grad_fn to the FX node that made
+    it. A grad_fn of a call's output maps to the output's node.
     A call such as F.multi_head_attention_forward runs many ATen ops whose
     grad_fns are not outputs (the mode does not see calls nested in a
     call): each maps to the unclaimed node made during the call whose op
@@ -64,7 +65,7 @@ class _Tagger(TorchFunctionMode):
 
     def __init__(self, fwd_of, tracer):
         super().__init__()
-        self.fwd_of = fwd_of  # grad_fn -> FX node name (pass 1)
+        self.fwd_of = fwd_of  # grad_fn -> FX node name
         self.tracer = tracer
         self.graph = tracer.graph
 
@@ -132,6 +133,8 @@ class _Tagger(TorchFunctionMode):
                 self.fwd_of[g] = best.name
 
     def _node_of(self, t):
+        if torch._is_functional_tensor(t):
+            t = torch._from_functional_tensor(t)
         p = get_proxy_slot(t, self.tracer, None)
         return None if p is None else p.proxy.node.name
 
@@ -175,14 +178,13 @@ def _stack_trace_scope():
     """The scope in which fx_traceback.set_stack_trace() sets the stack trace
     that make_fx copies onto each node it creates: under
     `preserve_node_meta`, set_stack_trace writes the current node meta that
-    proxy creation copies, and an Interpreter run makes each node's meta
-    (stack trace included) current while it runs the node, which is what
-    pass 2 relies on."""
+    proxy creation copies."""
     return fx_traceback.preserve_node_meta()
 
 
 def _reset_stack_trace():
-    """Forget the last tag of pass 1 so that it does not leak into pass 2."""
+    """Forget the last tag, so that what is traced after the step (the
+    copies into the tensors it changed) has none."""
     fx_traceback.current_meta = {}
 
 
@@ -257,20 +259,109 @@ def static_inputs(step):
 
 
 def trace_joint(step, inputs, copy_saved_parts=True):
-    """Returns (graph-2 GraphModule, info) for one training step. Tracing
-    runs the step on real tensors (twice); the buffers (batch-norm running
-    statistics) are restored afterwards, so the step is left as it was.
-    A value the step reads in Python (`.item()`, a mask check) is the
-    example batch's: info["guards"] (Guards) says which, and checks that a
-    later batch gives the same."""
+    """Returns (the functionalized joint GraphModule, info) for one
+    training step. Tracing runs the step on real tensors; the buffers
+    (batch-norm running statistics) and the batch are restored
+    afterwards, so the step is left as it was. A value the step reads in
+    Python (`.item()`, a mask check) is the example batch's:
+    info["guards"] (Guards) says which, and checks that a later batch
+    gives the same. A step that cannot be replayed is refused (Unsupported)
+    naming the module and op, found in the step traced as it runs, without
+    functionalization (which fails on sparse tensors and turns an in-place
+    write into a copy)."""
     params, buffers = static_inputs(step)
     saved_buffers = [b.detach().clone() for b in step.buffers()]
     saved_inputs = [t.detach().clone() for t in inputs]
-    used = []  # indices of the parameters the loss depends on
+    flat = params + buffers + list(inputs) + [seed_like(params)]
     n_p, n_b = len(params), len(buffers)
+    try:
+        try:
+            g, where, used = _traced(step, flat, n_p, n_b, functional=True)
+        except Unsupported:
+            raise
+        except Exception:
+            g1, where, _ = _traced(step, flat, n_p, n_b, functional=False)
+            check_replayable(g1, where)
+            raise
+    finally:
+        changed = _restore(step, saved_buffers, inputs, saved_inputs)
+    if changed:
+        try:
+            g1, where1, _ = _traced(step, flat, n_p, n_b, functional=False)
+        finally:
+            _restore(step, saved_buffers, inputs, saved_inputs)
+        refuse_changed_input(g1, where1, n_p + n_b, changed[0])
+    check_replayable(g, where)
+    guards = Guards(g, where, flat)
+    if copy_saved_parts:
+        _copy_saved_parts(g)
+    for n in g.graph.nodes:
+        if n.target is aten.mkldnn_rnn_layer.default:
+            n.target = mkldnn_rnn_layer
+    g.recompile()
+    info = dict(n_params=n_p, n_buffers=n_b, n_inputs=len(inputs),
+                grad_params=used, guards=guards, **where)
+    return g, info
+
+
+def _unwrapped(t):
+    """The value of functional tensor `t` (pending updates applied)."""
+    torch._sync(t)
+    return torch._from_functional_tensor(t)
+
+
+@contextlib.contextmanager
+def _holding(step, tensors):
+    """While the block runs, every module of `step` holds `tensors` (the
+    functional tensors of its parameters and buffers, in static_inputs'
+    order; or those themselves) in their place, by identity, so that a
+    parameter tied to several modules is one tensor in all of them."""
+    params, others = static_inputs(step)
+    by_id = {id(t): w for t, w in zip(params + others, tensors)}
+    swapped = []
+    for m in step.modules():
+        for store in (m._parameters, m._buffers):
+            for k, v in store.items():
+                if v is not None and by_id.get(id(v), v) is not v:
+                    swapped.append((store, k, v))
+                    store[k] = by_id[id(v)]
+    try:
+        yield
+    finally:
+        for store, k, v in swapped:
+            store[k] = v
+
+
+def _restore(step, saved_buffers, inputs, saved_inputs):
+    """Puts back the buffers and the batch as they were before a trace;
+    returns the indices of the batch's tensors the step had changed."""
+    with torch.no_grad():
+        for b, v in zip(step.buffers(), saved_buffers):
+            b.copy_(v)
+        changed = [k for k, (t, v) in enumerate(zip(inputs, saved_inputs))
+                   if not torch.equal(t, v)]
+        for k in changed:
+            inputs[k].copy_(saved_inputs[k])
+    return changed
+
+
+def _traced(step, flat, n_p, n_b, functional):
+    """(GraphModule, where, used) of one make_fx trace of
+    `loss = step(*batch); torch.autograd.grad(loss, params)` on `flat`
+    (the trained parameters, the other tensors the step holds, the batch,
+    the seed), every node tagged (its stack trace `name|tag`). `where`:
+    fwd_node (grad_fn index -> the node of its forward output), grad_name
+    (grad_fn index -> its name), calls (call id -> (module path, is leaf,
+    class name)) and g1 (the graph); `used`: the indices of the parameters
+    the loss depends on. `functional`: the step runs on functional tensors
+    (C++ functionalization, as torch.func.functionalize runs it, with the
+    tensors' autograd metadata mirrored so that autograd runs above it):
+    the graph has no in-place ops, and a write to a tensor of `flat` is a
+    copy_ into it after the step's last op."""
+    used = []
     fwd_of = {}
     groups = []  # index -> grad_fn, for the backward tags
-    calls = []  # call id -> (module path, is leaf, class name)
+    calls = []
     names = {m: name for name, m in step.named_modules()}
     stack = ["top"]
 
@@ -288,14 +379,15 @@ def trace_joint(step, inputs, copy_saved_parts=True):
         stack.pop()
         fx_traceback.set_stack_trace([stack[-1]])
 
-    def joint(*flat):
+    def forward_backward(flat):
         ps, rest = flat[:n_p], flat[n_p + n_b:]
         *batch, tangent = rest
         h1 = nn.modules.module.register_module_forward_pre_hook(pre_hook)
         h2 = nn.modules.module.register_module_forward_hook(post_hook)
         try:
             tracer = _current_tracer()
-            with _stack_trace_scope(), _Tagger(fwd_of, tracer):
+            with _stack_trace_scope(), _Tagger(fwd_of, tracer), \
+                    _holding(step, flat[:n_p + n_b]):
                 fx_traceback.set_stack_trace(["top"])
                 loss = step(*batch)
         finally:
@@ -318,50 +410,45 @@ def trace_joint(step, inputs, copy_saved_parts=True):
         # plain training.
         return (loss, *[g for g in grads if g is not None])
 
-    flat = params + buffers + list(inputs) + [seed_like(params)]
+    def joint(*flat):
+        if not functional:
+            return forward_backward(flat)
+        wrapped = [torch._to_functional_tensor(t) for t in flat]
+        for t, w in zip(flat, wrapped):
+            torch._mirror_autograd_meta_to(t, w)
+        torch._enable_functionalization(reapply_views=True)
+        try:
+            out = forward_backward(wrapped)
+        finally:
+            torch._disable_functionalization()
+        _reset_stack_trace()  # the copies below belong to no op
+        for t, w in zip(flat, wrapped):
+            torch._sync(w)
+            value = torch._from_functional_tensor(w)
+            if value is not t:
+                t.copy_(value)
+        return tuple(_unwrapped(t) for t in out)
 
-    def replay(*a):
-        with _stack_trace_scope():
-            return torch.fx.Interpreter(g1).run(*a)
-
-    try:
-        # Values read in Python are taken from the real tensors and become
-        # guards (check_replayable) rather than errors.
-        with _fast_metadata():
-            g1 = make_fx(joint, _error_on_data_dependent_ops=False)(*flat)
-        for node in g1.graph.nodes:
-            node.stack_trace = f"{node.name}|{node.stack_trace or ''}"
-        fwd_node = {k: fwd_of.get(g) for k, g in enumerate(groups)}
-        grad_name = {k: g.name() for k, g in enumerate(groups)}
-        where = {"g1": g1, "fwd_node": fwd_node, "calls": calls}
-        check_replayable(g1, where)
-        guards = Guards(g1, where, flat)
-        _reset_stack_trace()
-        with autocast_off(), _fast_metadata():
-            g2 = make_fx(functionalize(replay),
-                         _error_on_data_dependent_ops=False)(*flat)
-    finally:
-        with torch.no_grad():
-            for b, v in zip(step.buffers(), saved_buffers):
-                b.copy_(v)
-            changed = [k for k, (t, v) in enumerate(zip(inputs,
-                                                          saved_inputs))
-                       if not torch.equal(t, v)]
-            for k in changed:
-                inputs[k].copy_(saved_inputs[k])
-    if changed:
-        refuse_changed_input(g1, where, n_p + n_b, changed[0])
-    if copy_saved_parts:
-        _copy_saved_parts(g2)
-    for n in g2.graph.nodes:
-        if n.target is aten.mkldnn_rnn_layer.default:
-            n.target = mkldnn_rnn_layer
-    g2.recompile()
-    info = dict(n_params=n_p, n_buffers=n_b, n_inputs=len(inputs),
-                grad_params=list(used),
-                fwd_node=fwd_node, grad_name=grad_name, calls=calls,
-                g1=g1, guards=guards)
-    return g2, info
+    # Values read in Python are taken from the real tensors and become
+    # guards (check_replayable) rather than errors.
+    with _fast_metadata():
+        g = make_fx(joint, _error_on_data_dependent_ops=False)(*flat)
+    _reset_stack_trace()
+    for node in g.graph.nodes:
+        node.stack_trace = f"{node.name}|{node.stack_trace or ''}"
+        # A tensor the step made from Python values (torch.tensor(...)) is
+        # a constant of the graph, which make_fx keeps as the functional
+        # tensor the step saw (usable only under functionalization): the
+        # graph keeps the tensor inside it.
+        value = getattr(g, node.target, None) if node.op == "get_attr" \
+            else None
+        if isinstance(value, torch.Tensor) and \
+                torch._is_functional_tensor(value):
+            setattr(g, node.target, torch._from_functional_tensor(value))
+    where = {"g1": g, "calls": calls,
+             "fwd_node": {k: fwd_of.get(gf) for k, gf in enumerate(groups)},
+             "grad_name": {k: gf.name() for k, gf in enumerate(groups)}}
+    return g, where, used
 
 
 def _copy_saved_parts(g2):
