@@ -12,7 +12,7 @@ torch, = require_modules("torch")
 nn = torch.nn
 
 import export_torch as E
-from rematbench.torch.trace import op_key  # noqa: E402
+from rematbench.torch.tagging import op_key  # noqa: E402
 
 
 def op(n):

@@ -239,7 +239,7 @@ def to_native(g2, info, cost_of, memory=None):
                                                      torch.fx.Node) else None
             else:
                 rep[n] = n
-    # Clones of saved parts join their reader's node (_copy_saved_parts).
+    # Clones of saved parts join their reader's node (saved_parts.clone_saved_parts).
     by_name = {n.name: n for n in nodes}
     joined = collections.defaultdict(list)
     for n in nodes:

@@ -23,7 +23,6 @@ See `Mapping` in graphs/corpus/torch/README.md for how ops become nodes.
 """
 
 import contextlib
-import operator
 import sys
 import threading
 
@@ -31,18 +30,18 @@ import torch
 import torch.nn as nn
 from torch.fx import traceback as fx_traceback
 from torch.fx.experimental import proxy_tensor
-from torch.fx.experimental.proxy_tensor import get_proxy_slot, make_fx
-from torch.overrides import TorchFunctionMode
-from torch.utils._pytree import tree_flatten
+from torch.fx.experimental.proxy_tensor import make_fx
 
 from torch._guards import TracingContext, tracing
 from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 
 from rematbench.torch.checks import (Guards, Unsupported, autocast_off,
-                                     check_replayable, node_tag,
-                                     refuse_changed_input)
-from rematbench.torch.nodes import (by_module, flops, is_alias_node, measure,
-                                    node_bytes, op_memory, to_native)
+                                     check_replayable, refuse_changed_input)
+from rematbench.torch.nodes import (by_module, flops, measure, op_memory,
+                                    to_native)
+from rematbench.torch.saved_parts import clone_saved_parts
+from rematbench.torch.tagging import (Tagger, reachable, reset_stack_trace,
+                                      setter, stack_trace_scope)
 
 aten = torch.ops.aten
 # Tracing from two threads at once would share make_fx's global state:
@@ -51,141 +50,6 @@ _TRACING = threading.Lock()
 
 # --------------------------------------------------------------------------
 # The joint graph with tags.
-
-
-class _Tagger(TorchFunctionMode):
-    """During the forward: maps each new grad_fn to the FX node that made
-    it. A grad_fn of a call's output maps to the output's node.
-    A call such as F.multi_head_attention_forward runs many ATen ops whose
-    grad_fns are not outputs (the mode does not see calls nested in a
-    call): each maps to the unclaimed node made during the call whose op
-    has the grad_fn's name (BmmBackward0 -> aten.bmm) and, if several do,
-    whose arguments include the grad_fn's saved tensors and the nodes of
-    the grad_fn's inputs (its next_functions), first made first."""
-
-    def __init__(self, fwd_of, tracer):
-        super().__init__()
-        self.fwd_of = fwd_of  # grad_fn -> FX node name
-        self.tracer = tracer
-        self.graph = tracer.graph
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        before = len(self.graph.nodes)
-        out = func(*args, **(kwargs or {}))
-        roots = {}
-        for t in tree_flatten(out)[0]:
-            if isinstance(t, torch.Tensor) and t.grad_fn is not None:
-                g = t.grad_fn
-                if g not in self.fwd_of and self._node_of(t) is not None:
-                    self.fwd_of[g] = self._node_of(t)
-                    roots[g] = None
-        if roots:
-            self._map_internal(list(roots), len(self.graph.nodes) - before)
-        return out
-
-    def _map_internal(self, roots, n_new):
-        order, seen = [], set(roots)
-
-        def visit(g):  # post-order: a grad_fn after those of its inputs
-            for nxt, _ in g.next_functions:
-                if nxt is None or nxt in seen or nxt in self.fwd_of:
-                    continue
-                if type(nxt).__name__ == "AccumulateGrad":
-                    continue
-                seen.add(nxt)
-                visit(nxt)
-                order.append(nxt)
-
-        for r in roots:
-            visit(r)
-        if not order:
-            return
-        made = []
-        for n in reversed(self.graph.nodes):
-            if len(made) == n_new:
-                break
-            made.append(n)
-        made.reverse()
-        claimed = set(self.fwd_of[r] for r in roots)
-        for g in order:
-            want = op_key(g.name())
-            saved = {self._node_of(t) for t in _saved_tensors(g)}
-            saved |= {self._input_node(nxt) for nxt, _ in g.next_functions}
-            saved -= {None}
-            best = None
-            for n in made:
-                if n.name in claimed or n.op != "call_function":
-                    continue
-                if op_key(str(n.target)) != want:
-                    continue
-                args = {a.name for a in n.all_input_nodes}
-                if saved <= args | {n.name}:
-                    best = n
-                    break
-                best = best or n
-            if best is None:
-                own = getattr(g, "_saved_result", None)
-                own = (self._node_of(own)
-                       if isinstance(own, torch.Tensor) else None)
-                self.fwd_of[g] = own or self.fwd_of[roots[0]]
-            else:
-                claimed.add(best.name)
-                self.fwd_of[g] = best.name
-
-    def _node_of(self, t):
-        if torch._is_functional_tensor(t):
-            t = torch._from_functional_tensor(t)
-        p = get_proxy_slot(t, self.tracer, None)
-        return None if p is None else p.proxy.node.name
-
-    def _input_node(self, g):
-        """The FX node of the value whose gradient `g` receives."""
-        if g is None:
-            return None
-        if type(g).__name__ == "AccumulateGrad":
-            return self._node_of(g.variable)
-        return self.fwd_of.get(g)
-
-
-def op_key(name):
-    """'BmmBackward0' and 'aten.bmm.default' -> 'bmm';
-    'NllLossBackward0' and 'aten.nll_loss_forward.default' -> 'nllloss'."""
-    if name.startswith("aten."):
-        name = name.split(".")[1]
-        if name.endswith("_forward"):
-            name = name[:-len("_forward")]
-    else:
-        name = name.rstrip("0123456789")
-        if name.endswith("Backward"):
-            name = name[:-len("Backward")]
-    return name.replace("_", "").lower()
-
-
-def _saved_tensors(g):
-    out = []
-    for attr in dir(g):
-        if attr.startswith("_saved_"):
-            try:
-                v = getattr(g, attr)
-            except RuntimeError:  # freed or not available
-                continue
-            out.extend(x for x in tree_flatten(v)[0]
-                       if isinstance(x, torch.Tensor))
-    return out
-
-
-def _stack_trace_scope():
-    """The scope in which fx_traceback.set_stack_trace() sets the stack trace
-    that make_fx copies onto each node it creates: under
-    `preserve_node_meta`, set_stack_trace writes the current node meta that
-    proxy creation copies."""
-    return fx_traceback.preserve_node_meta()
-
-
-def _reset_stack_trace():
-    """Forget the last tag, so that what is traced after the step (the
-    copies into the tensors it changed) has none."""
-    fx_traceback.current_meta = {}
 
 
 def _current_tracer():
@@ -294,7 +158,7 @@ def trace_joint(step, inputs, copy_saved_parts=True):
     check_replayable(g, where)
     guards = Guards(g, where, flat)
     if copy_saved_parts:
-        _copy_saved_parts(g)
+        clone_saved_parts(g)
     for n in g.graph.nodes:
         if n.target is aten.mkldnn_rnn_layer.default:
             n.target = mkldnn_rnn_layer
@@ -386,19 +250,19 @@ def _traced(step, flat, n_p, n_b, functional):
         h2 = nn.modules.module.register_module_forward_hook(post_hook)
         try:
             tracer = _current_tracer()
-            with _stack_trace_scope(), _Tagger(fwd_of, tracer), \
+            with stack_trace_scope(), Tagger(fwd_of, tracer), \
                     _holding(step, flat[:n_p + n_b]):
                 fx_traceback.set_stack_trace(["top"])
                 loss = step(*batch)
         finally:
             h1.remove()
             h2.remove()
-        for g in _reachable(loss.grad_fn):
+        for g in reachable(loss.grad_fn):
             k = len(groups)
             groups.append(g)
-            g.register_prehook(_setter(f"bwd:{k}"))
-            g.register_hook(_setter(f"acc:{k}", post=True))
-        with _stack_trace_scope():
+            g.register_prehook(setter(f"bwd:{k}"))
+            g.register_hook(setter(f"acc:{k}", post=True))
+        with stack_trace_scope():
             fx_traceback.set_stack_trace(["seed"])
             grads = torch.autograd.grad(loss, ps, grad_outputs=tangent,
                                         allow_unused=True)
@@ -421,7 +285,7 @@ def _traced(step, flat, n_p, n_b, functional):
             out = forward_backward(wrapped)
         finally:
             torch._disable_functionalization()
-        _reset_stack_trace()  # the copies below belong to no op
+        reset_stack_trace()  # the copies below belong to no op
         for t, w in zip(flat, wrapped):
             torch._sync(w)
             value = torch._from_functional_tensor(w)
@@ -433,7 +297,7 @@ def _traced(step, flat, n_p, n_b, functional):
     # guards (check_replayable) rather than errors.
     with _fast_metadata():
         g = make_fx(joint, _error_on_data_dependent_ops=False)(*flat)
-    _reset_stack_trace()
+    reset_stack_trace()
     for node in g.graph.nodes:
         node.stack_trace = f"{node.name}|{node.stack_trace or ''}"
         # A tensor the step made from Python values (torch.tensor(...)) is
@@ -451,95 +315,10 @@ def _traced(step, flat, n_p, n_b, functional):
     return g, where, used
 
 
-def _copy_saved_parts(g2):
-    """A multi-output op is one node, whose outputs live until the last
-    use of any of them: batch norm's output would be held, in the model,
-    until the backward reads the small batch statistics beside it. Plain
-    training frees the output after its forward reader, and so does the
-    program. So that the model holds what training holds: when the parts
-    of an op that the backward does not read have one reader R (relu
-    after batch norm), each small part (at most an eighth of the op's
-    outputs) that the backward reads is cloned just before R, and the
-    backward reads the clone. The op's node is then freed after R. When
-    the backward reads R's value too (relu), the clone joins R's node
-    (meta `remat_with`): it lives as long as R's value, which is kept
-    anyway, and the forward stays the chain that the chain methods
-    segment. Otherwise (batch norm before a residual add) the clone is a
-    node of its own. Cloning is exact and costs one copy of a few
-    kilobytes."""
-    graph = g2.graph
-    order = {n: i for i, n in enumerate(graph.nodes)}
-    changed = False
-    for n in list(graph.nodes):
-        parts = [u for u in n.users if u.target is operator.getitem]
-        if n.op != "call_function" or len(parts) < 2:
-            continue
-        total = sum(node_bytes(u) for u in parts)
-        late = {u: [r for r in _readers(u) if _in_backward(r)]
-                for u in parts}
-        early = {r for u in parts if not late[u] for r in _readers(u)}
-        if len(early) != 1:
-            continue
-        (reader,) = early
-        if reader.op != "call_function":
-            continue
-        for u in parts:
-            if not late[u] or 8 * node_bytes(u) > total or \
-                    order[u] > order[reader]:
-                continue
-            with graph.inserting_before(reader):
-                c = graph.call_function(aten.clone.default, (u,))
-            c.meta.update({k: v for k, v in u.meta.items()
-                           if k in ("val", "tensor_meta")})
-            if any(_in_backward(r) for r in _readers(reader)):
-                c.meta["remat_with"] = reader.name
-            # An origin of its own: no backward op takes the clone for
-            # the forward op it differentiates.
-            c.stack_trace = f"{c.name}|{node_tag(reader)}"
-            for r in list(u.users):
-                if r is not c and _in_backward(r):
-                    r.replace_input_with(u, c)
-            changed = True
-    if changed:
-        g2.recompile()
-
-
-def _readers(n):
-    """The ops that read n's value, directly or through views."""
-    out = []
-    for u in n.users:
-        out.extend(_readers(u) if is_alias_node(u) else [u])
-    return out
-
-
-def _in_backward(n):
-    tag = node_tag(n)
-    return n.op == "output" or tag.startswith(("bwd:", "acc:", "seed"))
-
-
 def seed_like(params):
     """The gradient seed d(loss)/d(loss) = 1, the last input of the traced
     graph, on the parameters' device."""
     return torch.ones((), device=params[0].device if params else "cpu")
-
-
-def _setter(tag, post=False):
-    if post:
-        return lambda grad_inputs, grad_outputs: fx_traceback.set_stack_trace(
-            [tag])
-    return lambda grad_outputs: fx_traceback.set_stack_trace([tag])
-
-
-def _reachable(root):
-    seen, order, stack = set(), [], [root]
-    while stack:
-        g = stack.pop()
-        if g is None or g in seen:
-            continue
-        seen.add(g)
-        order.append(g)
-        stack.extend(n for n, _ in g.next_functions)
-    return order
 
 
 # --------------------------------------------------------------------------
@@ -548,7 +327,7 @@ def _reachable(root):
 
 def trace_nodes(step, inputs, granularity="aten", cost="flop", repeats=5,
                 workspace=True, copy_saved_parts=True):
-    """(native nodes as JSON dicts with ids, graph-2 GraphModule, info) of
+    """(native nodes as JSON dicts with ids, the joint GraphModule, info) of
     one training step of `step` (a module returning the loss) on `inputs`.
     The replayer calls this to rebuild an export and runs the GraphModule.
     A node's traced ops are its `name` (the op that owns its memory) and,
@@ -556,8 +335,8 @@ def trace_nodes(step, inputs, granularity="aten", cost="flop", repeats=5,
     `workspace`, what each op allocates beyond its outputs is measured
     (op_memory) and carried as the node's workspace; without, workspace
     is only what a module-granularity node holds inside itself.
-    `copy_saved_parts`: see _copy_saved_parts (exports made before it
-    existed are rebuilt without it)."""
+    `copy_saved_parts`: see saved_parts.clone_saved_parts (exports made
+    before it existed are rebuilt without it)."""
     step.train()
     with _TRACING:  # make_fx's tracer state is global to the process
         g2, info = trace_joint(step, inputs, copy_saved_parts)
