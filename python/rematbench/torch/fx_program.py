@@ -169,10 +169,14 @@ def build(partition, events, recorded=False, anchoring=None, reduce=False):
             works.append(g.call_function(start_reduce,
                                          (reducer, value(Ref(s)))))
             firsts.add(works[-1])
-        for n in g.nodes:
-            if "remat_segment" not in n.meta:
-                n.meta["remat_segment"] = step.segment
-                n.meta["remat_event"] = step.event
+        # The nodes made since the last computation, the last ones of the
+        # graph (nodes are only appended), take this one's event; those
+        # made before the first (inputs, the prologue) take the first's.
+        for n in reversed(g.nodes):
+            if "remat_segment" in n.meta:
+                break
+            n.meta["remat_segment"] = step.segment
+            n.meta["remat_event"] = step.event
     if reduce:
         for s in final_at.get(None, ()):
             works.append(g.call_function(start_reduce,
