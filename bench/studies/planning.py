@@ -14,8 +14,10 @@ training's.
 
     .venv/bin/python bench/studies/planning.py
     .venv/bin/python bench/studies/planning.py --layers 4,12 --steps 50
+    python3 bench/studies/planning.py --device cuda --out DIR   # a GPU
 
-Writes results/planning/cpu.json and cpu.md.
+Writes results/planning/<device>.json and <device>.md (into DIR when
+--out is a directory).
 """
 
 import argparse
@@ -34,13 +36,13 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
 
-def decoder_plan_times(layers, seq=128, d=256):
+def decoder_plan_times(layers, device, seq=128, d=256):
     import transformers
     torch.manual_seed(0)
     cfg = transformers.GPT2Config(n_layer=layers, n_embd=d, n_head=4,
                                   vocab_size=512, n_positions=seq)
-    model = transformers.GPT2LMHeadModel(cfg)
-    ids = torch.randint(512, (2, seq))
+    model = transformers.GPT2LMHeadModel(cfg).to(device)
+    ids = torch.randint(512, (2, seq)).to(device)
     t0 = time.perf_counter()
     plan = rt.plan(model, dict(input_ids=ids, labels=ids), budget=0.5)
     total = time.perf_counter() - t0
@@ -61,7 +63,7 @@ def lengths(steps, seed):
             for _ in range(steps)]
 
 
-def varied_run(steps, seed, buckets, pad_to_planned=False):
+def varied_run(steps, seed, buckets, device, pad_to_planned=False):
     """`steps` training steps of the zoo's bench-size Llama through
     rt.remat on long-tailed lengths, each length planned apart (buckets
     None), padded up to `buckets`, or padded up to a longer planned length
@@ -73,8 +75,10 @@ def varied_run(steps, seed, buckets, pad_to_planned=False):
     the training call saw, so they decide as it did and the run pads and
     plans as one call a step would."""
     model, _ = zoo.build("llama", size="bench")
+    model.to(device)
     batch_size = zoo.SIZES["bench"].batch
-    ids = torch.randint(zoo.SIZES["bench"].vocab, (batch_size, MAX_LENGTH))
+    ids = torch.randint(zoo.SIZES["bench"].vocab,
+                        (batch_size, MAX_LENGTH)).to(device)
     eager_peak = measure.measure_step(
         lambda: model(input_ids=ids, labels=ids).loss.backward(), model,
         timing=False)["measured_peak_bytes"]
@@ -85,7 +89,7 @@ def varied_run(steps, seed, buckets, pad_to_planned=False):
     rows, plan_seconds, train_seconds = [], 0.0, 0.0
     for length in lengths(steps, seed):
         ids = torch.randint(1, zoo.SIZES["bench"].vocab,
-                            (batch_size, length), generator=g)
+                            (batch_size, length), generator=g).to(device)
         batch = dict(input_ids=ids, labels=ids)
         before = sum(len(v) for v in step.plans.values())
         books = dict(step.padding_waste)
@@ -161,8 +165,9 @@ def varied_line(v):
 
 def markdown(doc):
     lines = ["# Planning time", "",
-             f"{doc['context']['date']}, CPU, {torch.get_num_threads()} "
-             f"thread(s), torch {torch.__version__}; "
+             f"{doc['context']['date']}, {doc['context']['device_name']}, "
+             f"{torch.get_num_threads()} thread(s), torch "
+             f"{torch.__version__}; "
              f"`{doc['context']['command_line']}`.", "",
              f"The first plan in the process (a one-layer decoder) took "
              f"{doc['first_plan_seconds']:.1f} s; GPT-2-style decoders, d "
@@ -192,9 +197,16 @@ def main(argv):
                     "separated); the first plans every length apart")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=script.positive_count, default=2)
-    ap.add_argument("-o", "--out",
-                    default=os.path.join(ROOT, "results/planning/cpu.json"))
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("-o", "--out", help="the JSON file, or a directory for "
+                    "<device>.json (default: results/planning/<device>.json)")
     args = ap.parse_args(argv)
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        ap.error("--device cuda: no CUDA device here")
+    out = args.out or os.path.join(ROOT, "results/planning")
+    if os.path.isdir(out):
+        out = os.path.join(out, f"{device.type}.json")
     try:
         depths = [int(x) for x in args.layers.split(",")]
     except ValueError:
@@ -211,24 +223,26 @@ def main(argv):
     # The first plan in a process also pays for imports and for torch's
     # first dispatches: recorded apart, on a one-layer decoder.
     t0 = time.perf_counter()
-    decoder_plan_times(1)
+    decoder_plan_times(1, device)
     first_plan = time.perf_counter() - t0
     decoders = []
     for d in depths:
         print(f"planning.py: decoder of {d} layers", file=sys.stderr)
-        decoders.append(decoder_plan_times(d))
+        decoders.append(decoder_plan_times(d, device))
     print(f"planning.py: {args.steps} steps of varied lengths",
           file=sys.stderr)
     doc = {"format": "rematbench-planning", "version": 3,
-           "context": files.run_context(torch=torch.__version__,
-                                        threads=args.threads),
+           "context": files.run_context(
+               torch=torch.__version__, threads=args.threads,
+               device=device.type, device_name=torch.cuda.get_device_name(
+                   device) if device.type == "cuda" else "CPU"),
            "first_plan_seconds": first_plan, "decoders": decoders,
-           "varied": [varied_run(args.steps, args.seed, None),
-                      varied_run(args.steps, args.seed, buckets),
-                      varied_run(args.steps, args.seed, None, True)]}
-    files.write_json(args.out, doc, indent=1)
+           "varied": [varied_run(args.steps, args.seed, None, device),
+                      varied_run(args.steps, args.seed, buckets, device),
+                      varied_run(args.steps, args.seed, None, device, True)]}
+    files.write_json(out, doc, indent=1)
     text = markdown(doc)
-    files.write_text(os.path.splitext(args.out)[0] + ".md", text)
+    files.write_text(os.path.splitext(out)[0] + ".md", text)
     print(text)
 
 

@@ -104,11 +104,11 @@ def measure(g2, flat, repeats, warm=False):
     """Time of each op (views and getitems included) in nanoseconds: the
     median over `repeats` runs of the whole step, after one untimed run
     (first calls pick kernels and grow the allocator) unless the step has
-    just run (`warm`), each op timed where it runs in the step. Timing an op in place, rather than repeating it
-    on the same inputs, keeps what a real step pays: inputs that are no
-    longer in cache and fresh output memory. On CUDA every op is
-    synchronized before and after, so the figure is the kernel's time, not
-    the launch's."""
+    just run (`warm`), each op timed where it runs in the step. Timing an
+    op in place, rather than repeating it on the same inputs, keeps what a
+    real step pays: inputs that are no longer in cache and fresh output
+    memory. On CUDA every op is synchronized before and after, so the
+    figure is the kernel's time, not the launch's."""
     samples = collections.defaultdict(list)
     cuda = any(isinstance(t, torch.Tensor) and t.is_cuda for t in flat)
     sync = torch.cuda.synchronize if cuda else (lambda: None)
@@ -137,14 +137,13 @@ def measure(g2, flat, repeats, warm=False):
 def op_memory(g2, flat, workspace=True):
     """What each op did with memory in a run of the traced step: returns
     (peak, aliases). With `workspace` (the run is under the profiler),
-    `peak[name]` is the largest sum of the blocks op
-    `name` allocated and had not freed at any moment while it ran: outputs,
-    workspaces and temporaries alike, leaving out the blocks that end up
-    as parameter gradients (static memory, as for rematbench.torch.measure).
-    `aliases[name]` is the
-    input node whose storage an op returned although its schema does not
-    say it returns a view (only for ops with one tensor input: the memory
-    is then that input's)."""
+    `peak[name]` is the largest sum of the blocks op `name` allocated and
+    had not freed at any moment while it ran: outputs, workspaces and
+    temporaries alike, leaving out the blocks that end up as parameter
+    gradients (static memory, as for rematbench.torch.measure).
+    `aliases[name]` is the input node whose storage an op returned
+    although its schema does not say it returns a view (only for ops with
+    one tensor input: the memory is then that input's)."""
     from torch.profiler import record_function
     from rematbench.torch.measure import allocation_events, kept_blocks
     device = next(t.device for t in flat if isinstance(t, torch.Tensor))
@@ -239,7 +238,8 @@ def to_native(g2, info, cost_of, memory=None):
                                                      torch.fx.Node) else None
             else:
                 rep[n] = n
-    # Clones of saved parts join their reader's node (saved_parts.clone_saved_parts).
+    # Clones of saved parts join their reader's node
+    # (saved_parts.clone_saved_parts).
     by_name = {n.name: n for n in nodes}
     joined = collections.defaultdict(list)
     for n in nodes:
