@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Packs what a lent GPU machine needs to run bench/studies/torch_options.py into
-# .gpu/ (ignored by git; the device tool carries it with carry: [".gpu"]).
+# Packs what a lent GPU machine needs to run bench/studies/torch_options.py
+# (or, with SOLVERS=0, bench/studies/planning.py) into .gpu/ (ignored by
+# git; the device tool carries it with carry: [".gpu"]).
 # That machine's image has its own Python (3.12) and torch, and nothing can
 # be installed there, so the package's C++ module is compiled here against
 # that Python's headers (Ubuntu noble's libpython3.12-dev, fetched from
@@ -69,16 +70,25 @@ cp python/rematbench/torch/*.py .gpu/site/rematbench/torch/
 # platforms' solvers, test suites, transformers' other models) is left
 # out, and the rest travels packed (the carry holds 64 MiB: 46 MB packed,
 # 200 MB not, when measured).
-pins=$(grep -E '^(transformers|peft|pulp|pwlf|scipy)==' python/requirements.txt)
+# SOLVERS=0 leaves out sac_milp's (PuLP, pwlf, scipy; 30 MB packed), which
+# bench/studies/planning.py does not need: the carry holds the working tree
+# too (12 MB when measured).
+libs='transformers|peft'
+[[ ${SOLVERS:-1} == 0 ]] || libs+='|pulp|pwlf|scipy'
+pins=$(grep -E "^($libs)==" python/requirements.txt)
+# Their dependencies at the versions the project's environment resolved
+# (the index's latest may not satisfy transformers' own version checks).
+deps=$("$(source scripts/env.sh && echo "$REMAT_PYTHON")" -m pip freeze |
+  grep -iE '^(huggingface.hub|safetensors|tokenizers|regex|pyyaml|tqdm|accelerate|psutil|packaging|filelock|fsspec)==')
 zoo=$work/zoo
-# shellcheck disable=SC2086  # pins is a list of requirements
+# shellcheck disable=SC2086  # pins and deps are lists of requirements
 "$(source scripts/env.sh && echo "$REMAT_PYTHON")" -m pip install -q \
   --no-deps --target "$zoo" --python-version "$PYVER" --only-binary=:all: \
   --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
-  --platform manylinux_2_28_x86_64 $pins huggingface_hub safetensors \
-  tokenizers regex pyyaml tqdm accelerate psutil packaging filelock fsspec
+  --platform manylinux_2_28_x86_64 $pins $deps
 rm -rf "$zoo"/pulp/solverdir/cbc/{win,osx} "$zoo"/bin
-find "$zoo/scipy" -name tests -type d -prune -exec rm -rf {} +
+[[ ! -d $zoo/scipy ]] ||
+  find "$zoo/scipy" -name tests -type d -prune -exec rm -rf {} +
 for d in "$zoo"/transformers/models/*/; do
   case $(basename "$d") in
     auto|llama|gpt2|bert|vit|t5|qwen2|gemma|mistral|opt|roberta|distilbert) ;;

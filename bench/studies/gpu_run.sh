@@ -4,6 +4,8 @@
 #   run(command="bash bench/studies/gpu_run.sh", carry=[".gpu"])
 # or, given arguments, that script and its options instead (--out $OUT is
 # added), e.g. bash bench/studies/gpu_run.sh bench/studies/compiled_profile.py --level 0.5
+# or (bundled with SOLVERS=0) T=470 bash bench/studies/gpu_run.sh
+# bench/studies/planning.py --device cuda --threads 8
 # The issue's GPU table: MODELS=gpt2,resnet50,vit_b_16 EXTRA="--zoo
 # llama_lora" (a Llama of about 1B parameters with LoRA, the zoo's gpu size).
 # Environment: MODELS (default gpt2), DTYPE (bfloat16), T (seconds the
@@ -17,7 +19,9 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
+# A warm machine keeps /tmp: an earlier bundle's files go first.
 L=/tmp/gpulib
+rm -rf $L /tmp/gpuzoo
 mkdir -p $L && tar -C $L -xJf .gpu/libs.tar.xz || exit 3
 for f in $L/fallback/*; do
   ldconfig -p | grep -q "$(basename "$f") " || cp "$f" $L/lib/
