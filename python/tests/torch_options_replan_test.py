@@ -60,3 +60,18 @@ def test_another_format_is_one_line(tmp_path):
     assert r.stderr.count("\n") == 1
     assert "not rematbench-torch-options" in r.stderr
     assert not (tmp_path / "out.json").exists()
+
+
+def test_same_trace_against_the_algorithm_that_won_then(replan):
+    """Worse only past the settled margin (0.1%) over the old algorithm's
+    schedule on the same op times; '-' where either fits nothing."""
+    def same(new, then_now, algorithm="dtr"):
+        return replan.same_trace({"new_algorithm": algorithm,
+                                  "new_overhead": new,
+                                  "old_algorithm_now": then_now})
+    assert same(1.10, 1.10) == "no worse"
+    assert same(1.05, 1.10) == "no worse"
+    assert same(1.1010, 1.10) == "no worse"   # within 1.001 x 1.10
+    assert same(1.1012, 1.10) == "worse"
+    assert same(1.10, None) == "-"
+    assert same(None, 1.10, algorithm=None) == "-"
