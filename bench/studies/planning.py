@@ -197,7 +197,7 @@ def main(argv):
                     "separated); the first plans every length apart")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=script.positive_count, default=2)
-    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("-o", "--out", help="the JSON file, or a directory for "
                     "<device>.json (default: results/planning/<device>.json)")
     args = ap.parse_args(argv)
