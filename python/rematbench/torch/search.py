@@ -61,10 +61,10 @@ class SearchOptions:
     each solve's `timeout` in seconds, `threads` solving at once (None:
     one per CPU), and `plan_seconds`, the search's own time limit (a
     thirtieth more where solves cut at a first try of a thirtieth run
-    again): the
-    algorithms start fastest kind first (heuristics, then solvers that run
-    in child processes, then exact ones), each with the time left, and the
-    plan answers with the best found when it runs out."""
+    again): the algorithms start fastest kind first (heuristics, then
+    solvers that run in child processes, then exact ones), each with the
+    time left, and the plan answers with the best found when it runs
+    out."""
     algorithms: object = "all"
     timeout: float = 10.0
     exact_max_nodes: int = 100

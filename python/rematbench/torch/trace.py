@@ -287,8 +287,7 @@ def _traced(step, flat, n_p, n_b, functional):
             torch._disable_functionalization()
         reset_stack_trace()  # the copies below belong to no op
         for t, w in zip(flat, wrapped):
-            torch._sync(w)
-            value = torch._from_functional_tensor(w)
+            value = _unwrapped(w)
             if value is not t:
                 t.copy_(value)
         return tuple(_unwrapped(t) for t in out)
