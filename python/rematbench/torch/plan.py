@@ -38,10 +38,13 @@ from rematbench.torch.search import Search, SearchOptions
 from rematbench.torch.traced_step import LossStep, TracedStep, split_batch
 
 
+PLAN_SECONDS = 3.0  # plan()'s default search time limit
+
+
 def plan(model, example_inputs, loss_fn=None, budget=None,
          algorithms="all", timeout=10.0, exact_max_nodes=100,
-         cost="measured", repeats=3, threads=None, plan_seconds=3.0,
-         first=(), reserve_bytes=0):
+         cost="measured", repeats=3, threads=None, plan_seconds=PLAN_SECONDS,
+         first=(), reserve_bytes=0, traces=None):
     """Plans training `model` within an activation-memory budget.
 
     example_inputs: an example batch: a tuple of positional arguments or a
@@ -77,6 +80,10 @@ def plan(model, example_inputs, loss_fn=None, budget=None,
         time limit of their own, only where none of them fits.
     reserve_bytes: bytes the plan leaves free below the budget (rt.remat
         leaves room for its padded copies of a batch).
+    traces: the traces of the batch's structure (shape_family.Traces,
+        which rt.remat keeps): a new shape's step is derived from those of
+        other shapes where they fit it, in a fraction of a trace, and a
+        step traced is added to them.
     cost: "measured" (each op's median time over `repeats` runs of the
         step on the model's device, nanoseconds) or "flop".
 
@@ -116,12 +123,16 @@ def plan(model, example_inputs, loss_fn=None, budget=None,
             "arguments, such as (x, y), or a dict of keyword arguments, not "
             f"a {type(example_inputs).__name__}")
     name = f"torch_{type(inner).__name__}"
-    try:
-        traced = TracedStep.trace(LossStep(inner, loss_fn, layout), tensors,
-                                  name, cost=cost, repeats=repeats,
-                                  layout=layout)
-    except Unsupported as e:
-        raise rematbench.Error(f"plan: {e}") from None
+    step = LossStep(inner, loss_fn, layout)
+    traced = traces.derived(tensors) if traces is not None else None
+    if traced is None:
+        try:
+            traced = TracedStep.trace(step, tensors, name, cost=cost,
+                                      repeats=repeats, layout=layout)
+        except Unsupported as e:
+            raise rematbench.Error(f"plan: {e}") from None
+        if traces is not None:
+            traces.add(traced)
     search = Search(traced, options, {
         "generator": "rematbench.torch", "model": type(inner).__name__,
         "host": platform.node(), "threads": torch.get_num_threads()})

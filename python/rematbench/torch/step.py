@@ -10,7 +10,8 @@ import time
 import rematbench
 from rematbench.torch import buckets as bucketing
 from rematbench.torch.checks import autocast_state
-from rematbench.torch.plan import plan
+from rematbench.torch.plan import PLAN_SECONDS, plan
+from rematbench.torch.shape_family import Traces
 from rematbench.torch.traced_step import split_batch
 
 
@@ -31,7 +32,9 @@ class RematStep:
     unpadded one), is planned (plan(), with the batch as the example; a
     new shape of a structure planned before, such as another sequence
     length, by the algorithms that won there alone, falling back to every
-    algorithm where they fit nothing);
+    algorithm where they fit nothing; once three lengths of a structure
+    are traced, a new one's step is derived from their traces rather
+    than traced: shape_family);
     later calls run the plan that holds for them: gradients are added to
     .grad, batch-norm statistics updated once, dropout's masks those of
     plain training; the loss comes back detached. compile=True runs the
@@ -43,20 +46,31 @@ class RematStep:
     bucket. With `pad_to_planned`, a keyword batch of a new length runs
     padded up to the least longer length planned (no plan made; see
     _step_padded) until padding has cost it as much time as a plan; each
-    plan then leaves room for the padded copies. `plans` maps each batch
+    plan then leaves room for the padded copies. A new shape of a
+    structure planned before is searched within `shape_plan_seconds`
+    rather than plan_seconds (the structure's first search found which
+    algorithms win; the search is anytime). `plans` maps each batch
     layout to its plans."""
 
     def __init__(self, model, loss_fn, budget, compile=False, buckets=None,
-                 pad_to_planned=False, **plan_args):
+                 pad_to_planned=False, shape_plan_seconds=0.5, **plan_args):
         if budget is None:
             raise rematbench.Error(
                 "remat: give a budget (bytes, '8GiB', or a fraction of "
                 "plain training's peak: 0.5)")
-        for own in ("first", "reserve_bytes"):
+        for own in ("first", "reserve_bytes", "traces"):
             if own in plan_args:
                 raise rematbench.Error(
                     f"remat: {own} is remat's own (a new shape's winners "
-                    "first, room for padded copies); pass it to plan()")
+                    "first, room for padded copies, the traces a new "
+                    "shape is derived from); pass it to plan()")
+        if isinstance(shape_plan_seconds, bool) or not isinstance(
+                shape_plan_seconds, (int, float)) or \
+                not shape_plan_seconds > 0:
+            raise rematbench.Error(
+                f"remat: shape_plan_seconds must be a number of seconds "
+                f"> 0, not {shape_plan_seconds!r}")
+        self.shape_plan_seconds = shape_plan_seconds
         self.model, self.loss_fn, self.budget = model, loss_fn, budget
         self.compile, self.plan_args = compile, plan_args
         self.buckets = None if buckets is None else \
@@ -64,6 +78,9 @@ class RematStep:
         self.pad_to_planned = bool(pad_to_planned)
         self.pad_id = bucketing.pad_id_of(model)
         self.plans = {}
+        # Each structure's traces, from which a new shape's step is
+        # derived (shape_family).
+        self.traces = {}
         # pad_to_planned's books: each layout's token length, each
         # structure's latest planning time, each unplanned layout's time
         # lost to padding.
@@ -130,9 +147,16 @@ class RematStep:
         # budget by them (they took 6 KB over it on the bench Llama).
         reserve = bucketing.room_to_pad(kwargs) if self.pad_to_planned \
             else bucketing.new_bytes(given, kwargs)
+        plan_args = dict(self.plan_args)
+        if winners:
+            plan_args["plan_seconds"] = min(
+                plan_args.get("plan_seconds", PLAN_SECONDS),
+                self.shape_plan_seconds)
         p = plan(self.model, kwargs if kwargs else args, self.loss_fn,
                  self.budget, first=list(dict.fromkeys(reversed(winners))),
-                 reserve_bytes=reserve, **self.plan_args)
+                 reserve_bytes=reserve,
+                 traces=self.traces.setdefault(structure, Traces()),
+                 **plan_args)
         if self.compile:
             p = p.compiled_within_budget(*args, **kwargs)
         self.plans[key].append(p)
@@ -177,7 +201,7 @@ class RematStep:
 
 
 def remat(model, loss_fn=None, budget=None, compile=False, buckets=None,
-          pad_to_planned=False, **plan_args):
+          pad_to_planned=False, shape_plan_seconds=0.5, **plan_args):
     """The one-line entry point: a callable train_step(*args, **kwargs)
     that runs forward and backward of one batch within `budget` (bytes as
     an int or '512MiB', or a float: a fraction of the NoRemat activation
@@ -187,7 +211,8 @@ def remat(model, loss_fn=None, budget=None, compile=False, buckets=None,
     plan() for every form. `buckets` (a list of sequence lengths) pads
     keyword batches up to them: one plan per bucket. `pad_to_planned`
     runs a new length padded up to a longer one planned until padding has
-    cost a plan's time. `plan_args` go to plan() (algorithms, timeout,
-    ...). See RematStep."""
+    cost a plan's time. `shape_plan_seconds` limits the search of a new
+    shape of a structure planned before. `plan_args` go to plan()
+    (algorithms, timeout, ...). See RematStep."""
     return RematStep(model, loss_fn, budget, compile, buckets,
-                     pad_to_planned, **plan_args)
+                     pad_to_planned, shape_plan_seconds, **plan_args)

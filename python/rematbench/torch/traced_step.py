@@ -115,7 +115,9 @@ class TracedStep:
     guards: the values the step read in Python (checks.Guards);
     layout: the batch's layout besides its tensors (split_batch);
     autocast: the autocast state it was traced in (its casts are in the
-        graph)."""
+        graph);
+    derived_from: None for a traced step; for one derived from traces of
+        other shapes (shape_family), their lengths."""
     module: torch.fx.GraphModule
     nodes: list
     params: list
@@ -129,6 +131,7 @@ class TracedStep:
     frozen_bytes: int = 0
     layout: tuple = None
     autocast: tuple = None
+    derived_from: tuple = None
 
     @property
     def guards(self):

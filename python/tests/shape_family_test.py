@@ -1,0 +1,146 @@
+"""A new shape's step derived from traces of other shapes
+(rematbench.torch.shape_family; run by ctest as python.shape_family): on
+a tiny attention model whose L x L scores make some of the graph's
+integers quadratic in the length L, the step derived at a new length is
+the traced one (the same graph, node for node), only once enough traces
+confirm every integer's polynomial; rt.remat trains derived lengths with
+plain training's gradients within the budget; batches whose lengths vary
+apart are traced."""
+
+from conftest import require_modules
+
+(torch,) = require_modules("torch")
+
+import pytest
+import torch.nn as nn
+import torch.nn.functional as F
+
+import rematbench as rb
+import rematbench.torch as rt
+from rematbench.torch import measure
+from rematbench.torch.shape_family import Traces
+from rematbench.torch.traced_step import LossStep, TracedStep, split_batch
+
+torch.set_num_threads(1)
+VOCAB = 32
+
+
+class TinyAttention(nn.Module):
+    """One attention layer whose scores are a [batch, L, L] tensor."""
+
+    def __init__(self, d=16):
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB, d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.out = nn.Linear(d, VOCAB)
+
+    def forward(self, ids):
+        h = self.embed(ids)
+        q, k, v = self.qkv(h).chunk(3, dim=-1)
+        scores = (q @ k.transpose(1, 2)) / 4.0
+        h = h + scores.softmax(-1) @ v
+        return self.out(torch.relu(h))
+
+
+def loss_fn(out, target):
+    return F.cross_entropy(out.flatten(0, 1), target.flatten())
+
+
+def batch(length, seed=0):
+    g = torch.Generator().manual_seed(seed + length)
+    ids = torch.randint(VOCAB, (2, length), generator=g)
+    return ids, ids.roll(1, dims=1)
+
+
+def traced_at(model, length):
+    tensors, layout = split_batch(batch(length), {})
+    return TracedStep.trace(LossStep(model, loss_fn, layout), tensors, "t",
+                            cost="measured", repeats=1, layout=layout)
+
+
+def test_a_derived_step_is_the_traced_one():
+    """The scores' strides and bytes are quadratic in L: three traces
+    (lengths 8, 12, 16) confirm linear integers only, so no step is
+    derived from them; a fourth (20) confirms the quadratic ones, and the
+    step derived at 28 is the one traced at 28: the same graph code,
+    values' shapes, strides and storage bytes, and the same nodes (their
+    memory; times and workspaces are measured, so interpolated)."""
+    torch.manual_seed(0)
+    model = TinyAttention()
+    traces = Traces()
+    for length in (8, 12, 16):
+        traces.add(traced_at(model, length))
+    new = split_batch(batch(28), {})[0]
+    assert traces.derived(new) is None
+    traces.add(traced_at(model, 20))
+    derived = traces.derived(new)
+    assert derived is not None and derived.derived_from == (8, 12, 16, 20)
+    traced = traced_at(model, 28)
+    assert derived.module.code == traced.module.code
+    for a, b in zip(derived.module.graph.nodes, traced.module.graph.nodes):
+        va, vb = a.meta.get("val"), b.meta.get("val")
+        if isinstance(vb, torch.Tensor):
+            assert (va.shape, va.stride(), va.untyped_storage().nbytes()) \
+                == (vb.shape, vb.stride(), vb.untyped_storage().nbytes())
+            assert a.meta["tensor_meta"] == b.meta["tensor_meta"], a.name
+    strip = lambda n: {k: v for k, v in n.items()
+                       if k not in ("cost", "workspace")}
+    assert [strip(n) for n in derived.nodes] == \
+        [strip(n) for n in traced.nodes]
+    quadratic = [n for n in traced.nodes if n["mem"] == 2 * 28 * 28 * 4]
+    assert quadratic  # the scores are in the graph
+
+
+def test_remat_derives_new_lengths_and_trains_them_as_plain_training():
+    """rt.remat fed lengths 8, 12, 16, 20, then 28 and 10: the first four
+    are traced, 28 (beyond them) and 10 (between) derived; every step's
+    gradients are plain training's bit for bit, its allocator-measured
+    activation peak within the budget."""
+    torch.manual_seed(1)
+    model = TinyAttention()
+    budget = measure.measure_step(
+        lambda: loss_fn(model(batch(28)[0]), batch(28)[1]).backward(),
+        model, timing=False)["measured_peak_bytes"] * 3 // 4
+    step = rt.remat(model, loss_fn, budget=budget, timeout=3)
+    for length in (8, 12, 16, 20, 28, 10):
+        x, y = batch(length, seed=5)
+        plain = measure.measure_step(
+            lambda: loss_fn(model(x), y).backward(), model, timing=False)
+        got = measure.measure_step(lambda: step(x, y), model, timing=False,
+                                   reference=plain["grads"])
+        assert got["gradients_equal"], length
+        assert got["measured_peak_bytes"] <= budget, length
+        (p,) = step.plans[step.layout_key((x, y), {})]
+        assert (p.traced.derived_from is not None) == (length in (28, 10))
+    with pytest.raises(rb.Error, match="^remat: shape_plan_seconds must be"):
+        rt.remat(model, loss_fn, budget=0.5, shape_plan_seconds=0)
+
+
+class TwoLengths(nn.Module):
+    """A step over two sequences whose lengths are each their own."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB, 8)
+
+    def forward(self, a, b):
+        return self.embed(a).mean() + self.embed(b).square().mean()
+
+
+def test_lengths_that_vary_apart_are_traced():
+    """Traces whose batches' lengths vary apart (a: 8, 12, 16, 20; b: 4,
+    4, 8, 6) are no family: nothing is derived from them."""
+    model = TwoLengths()
+    traces = Traces()
+
+    def tensors(la, lb):
+        a = torch.randint(VOCAB, (2, la))
+        b = torch.randint(VOCAB, (2, lb))
+        return split_batch((a, b), {})
+
+    for la, lb in ((8, 4), (12, 4), (16, 8), (20, 6)):
+        t, layout = tensors(la, lb)
+        traces.add(TracedStep.trace(LossStep(model, None, layout), t, "t",
+                                    layout=layout))
+    assert traces.families[0].broken == "two lengths vary on their own"
+    assert traces.derived(tensors(24, 24)[0]) is None
