@@ -91,12 +91,14 @@ def varied_run(steps, seed, buckets, device, pad_to_planned=False):
         ids = torch.randint(1, zoo.SIZES["bench"].vocab,
                             (batch_size, length), generator=g).to(device)
         batch = dict(input_ids=ids, labels=ids)
-        before = sum(len(v) for v in step.plans.values())
+        before = {id(p) for ps in step.plans.values() for p in ps}
         books = dict(step.padding_waste)
         t0 = time.perf_counter()
         step(**batch)  # plans where the shape is new
         first = time.perf_counter() - t0
-        planned = sum(len(v) for v in step.plans.values()) > before
+        made = [p for ps in step.plans.values() for p in ps
+                if id(p) not in before]
+        planned = bool(made)
         ran = batch if buckets is None and not pad_to_planned else \
             rt.buckets.pad(batch, [step.ran_length], step.pad_id)
         plain = measure.measure_step(
@@ -120,6 +122,8 @@ def varied_run(steps, seed, buckets, device, pad_to_planned=False):
         train_seconds += got["step_seconds"]
         rows.append({"length": length, "ran_length": ran["input_ids"].shape[1],
                      "planned": planned,
+                     "derived": any(p.traced.derived_from is not None
+                                    for p in made),
                      "measured_peak_bytes": got["measured_peak_bytes"],
                      "within_budget": got["measured_peak_bytes"] <= budget,
                      "gradients_equal": got["gradients_equal"],
@@ -144,12 +148,17 @@ def varied_line(v):
            "a plan (pad_to_planned)" if v.get("pad_to_planned") else
            "each length planned apart" if v["buckets"] is None else
            f"padded to buckets {v['buckets']}")
-    others = [r["plan_seconds"] for r in planned[1:]]
+    others = [r["plan_seconds"] for r in planned[1:] if not r["derived"]]
+    derived = [r["plan_seconds"] for r in planned if r["derived"]]
     line = (f"- {how}: {len(planned)} plans took {v['plan_seconds']:.1f} s "
             f"of {total:.1f} s ({v['plan_seconds'] / total:.0%}); the first "
             f"{planned[0]['plan_seconds']:.1f} s")
     if others:
-        line += f", the others {min(others):.1f}-{max(others):.1f} s"
+        line += (f", {len(others)} more traced "
+                 f"{min(others):.1f}-{max(others):.1f} s")
+    if derived:
+        line += (f", {len(derived)} derived from traces of other lengths "
+                 f"{min(derived):.2f}-{max(derived):.2f} s")
     line += (f"; training {v['train_seconds']:.1f} s; "
              f"{sum(r['within_budget'] for r in rows)} of {len(rows)} steps "
              "within the budget at the allocator, "
@@ -231,7 +240,7 @@ def main(argv):
         decoders.append(decoder_plan_times(d, device))
     print(f"planning.py: {args.steps} steps of varied lengths",
           file=sys.stderr)
-    doc = {"format": "rematbench-planning", "version": 3,
+    doc = {"format": "rematbench-planning", "version": 4,
            "context": files.run_context(
                torch=torch.__version__, threads=args.threads,
                device=device.type, device_name=torch.cuda.get_device_name(

@@ -7,19 +7,21 @@ Batches of one structure that differ in one length L only (a sequence
 length, or the batch size) give joint graphs that differ in integers
 only: the ops, their order, names, arguments and tags are the same, and
 each integer (an op's size argument, an output's sizes, strides, offset
-and storage bytes, a node's memory and workspace) is a polynomial in L
-of low degree: sizes are linear in L; strides, bytes and an L x L
-attention score's sizes products of them. A family holds the traces of a
+and storage bytes, a node's memory) is a polynomial in L of low degree:
+sizes are linear in L; strides and bytes products of them, quadratic
+where an L x L attention score is held. A family holds the traces of a
 structure. From k of them it fits each integer with the polynomial of
 least degree through its k values, and knows the integer only where that
 degree is at most k - 2: one trace more than the fit needs confirms it.
 Where every integer is known, a new length's graph, graph document and
-guards are the polynomials' values there; each node's measured time is
-interpolated between the two traced lengths around L (beyond them,
-extrapolated from the two nearest). Anything else that differs between
-traces (an op, a float argument, a constant tensor, a value read in
-Python, a second length varying on its own) leaves the structure traced
-at every shape.
+guards are the polynomials' values there; what was measured (each
+node's time, and its workspace: what its op allocated beyond its
+outputs, which a kernel chooses by size) is interpolated between the two
+traced lengths around L (beyond them, extrapolated from the two
+nearest), the workspace rounded up. Traces that differ otherwise (an op,
+a float argument, a constant tensor, a value read in Python) are
+families apart; a family whose batches have two lengths varying apart
+derives nothing.
 """
 
 import dataclasses
@@ -59,7 +61,7 @@ class _Flat:
             self.ints.append(n["mem"])
 
     def _graph(self, gm):
-        sig, ints = self.signature, self.ints
+        sig = self.signature
         for n in gm.graph.nodes:
             leaves, spec = tree_flatten((n.args, n.kwargs))
             sig.append((n.op, n.target, n.name, n.stack_trace, spec))
@@ -109,6 +111,8 @@ class Traces:
         self.families = []
 
     def add(self, traced):
+        """Takes a traced step (traced_step.TracedStep) into the family of
+        its signature."""
         flat = _Flat(traced)
         family = next((f for f in self.families
                        if f.signature == flat.signature), None)
@@ -118,6 +122,9 @@ class Traces:
         family.add(traced, flat)
 
     def derived(self, tensors):
+        """The step of the batch `tensors` derived by the family with the
+        most traces that fits it and whose guards (checks.Guards) hold for
+        it, or None."""
         for family in sorted(self.families, key=lambda f: -len(f.traced)):
             step = family.derived(tensors)
             if step is not None and not step.guards.check(
@@ -212,8 +219,8 @@ class ShapeFamily:
             derived_from=tuple(lengths))
 
     def _fitted(self):
-        """(lengths, coefficients) of every integer's polynomial, or None
-        where some integer's is not confirmed by the traces."""
+        """_fit's polynomials of the traces' integers, or None where some
+        integer's is not confirmed by the traces."""
         if self._fit is None:
             x = np.array([e[0] for e in self.traced], dtype=np.float64)
             y = np.array([f.ints for _, _, f in self.traced],
@@ -318,6 +325,8 @@ def _instantiate(gm, pos):
 
 
 def _value(v, pos):
+    """Value metadata `v` (a fake tensor, an int, another value) with its
+    integers taken from `pos`."""
     if type(v) is int:
         return next(pos)
     if not isinstance(v, torch.Tensor):
@@ -344,6 +353,7 @@ def _tensor_meta(old, val):
 
 
 def _copy_guards(guards, module):
+    """checks.Guards `guards` with its graph `module` instead."""
     new = object.__new__(type(guards))
     new.__dict__.update(guards.__dict__, module=module)
     return new
