@@ -13,12 +13,14 @@ where an L x L attention score is held. A family holds the traces of a
 structure. From k of them it fits each integer with the polynomial of
 least degree through its k values, and knows the integer only where that
 degree is at most k - 2: one trace more than the fit needs confirms it.
-Where every integer is known, a new length's graph, graph document and
-guards are the polynomials' values there; what was measured (each
-node's time, and its workspace: what its op allocated beyond its
-outputs, which a kernel chooses by size) is interpolated between the two
-traced lengths around L (beyond them, extrapolated from the two
-nearest), the workspace rounded up. Traces that differ otherwise (an op,
+Where every integer is known, a new length between the shortest and the
+longest traced gets its graph, graph document and guards from the
+polynomials' values there (none beyond them, where an integer may bend:
+a sliding window's min(L, w); none where a value is no integer: L // 2);
+what was measured (each node's time, and its workspace: what its op
+allocated beyond its outputs, which a kernel chooses by size) is
+interpolated between the two traced lengths around L, the workspace
+rounded up. Traces that differ otherwise (an op,
 a float argument, a constant tensor, a value read in Python) are
 families apart; a family whose batches have two lengths varying apart
 derives nothing.
@@ -196,7 +198,9 @@ class ShapeFamily:
         if self.broken:
             return None
         length = self.length_of(tensors)
-        if length is None or any(e[0] == length for e in self.traced):
+        lengths = [e[0] for e in self.traced]
+        if length is None or not lengths[0] < length < lengths[-1] or \
+                length in lengths:
             return None
         fit = self._fitted()
         if fit is None:
@@ -204,7 +208,6 @@ class ShapeFamily:
         ints = _evaluate(fit, length)
         if ints is None:
             return None
-        lengths = [e[0] for e in self.traced]
         near = min(self.traced, key=lambda e: abs(e[0] - length))[1]
         pos = iter(ints.tolist())
         module = _instantiate(near.module, pos)
@@ -230,17 +233,10 @@ class ShapeFamily:
 
     def _nodes(self, near, pos, length):
         """The graph document's nodes at `length`: memory the fitted
-        integers; each node's time and workspace (measured: what its op
-        allocated beyond its outputs, which kernels choose by size)
-        interpolated, the workspace rounded up."""
-        below = [e for e in self.traced if e[0] < length]
-        above = [e for e in self.traced if e[0] > length]
-        if below and above:
-            (a, sa, _), (b, sb, _) = below[-1], above[0]
-        elif above:
-            (a, sa, _), (b, sb, _) = above[0], above[1]
-        else:
-            (a, sa, _), (b, sb, _) = below[-2], below[-1]
+        integers; each node's time and workspace interpolated between the
+        traced lengths around it, the workspace rounded up."""
+        (a, sa, _) = [e for e in self.traced if e[0] < length][-1]
+        (b, sb, _) = [e for e in self.traced if e[0] > length][0]
         w = (length - a) / (b - a)
 
         def at(x, y):
@@ -290,12 +286,14 @@ def _fit(x, y):
 
 
 def _evaluate(fit, length):
-    """The integers at `length` (None where a varying one comes out
-    negative: the length is too far from the traced ones)."""
+    """The integers at `length`, or None where a polynomial's value there
+    is no integer (the integer is not that polynomial: L // 2 at an odd
+    L)."""
     values, varying, coef, scale = fit
     xs = length / scale
-    new = np.rint(coef[0] + xs * (coef[1] + xs * coef[2]))
-    if (new < 0).any():
+    raw = coef[0] + xs * (coef[1] + xs * coef[2])
+    new = np.rint(raw)
+    if (np.abs(raw - new) > 0.01).any():
         return None
     values = values.copy()
     values[varying] = new.astype(np.int64)
