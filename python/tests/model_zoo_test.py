@@ -133,13 +133,15 @@ def test_values_drawn_at_random_and_read_in_python_are_refused():
 
 
 def test_new_sequence_lengths_reuse_the_winning_algorithm():
-    """rt.remat on a Llama fed three sequence lengths: the first plans with
+    """rt.remat on a Llama fed five sequence lengths: the first plans with
     every algorithm, the others (the same structure) with the one that won,
-    alone; every step equals plain training's, within its budget."""
+    alone; the last (28, between lengths traced) is derived from the
+    traces of the others (shape_family), not traced; every step equals
+    plain training's, within its budget."""
     model, _ = zoo.build("llama")
     step = rt.remat(model, budget=0.5, timeout=3)
     g = torch.Generator().manual_seed(7)
-    for length in (16, 24, 32):
+    for length in (16, 32, 24, 20, 28):
         ids = torch.randint(zoo.VOCAB, (2, length), generator=g)
         batch = dict(input_ids=ids, labels=ids)
         plain = measure.measure_step(lambda: model(**batch).loss.backward(),
@@ -153,6 +155,8 @@ def test_new_sequence_lengths_reuse_the_winning_algorithm():
     assert len(first.table) > 5
     for p in later:
         assert [r["algorithm"] for r in p.table] == [first.algorithm]
+    assert first.traced.derived_from is None
+    assert later[-1].traced.derived_from is not None
 
 
 def step_against_padded(model, step, batch, padded):

@@ -4,8 +4,9 @@ a tiny attention model whose L x L scores make some of the graph's
 integers quadratic in the length L, the step derived at a new length is
 the traced one (the same graph, node for node), only once enough traces
 confirm every integer's polynomial; rt.remat trains derived lengths with
-plain training's gradients within the budget; batches whose lengths vary
-apart are traced."""
+plain training's gradients within the budget; a second length is fitted
+as the graph's integers are, and lengths that vary apart derive
+nothing."""
 
 from conftest import require_modules
 
@@ -124,7 +125,7 @@ def test_remat_derives_new_lengths_and_trains_them_as_plain_training():
 
 
 class TwoLengths(nn.Module):
-    """A step over two sequences whose lengths are each their own."""
+    """A step over two sequences (a T5's inputs and labels)."""
 
     def __init__(self):
         super().__init__()
@@ -134,20 +135,31 @@ class TwoLengths(nn.Module):
         return self.embed(a).mean() + self.embed(b).square().mean()
 
 
-def test_lengths_that_vary_apart_are_traced():
-    """Traces whose batches' lengths vary apart (a: 8, 12, 16, 20; b: 4,
-    4, 8, 6) are no family: nothing is derived from them."""
+def test_a_second_length_is_fitted_as_the_graph_is():
+    """Traces whose second sequence is half as long as the first (a: 8,
+    12, 16, 24; b: 4, 6, 8, 12) derive a = 20 with b = 10, the traced
+    step's graph, and nothing with b = 7 (lengths varying apart); traces
+    of lengths that vary apart (b: 4, 4, 8, 6) derive nothing."""
     model = TwoLengths()
-    traces = Traces()
 
     def tensors(la, lb):
         a = torch.randint(VOCAB, (2, la))
         b = torch.randint(VOCAB, (2, lb))
         return split_batch((a, b), {})
 
-    for la, lb in ((8, 4), (12, 4), (16, 8), (20, 6)):
+    def traced(la, lb):
         t, layout = tensors(la, lb)
-        traces.add(TracedStep.trace(LossStep(model, None, layout), t, "t",
-                                    layout=layout))
-    assert traces.families[0].broken == "two lengths vary on their own"
-    assert traces.derived(tensors(24, 24)[0]) is None
+        return TracedStep.trace(LossStep(model, None, layout), t, "t",
+                                layout=layout)
+
+    half, apart = Traces(), Traces()
+    for la, lb, lb_apart in ((8, 4, 4), (12, 6, 4), (16, 8, 8),
+                             (24, 12, 6)):
+        half.add(traced(la, lb))
+        apart.add(traced(la, lb_apart))
+    derived = half.derived(tensors(20, 10)[0])
+    assert derived is not None
+    assert derived.module.code == traced(20, 10).module.code
+    assert half.derived(tensors(20, 7)[0]) is None
+    assert apart.derived(tensors(20, 10)[0]) is None
+    assert apart.derived(tensors(20, 6)[0]) is None

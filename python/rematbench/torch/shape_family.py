@@ -22,8 +22,10 @@ allocated beyond its outputs, which a kernel chooses by size) is
 interpolated between the two traced lengths around L, the workspace
 rounded up. Traces that differ otherwise (an op,
 a float argument, a constant tensor, a value read in Python) are
-families apart; a family whose batches have two lengths varying apart
-derives nothing.
+families apart. The length is the batch's first size that varies between
+traces; its other varying sizes (a T5's labels, half as long) are
+integers of the graph like the rest, and a batch whose sizes are not
+those fitted at its length (lengths varying apart) derives nothing.
 """
 
 import dataclasses
@@ -143,7 +145,7 @@ class ShapeFamily:
     def __init__(self, signature):
         self.signature = signature
         self.traced = []        # (length, TracedStep, _Flat), by length
-        self.varying = set()    # (input, dim) that take the length
+        self.varying = []       # (input, dim) of the sizes that vary
         self.broken = None      # why the traces are not one family
         self._fit = None        # _fit's, of the traces held
 
@@ -157,38 +159,38 @@ class ShapeFamily:
                for s in shapes):
             self.broken = "the traces' batches differ in more than sizes"
             return
-        varying = {(i, d) for i, shape in enumerate(shapes[0])
-                   for d in range(len(shape))
-                   if any(s[i][d] != shape[d] for s in shapes)}
-        lengths = [{s[i][d] for i, d in varying} for s in shapes]
-        if any(len(x) > 1 for x in lengths):
-            self.broken = "two lengths vary on their own"
-            return
+        varying = sorted((i, d) for i, shape in enumerate(shapes[0])
+                         for d in range(len(shape))
+                         if any(s[i][d] != shape[d] for s in shapes))
         self.varying = varying
-        by_length = {min(x, default=0): (s, f)
-                     for x, (s, f) in zip(lengths, entries)}
+        # The length is the first varying size; the others are integers
+        # of the graph (its placeholders' sizes) like any other.
+        i, d = varying[0] if varying else (0, 0)
+        by_length = {s[i][d] if varying else 0: (t, f)
+                     for s, (t, f) in zip(shapes, entries)}
+        if len(by_length) < len(entries) and varying:
+            self.broken = "two traces' batches differ at one length"
+            return
         self.traced = [(n, *by_length[n]) for n in sorted(by_length)]
         self._fit = None
 
     def length_of(self, tensors):
-        """The length a batch of the family's structure is at (None:
-        another dim than the traced ones differs, or its varying dims
-        differ among themselves)."""
+        """The length a batch of the family's structure is at: its first
+        size that varies between the traces (None where a size that does
+        not vary differs)."""
         if not self.varying:
             return None
         ref = self.traced[0][1].inputs
         if len(tensors) != len(ref):
             return None
-        values = {tensors[i].shape[d] for i, d in self.varying
-                  if d < tensors[i].dim()}
-        if len(values) != 1:
-            return None
+        varying = set(self.varying)
         for i, (t, r) in enumerate(zip(tensors, ref)):
             if t.dim() != r.dim() or any(
                     a != b for d, (a, b) in enumerate(zip(t.shape, r.shape))
-                    if (i, d) not in self.varying):
+                    if (i, d) not in varying):
                 return None
-        return values.pop()
+        i, d = self.varying[0]
+        return tensors[i].shape[d]
 
     def derived(self, tensors):
         """The traced step (traced_step.TracedStep) of the batch `tensors`
@@ -211,6 +213,12 @@ class ShapeFamily:
         near = min(self.traced, key=lambda e: abs(e[0] - length))[1]
         pos = iter(ints.tolist())
         module = _instantiate(near.module, pos)
+        first = near.info["n_params"] + near.info["n_buffers"]
+        batch = [n for n in module.graph.nodes if n.op == "placeholder"][
+            first:first + len(tensors)]
+        if any(n.meta["val"].shape != t.shape
+               for n, t in zip(batch, tensors)):
+            return None  # another size is not the one fitted
         guards = near.guards
         if guards.module is not None:
             guards = _copy_guards(guards, _instantiate(guards.module, pos))
