@@ -62,6 +62,7 @@ def one_line(excinfo, *parts):
     (dict(timeout=0), ["timeout must be a positive number"]),
     (dict(plan_seconds=math.nan), ["plan_seconds must be a positive"]),
     (dict(exact_max_nodes=-1), ["exact_max_nodes must be an integer >= 0"]),
+    (dict(traces={}), ["traces must be a shape_family.Traces, not {}"]),
     (dict(algorithms=["no_such_algorithm"]), ["no_such_algorithm"]),
     (dict(budget=None), ["give a budget"]),
     (dict(budget=True), ["budget"]),

@@ -35,6 +35,7 @@ from rematbench.torch.checks import Unsupported, autocast_state
 from rematbench.torch.interpreter import run_step
 from rematbench.torch.memory import as_events
 from rematbench.torch.search import Search, SearchOptions
+from rematbench.torch.shape_family import Traces
 from rematbench.torch.traced_step import LossStep, TracedStep, split_batch
 
 
@@ -105,6 +106,9 @@ def plan(model, example_inputs, loss_fn=None, budget=None,
             reserve_bytes, int) or reserve_bytes < 0:
         raise rematbench.Error(f"plan: reserve_bytes must be an integer "
                                f">= 0, not {reserve_bytes!r}")
+    if traces is not None and not isinstance(traces, Traces):
+        raise rematbench.Error(f"plan: traces must be a "
+                               f"shape_family.Traces, not {traces!r}")
     if cost not in ("measured", "flop"):
         raise rematbench.Error(f"plan: cost must be 'measured' or 'flop', "
                                f"not {cost!r}")
@@ -518,6 +522,10 @@ class Plan:
                      if (r["message"] or "").startswith(prefix)]
             if names:
                 lines.append(f"{what}: {', '.join(names)}")
+        if self.traced.derived_from is not None:
+            lines.append("the step derived from its traces at lengths " +
+                         ", ".join(map(str, self.traced.derived_from)) +
+                         " (shape_family), not traced")
         return "\n".join(lines)
 
     def __str__(self):
