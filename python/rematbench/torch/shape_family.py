@@ -155,11 +155,8 @@ class ShapeFamily:
         if self.broken:
             return
         entries = [(s, f) for _, s, f in self.traced] + [(traced, flat)]
+        # One signature: the same inputs, each of the same rank.
         shapes = [[tuple(t.shape) for t in s.inputs] for s, _ in entries]
-        if any([len(x) for x in s] != [len(x) for x in shapes[0]]
-               for s in shapes):
-            self.broken = "the traces' batches differ in more than sizes"
-            return
         varying = sorted((i, d) for i, shape in enumerate(shapes[0])
                          for d in range(len(shape))
                          if any(s[i][d] != shape[d] for s in shapes))
