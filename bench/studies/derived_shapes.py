@@ -74,7 +74,9 @@ def markdown(doc):
              f"`{doc['context']['command_line']}`.", "",
              "Lengths in order " + ", ".join(map(str, LENGTHS)) +
              "; each model at the zoo's test size, rt.remat(budget=0.5). "
-             "T: traced, D: derived, with the first call's seconds.", "",
+             "T: traced, D: derived, with the first call's seconds "
+             "(planning and the step, its peak measured at the "
+             "allocator).", "",
              "| model | lengths | bit-equal | within budget | why none "
              "derived |", "|---|---|---|---|---|"]
     for m in doc["models"]:
