@@ -124,6 +124,45 @@ def test_remat_derives_new_lengths_and_trains_them_as_plain_training():
         rt.remat(model, loss_fn, budget=0.5, shape_plan_seconds=0)
 
 
+def test_a_derived_step_that_fails_to_run_is_traced_instead(monkeypatch):
+    """A derived step whose graph is wrong (a view's size one too large:
+    it fails to run) is traced instead, with a warning: the step's
+    gradients are still plain training's, its family derives nothing
+    more."""
+    torch.manual_seed(2)
+    model = TinyAttention()
+    derived = Traces.derived
+
+    def wrong(self, tensors):
+        step = derived(self, tensors)
+        if step is not None:
+            view = next(n for n in step.module.graph.nodes
+                        if n.target is torch.ops.aten.view.default and
+                        -1 not in n.args[1])
+            view.args = (view.args[0], [*view.args[1][:-1],
+                                        view.args[1][-1] + 1])
+            step.module.recompile()
+        return step
+
+    monkeypatch.setattr(Traces, "derived", wrong)
+    step = rt.remat(model, loss_fn, budget=0.9, timeout=3)
+    for length in (8, 28, 12, 20):
+        step(*batch(length))
+    x, y = batch(16)
+    plain = measure.measure_step(lambda: loss_fn(model(x), y).backward(),
+                                 model, timing=False)
+    with pytest.warns(UserWarning, match="derived from traces at lengths "
+                      r"\(8, 12, 20, 28\) failed"):
+        got = measure.measure_step(lambda: step(x, y), model, timing=False,
+                                   reference=plain["grads"])
+    assert got["gradients_equal"]
+    (p,) = step.plans[step.layout_key((x, y), {})]
+    assert p.traced.derived_from is None
+    (traces,) = step.traces.values()
+    assert traces.families[0].broken.startswith("a step derived from it "
+                                                "failed")
+
+
 class TwoLengths(nn.Module):
     """A step over two sequences (a T5's inputs and labels)."""
 

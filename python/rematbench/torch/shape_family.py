@@ -192,8 +192,9 @@ class ShapeFamily:
 
     def derived(self, tensors):
         """The traced step (traced_step.TracedStep) of the batch `tensors`
-        derived from the family's traces, or None where they do not fit
-        it yet (too few traces, a new kind of shape) or at all."""
+        derived from the family's traces (its info's `derived_by` this
+        family), or None where they do not fit it yet (too few traces, a
+        new kind of shape) or at all."""
         t0 = time.perf_counter()
         if self.broken:
             return None
@@ -221,7 +222,7 @@ class ShapeFamily:
         if guards.module is not None:
             guards = _copy_guards(guards, _instantiate(guards.module, pos))
         nodes = self._nodes(near, pos, length)
-        info = dict(near.info, guards=guards, g1=module)
+        info = dict(near.info, guards=guards, g1=module, derived_by=self)
         return dataclasses.replace(
             near, module=module, nodes=nodes, inputs=tuple(tensors),
             info=info, trace_seconds=time.perf_counter() - t0,

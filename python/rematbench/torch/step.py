@@ -6,9 +6,11 @@ made as its batches come (rematbench.torch.plan makes each).
 """
 
 import time
+import warnings
 
 import rematbench
 from rematbench.torch import buckets as bucketing
+from rematbench.torch import rng
 from rematbench.torch.checks import autocast_state
 from rematbench.torch.plan import PLAN_SECONDS, plan
 from rematbench.torch.shape_family import Traces
@@ -34,7 +36,8 @@ class RematStep:
     length, by the algorithms that won there alone, falling back to every
     algorithm where they fit nothing; once three lengths of a structure
     are traced, a new one's step is derived from their traces rather
-    than traced: shape_family);
+    than traced: shape_family; one whose first run fails is traced
+    instead, with a warning);
     later calls run the plan that holds for them: gradients are added to
     .grad, batch-norm statistics updated once, dropout's masks those of
     plain training; the loss comes back detached. compile=True runs the
@@ -157,12 +160,29 @@ class RematStep:
                  reserve_bytes=reserve,
                  traces=self.traces.setdefault(structure, Traces()),
                  **plan_args)
-        if self.compile:
-            p = p.compiled_within_budget(*args, **kwargs)
+        family = p.traced.info.get("derived_by")
+        saved = rng.snapshot(p.traced.device)
+        try:
+            if self.compile:
+                p = p.compiled_within_budget(*args, **kwargs)
+            planned = time.perf_counter() - started
+            loss = p.step(*args, **kwargs)
+        except RuntimeError as e:
+            if family is None:
+                raise
+            # A derived step that fails to run was derived wrong: the
+            # program adds gradients and updates buffers only once it has
+            # run, so the batch is planned again, traced.
+            rng.restore(saved)
+            family.broken = f"a step derived from it failed: {e}"
+            warnings.warn(f"rematbench.torch: the step derived from traces "
+                          f"at lengths {p.traced.derived_from} failed "
+                          f"({str(e).splitlines()[0]}); tracing instead")
+            return self._plan_and_step(key, args, kwargs, given)
         self.plans[key].append(p)
-        self.last_plan_seconds[structure] = time.perf_counter() - started
+        self.last_plan_seconds[structure] = planned
         self.planned_length[key] = bucketing.length_of(kwargs)
-        return p.step(*args, **kwargs)
+        return loss
 
     def _step_padded(self, key, kwargs):
         """The step of a batch of a new length, padded up to the least
