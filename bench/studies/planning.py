@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """What planning costs: rt.plan's time split into tracing and the rest
 (the search and fitting) for GPT-2-style decoders of growing depth, and
-two training runs of the zoo's bench-size Llama through rt.remat on
+three training runs of the zoo's bench-size Llama through rt.remat on
 sequence lengths drawn from a long-tailed distribution (length = 8 * (1 +
 k), k ~ Geometric(0.35), at most 128: most batches short, a few long),
 with a budget in bytes (a cap for every shape: half of plain training's
-activation peak at 128): one plans every new length, one pads to buckets
+activation peak at 128): one plans every new length (traced, or derived
+from the traces of others: shape_family), one pads to buckets
 (rt.remat(..., buckets=...)), one pads a new length up to a longer one
 planned until padding has cost a plan (pad_to_planned=True). Reported:
-planning time against training time, every step's allocator-measured
+planning time against training time, which plans were derived, every
+step's allocator-measured
 activation peak against the budget, and its gradients against plain
 training's.
 

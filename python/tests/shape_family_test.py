@@ -4,9 +4,9 @@ a tiny attention model whose L x L scores make some of the graph's
 integers quadratic in the length L, the step derived at a new length is
 the traced one (the same graph, node for node), only once enough traces
 confirm every integer's polynomial; rt.remat trains derived lengths with
-plain training's gradients within the budget; a second length is fitted
-as the graph's integers are, and lengths that vary apart derive
-nothing."""
+plain training's gradients within the budget, and traces one whose
+derived step fails to run; a second length is fitted as the graph's
+integers are, and lengths that vary apart derive nothing."""
 
 from conftest import require_modules
 
