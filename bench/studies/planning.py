@@ -10,9 +10,8 @@ from the traces of others: shape_family), one pads to buckets
 (rt.remat(..., buckets=...)), one pads a new length up to a longer one
 planned until padding has cost a plan (pad_to_planned=True). Reported:
 planning time against training time, which plans were derived, every
-step's allocator-measured
-activation peak against the budget, and its gradients against plain
-training's.
+step's allocator-measured activation peak against the budget, and its
+gradients against plain training's.
 
     .venv/bin/python bench/studies/planning.py
     .venv/bin/python bench/studies/planning.py --layers 4,12 --steps 50
