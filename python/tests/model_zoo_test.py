@@ -159,6 +159,30 @@ def test_new_sequence_lengths_reuse_the_winning_algorithm():
     assert later[-1].traced.derived_from is not None
 
 
+def test_a_derived_length_under_bf16_autocast_holds_its_budget():
+    """Under bf16 autocast on the CPU, a matrix product's workspace grows
+    with the length in steps (17,536 bytes at 8 and 12, 46,976 at 20 and
+    28 on this Llama): a derived length's plan takes the larger of its
+    neighbours', and the step at 20, derived from 8, 12 and 28, is within
+    its budget at the allocator (an interpolated workspace put it over)
+    with plain training's gradients."""
+    model, _ = zoo.build("llama", seed=1)
+    g = torch.Generator().manual_seed(5)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        step = rt.remat(model, budget=0.6, timeout=3)
+        for length in (8, 12, 28, 20):
+            ids = torch.randint(zoo.VOCAB, (2, length), generator=g)
+            batch = dict(input_ids=ids, labels=ids)
+            plain = measure.measure_step(
+                lambda: model(**batch).loss.backward(), model, timing=False)
+            got = measure.measure_step(lambda: step(**batch), model,
+                                       timing=False, reference=plain["grads"])
+            (p,) = step.plans[step.layout_key((), batch)]
+            assert got["gradients_equal"], length
+            assert got["measured_peak_bytes"] <= p.budget_bytes, length
+    assert p.traced.derived_from == (8, 12, 28)
+
+
 def step_against_padded(model, step, batch, padded):
     """(`step(**batch)` measured against plain training on `padded`, plain
     training on `padded` against it on `batch`)."""
