@@ -1,6 +1,6 @@
 """The traced step of a new shape of a structure, derived from the steps
-traced at other shapes of it without tracing (docs/python.md, "Shapes
-that change"): rt.remat's answer to a new sequence length in a fraction
+traced at other shapes of it without tracing (docs/python.md, "My model
+does not fit"): rt.remat's answer to a new sequence length in a fraction
 of a trace.
 
 Batches of one structure that differ in one length L only (a sequence
@@ -20,11 +20,10 @@ a sliding window's min(L, w); none where a value is no integer: L // 2).
 What was measured comes from the two traced lengths around L: each
 node's time interpolated between them, its workspace (what its op
 allocated beyond its outputs) the larger of theirs, since kernels choose
-it by size in steps (bf16 matrix products on the CPU: 17,536 bytes at
-lengths 8 and 12, 46,976 at 20 and 28), which an interpolation would
-undercut, and the plan's peak with it. Traces that differ otherwise (an op,
-a float argument, a constant tensor, a value read in Python) are
-families apart. The length is the batch's first size that varies between
+it by size in steps (bf16 matrix products on the CPU), which an
+interpolation would undercut, and the plan's peak with it. Traces that
+differ otherwise (an op, a float argument, a constant tensor, a value
+read in Python) are families apart. The length is the batch's first size that varies between
 traces; its other varying sizes (a T5's labels, half as long) are
 integers of the graph like the rest, and a batch whose sizes are not
 those fitted at its length (lengths varying apart) derives nothing.
