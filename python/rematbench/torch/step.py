@@ -174,10 +174,11 @@ class RematStep:
             # program adds gradients and updates buffers only once it has
             # run, so the batch is planned again, traced.
             rng.restore(saved)
-            family.broken = f"a step derived from it failed: {e}"
+            why = (str(e).splitlines() or [type(e).__name__])[0]
+            family.broken = f"a step derived from it failed: {why}"
             warnings.warn(f"rematbench.torch: the step derived from traces "
                           f"at lengths {p.traced.derived_from} failed "
-                          f"({str(e).splitlines()[0]}); tracing instead")
+                          f"({why}); tracing instead")
             return self._plan_and_step(key, args, kwargs, given)
         self.plans[key].append(p)
         self.last_plan_seconds[structure] = planned
