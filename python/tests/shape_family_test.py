@@ -67,7 +67,8 @@ def test_a_derived_step_is_the_traced_one():
     derived from them; a fourth (20) confirms the quadratic ones, and the
     step derived at 16 is the one traced at 16: the same graph code,
     values' shapes, strides and storage bytes, and the same nodes (their
-    memory; times and workspaces are measured, so interpolated). Nothing
+    memory; times and workspaces are measured, so taken from the traces
+    around 16). Nothing
     is derived beyond the traced lengths (32), nor at 13, where an
     integer of the graph, L / 2 rounded down, is none of the fitted
     polynomial's values (6.5)."""
