@@ -151,8 +151,7 @@ class Partition:
     def flat(self, inputs):
         """The placeholders' values: parameters, buffers, the batch and the
         gradient seed."""
-        flat = self.params + self.buffers + list(inputs) + \
-            [torch.ones((), device=self.device)]
+        flat = self.traced.flat(inputs)
         if len(flat) != len(self.place):
             raise BadInput(f"{self.traced.name}: the traced graph has "
                            f"{len(self.place)} inputs, the step {len(flat)}")

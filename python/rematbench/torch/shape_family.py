@@ -39,8 +39,6 @@ import torch.fx
 from torch._subclasses.fake_tensor import FakeTensor
 from torch.utils._pytree import tree_flatten, tree_unflatten
 
-from rematbench.torch.trace import seed_like
-
 MAX_DEGREE = 2
 _INT = "int"  # an integer's place in a signature
 
@@ -133,8 +131,7 @@ class Traces:
         for family in sorted(self.families, key=lambda f: -len(f.traced)):
             step = family.derived(tensors)
             if step is not None and not step.guards.check(
-                    step.params + step.buffers + list(tensors) +
-                    [seed_like(step.params)]):
+                    step.flat(tensors)):
                 return step
         return None
 

@@ -177,6 +177,13 @@ class TracedStep:
     def device(self):
         return self.params[0].device
 
+    def flat(self, inputs):
+        """The traced graph's placeholder values for batch tensors
+        `inputs`: the parameters that train, the other tensors the step
+        holds, the batch and the gradient seed."""
+        return self.params + self.buffers + list(inputs) + \
+            [trace.seed_like(self.params)]
+
     @property
     def parameter_bytes(self):
         """The bytes of the parameters that train."""
