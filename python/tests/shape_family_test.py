@@ -5,7 +5,7 @@ integers quadratic in the length L, the step derived at a new length is
 the traced one (the same graph, node for node), only once enough traces
 confirm every integer's polynomial; rt.remat trains derived lengths with
 plain training's gradients within the budget, and traces one whose
-derived step fails to run; a second length is fitted as the graph's
+derived step fails to run (under DDP: an error); a second length is fitted as the graph's
 integers are, and lengths that vary apart derive nothing."""
 
 from conftest import require_modules
@@ -125,13 +125,9 @@ def test_remat_derives_new_lengths_and_trains_them_as_plain_training():
         rt.remat(model, loss_fn, budget=0.5, shape_plan_seconds=0)
 
 
-def test_a_derived_step_that_fails_to_run_is_traced_instead(monkeypatch):
-    """A derived step whose graph is wrong (a view's size one too large:
-    it fails to run) is traced instead, with a warning: the step's
-    gradients are still plain training's, its family derives nothing
-    more."""
-    torch.manual_seed(2)
-    model = TinyAttention()
+def derive_a_view_too_large(monkeypatch):
+    """Makes every derived step wrong: a view's size one too large (it
+    fails to run)."""
     derived = Traces.derived
 
     def wrong(self, tensors):
@@ -146,6 +142,15 @@ def test_a_derived_step_that_fails_to_run_is_traced_instead(monkeypatch):
         return step
 
     monkeypatch.setattr(Traces, "derived", wrong)
+
+
+def test_a_derived_step_that_fails_to_run_is_traced_instead(monkeypatch):
+    """A derived step whose graph is wrong is traced instead, with a
+    warning: the step's gradients are still plain training's, its family
+    derives nothing more."""
+    torch.manual_seed(2)
+    model = TinyAttention()
+    derive_a_view_too_large(monkeypatch)
     step = rt.remat(model, loss_fn, budget=0.9, timeout=3)
     for length in (8, 28, 12, 20):
         step(*batch(length))
@@ -162,6 +167,41 @@ def test_a_derived_step_that_fails_to_run_is_traced_instead(monkeypatch):
     (traces,) = step.traces.values()
     assert traces.families[0].broken.startswith("a step derived from it "
                                                 "failed")
+
+
+def test_under_ddp_a_derived_step_that_fails_is_an_error(monkeypatch):
+    """Under DistributedDataParallel a failed derived step is not tried
+    again (its collectives may have run on one rank alone; a second try
+    would pair them with the other ranks' next ones): an error naming the
+    lengths, and the family derives nothing more. One rank of gloo, in
+    this process."""
+    import socket
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}",
+                            rank=0, world_size=1)
+    try:
+        torch.manual_seed(2)
+        model = DDP(TinyAttention())
+        derive_a_view_too_large(monkeypatch)
+        step = rt.remat(model, loss_fn, budget=0.9, timeout=3)
+        for length in (8, 28, 12, 20):
+            step(*batch(length))
+        with pytest.raises(rb.Error, match=r"lengths \(8, 12, 20, 28\) "
+                           "failed .*not tried again") as e:
+            step(*batch(16))
+        assert "\n" not in str(e.value)
+        (traces,) = step.traces.values()
+        assert traces.families[0].broken.startswith("a step derived from "
+                                                    "it failed")
+        step(*batch(16))  # traced now: this rank derives no more
+        (p,) = step.plans[step.layout_key(batch(16), {})]
+        assert p.traced.derived_from is None
+    finally:
+        dist.destroy_process_group()
 
 
 class TwoLengths(nn.Module):

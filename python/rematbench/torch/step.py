@@ -37,7 +37,8 @@ class RematStep:
     algorithm where they fit nothing; once three lengths of a structure
     are traced, a new one's step is derived from their traces rather
     than traced: shape_family; one whose first run fails is traced
-    instead, with a warning);
+    instead, with a warning, or, under DistributedDataParallel, is an
+    error);
     later calls run the plan that holds for them: gradients are added to
     .grad, batch-norm statistics updated once, dropout's masks those of
     plain training; the loss comes back detached. compile=True runs the
@@ -173,9 +174,20 @@ class RematStep:
             # A derived step that fails to run was derived wrong: the
             # program adds gradients and updates buffers only once it has
             # run, so the batch is planned again, traced.
-            rng.restore(saved)
             why = (str(e).splitlines() or [type(e).__name__])[0]
             family.broken = f"a step derived from it failed: {why}"
+            if p.sync is not None:
+                # Its buffer broadcast and some gradient reductions may
+                # have run on this rank alone: a second try would pair
+                # its collectives with the other ranks' next ones (same
+                # sizes: gradients averaged silently wrong).
+                raise rematbench.Error(
+                    f"remat: the step derived from traces at lengths "
+                    f"{p.traced.derived_from} failed ({why}); under "
+                    f"DistributedDataParallel it is not tried again, "
+                    f"which would put the ranks' collectives out of "
+                    f"step (this rank derives no more lengths)") from e
+            rng.restore(saved)
             warnings.warn(f"rematbench.torch: the step derived from traces "
                           f"at lengths {p.traced.derived_from} failed "
                           f"({why}); tracing instead")
