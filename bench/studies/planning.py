@@ -1,20 +1,25 @@
 #!/usr/bin/env python3
 """What planning costs: rt.plan's time split into tracing and the rest
 (the search and fitting) for GPT-2-style decoders of growing depth, and
-three training runs of the zoo's bench-size Llama through rt.remat on
-sequence lengths drawn from a long-tailed distribution (length = 8 * (1 +
-k), k ~ Geometric(0.35), at most 128: most batches short, a few long),
-with a budget in bytes (a cap for every shape: half of plain training's
-activation peak at 128): one plans every new length (traced, or derived
-from the traces of others: shape_family), one pads to buckets
-(rt.remat(..., buckets=...)), one pads a new length up to a longer one
-planned until padding has cost a plan (pad_to_planned=True). Reported:
-planning time against training time, which plans were derived, every
-step's allocator-measured activation peak against the budget, and its
+four training runs of the zoo's bench-size Llama (or one --width wide)
+through rt.remat on sequence lengths drawn from a long-tailed
+distribution (length = 8 * (1 + k), k ~ Geometric(0.35), at most 128:
+most batches short, a few long), with a budget in bytes (a cap for every
+shape: half of plain training's activation peak at 128): one plans every
+new length (traced, or derived from the traces of others: shape_family),
+one pads to buckets (rt.remat(..., buckets=...)), one pads a new length
+up to a longer one planned until padding has cost a plan
+(pad_to_planned=True), and one plans every new length with
+max_length=128 (the first batch also traced tiled to 128, so that no
+length is traced for being the longest yet). Reported: planning time
+against training time, which plans were derived, every step's
+allocator-measured activation peak against the budget, and its
 gradients against plain training's.
 
     .venv/bin/python bench/studies/planning.py
     .venv/bin/python bench/studies/planning.py --layers 4,12 --steps 50
+    .venv/bin/python bench/studies/planning.py --layers '' --width 1024 \
+        -o results/planning/studies/wide.json   # longer steps
     python3 bench/studies/planning.py --device cuda --out DIR   # a GPU
 
 Writes results/planning/<device>.json and <device>.md (into DIR when
@@ -22,7 +27,9 @@ Writes results/planning/<device>.json and <device>.md (into DIR when
 """
 
 import argparse
+import dataclasses
 import os
+import statistics
 import sys
 import time
 
@@ -64,32 +71,34 @@ def lengths(steps, seed):
             for _ in range(steps)]
 
 
-def varied_run(steps, seed, buckets, device, pad_to_planned=False):
-    """`steps` training steps of the zoo's bench-size Llama through
-    rt.remat on long-tailed lengths, each length planned apart (buckets
-    None), padded up to `buckets`, or padded up to a longer planned length
-    until padding has cost a plan (`pad_to_planned`). Every step is
-    measured at the allocator and its gradients compared with plain
+def varied_run(steps, seed, buckets, device, size, pad_to_planned=False,
+               max_length=None):
+    """`steps` training steps of the zoo's Llama at `size` (a zoo.Size)
+    through rt.remat on long-tailed lengths, each length planned apart
+    (buckets None), padded up to `buckets`, or padded up to a longer
+    planned length until padding has cost a plan (`pad_to_planned`), with
+    `max_length` or not. Every step is measured at the allocator and its
+    gradients compared with plain
     training's on the batch the plan ran (the padded one: bit for bit)
     and, padded, with the unpadded batch's (rounding:
     max_grad_diff_unpadded). The measuring runs see the books of padding
     the training call saw, so they decide as it did and the run pads and
     plans as one call a step would."""
-    model, _ = zoo.build("llama", size="bench")
+    model, _ = zoo.build("llama", size=size)
     model.to(device)
-    batch_size = zoo.SIZES["bench"].batch
-    ids = torch.randint(zoo.SIZES["bench"].vocab,
+    batch_size = size.batch
+    ids = torch.randint(size.vocab,
                         (batch_size, MAX_LENGTH)).to(device)
     eager_peak = measure.measure_step(
         lambda: model(input_ids=ids, labels=ids).loss.backward(), model,
         timing=False)["measured_peak_bytes"]
     budget = eager_peak // 2
     step = rt.remat(model, budget=budget, buckets=buckets,
-                    pad_to_planned=pad_to_planned)
+                    pad_to_planned=pad_to_planned, max_length=max_length)
     g = torch.Generator().manual_seed(seed + 1)
     rows, plan_seconds, train_seconds = [], 0.0, 0.0
     for length in lengths(steps, seed):
-        ids = torch.randint(1, zoo.SIZES["bench"].vocab,
+        ids = torch.randint(1, size.vocab,
                             (batch_size, length), generator=g).to(device)
         batch = dict(input_ids=ids, labels=ids)
         before = {id(p) for ps in step.plans.values() for p in ps}
@@ -134,6 +143,7 @@ def varied_run(steps, seed, buckets, device, pad_to_planned=False):
                      "plan_seconds": first - got["step_seconds"]
                      if planned else 0.0})
     return {"buckets": buckets, "pad_to_planned": pad_to_planned,
+            "max_length": max_length,
             "budget_bytes": budget,
             "eager_peak_bytes_at_max_length": eager_peak,
             "plan_seconds": plan_seconds, "train_seconds": train_seconds,
@@ -149,6 +159,9 @@ def varied_line(v):
            "a plan (pad_to_planned)" if v.get("pad_to_planned") else
            "each length planned apart" if v["buckets"] is None else
            f"padded to buckets {v['buckets']}")
+    if v.get("max_length"):
+        how += (f", the first batch also traced tiled to max_length "
+                f"{v['max_length']}")
     others = [r["plan_seconds"] for r in planned[1:] if not r["derived"]]
     derived = [r["plan_seconds"] for r in planned if r["derived"]]
     line = (f"- {how}: {len(planned)} plans took {v['plan_seconds']:.1f} s "
@@ -160,7 +173,9 @@ def varied_line(v):
     if derived:
         line += (f", {len(derived)} derived from traces of other lengths "
                  f"{min(derived):.2f}-{max(derived):.2f} s")
-    line += (f"; training {v['train_seconds']:.1f} s; "
+    median_step = statistics.median(r["step_seconds"] for r in rows)
+    line += (f"; training {v['train_seconds']:.1f} s (a step "
+             f"{median_step * 1e3:.0f} ms at the median); "
              f"{sum(r['within_budget'] for r in rows)} of {len(rows)} steps "
              "within the budget at the allocator, "
              f"{sum(r['gradients_equal'] for r in rows)} with gradients "
@@ -180,16 +195,21 @@ def markdown(doc):
              f"{torch.__version__}; "
              f"`{doc['context']['command_line']}`.", "",
              f"The first plan in the process (a one-layer decoder) took "
-             f"{doc['first_plan_seconds']:.1f} s; GPT-2-style decoders, d "
-             "256, sequence 128, batch 2, planned at 0.5 after it:", "",
-             "| decoder layers | nodes | plan s | trace s | search s | "
-             "algorithm |", "|---:|---:|---:|---:|---:|---|"]
+             f"{doc['first_plan_seconds']:.1f} s."]
+    if doc["decoders"]:
+        lines[-1] = lines[-1][:-1] + (
+            "; GPT-2-style decoders, d 256, sequence 128, batch 2, planned "
+            "at 0.5 after it:")
+        lines += ["", "| decoder layers | nodes | plan s | trace s | "
+                  "search s | algorithm |", "|---:|---:|---:|---:|---:|---|"]
     for r in doc["decoders"]:
         lines.append(f"| {r['layers']} | {r['nodes']} | "
                      f"{r['plan_seconds']:.1f} | {r['trace_seconds']:.1f} | "
                      f"{r['search_seconds']:.1f} | {r['algorithm']} |")
-    lines += ["", f"The zoo's bench-size Llama (4 layers, width 256, batch "
-              f"4) over {len(doc['varied'][0]['steps'])} steps of lengths "
+    size = doc["llama"]
+    lines += ["", f"The zoo's Llama ({size['layers']} layers, width "
+              f"{size['width']}, batch {size['batch']}) over "
+              f"{len(doc['varied'][0]['steps'])} steps of lengths "
               "8 * (1 + k), k ~ Geometric(0.35), at most 128, budget "
               f"{doc['varied'][0]['budget_bytes']:,} bytes for every shape "
               "(half of plain training's activation peak at 128):", ""]
@@ -200,7 +220,12 @@ def markdown(doc):
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--layers", default="4,12,24,48",
-                    help="decoder depths to plan (comma-separated)")
+                    help="decoder depths to plan (comma-separated; '' for "
+                    "none)")
+    ap.add_argument("--width", type=script.positive_count,
+                    default=zoo.SIZES["bench"].width,
+                    help="the width of the Llama the varied-length runs "
+                    "train (the zoo's bench size otherwise)")
     ap.add_argument("--steps", type=script.positive_count, default=200)
     ap.add_argument("--buckets", default="32,64,96,128",
                     help="bucket lengths of the second run (comma-"
@@ -218,7 +243,7 @@ def main(argv):
     if os.path.isdir(out):
         out = os.path.join(out, f"{device.type}.json")
     try:
-        depths = [int(x) for x in args.layers.split(",")]
+        depths = [int(x) for x in args.layers.split(",") if x.strip()]
     except ValueError:
         ap.error(f"--layers: {args.layers!r} is not a list of integers")
     try:
@@ -229,6 +254,7 @@ def main(argv):
                  "integers")
     if args.steps < 2 or any(d < 1 for d in depths):
         ap.error("--steps must be >= 2 and every depth >= 1")
+    size = dataclasses.replace(zoo.SIZES["bench"], width=args.width)
     torch.set_num_threads(args.threads)
     # The first plan in a process also pays for imports and for torch's
     # first dispatches: recorded apart, on a one-layer decoder.
@@ -241,15 +267,20 @@ def main(argv):
         decoders.append(decoder_plan_times(d, device))
     print(f"planning.py: {args.steps} steps of varied lengths",
           file=sys.stderr)
-    doc = {"format": "rematbench-planning", "version": 4,
+    doc = {"format": "rematbench-planning", "version": 5,
            "context": files.run_context(
                torch=torch.__version__, threads=args.threads,
                device=device.type, device_name=torch.cuda.get_device_name(
                    device) if device.type == "cuda" else "CPU"),
            "first_plan_seconds": first_plan, "decoders": decoders,
-           "varied": [varied_run(args.steps, args.seed, None, device),
-                      varied_run(args.steps, args.seed, buckets, device),
-                      varied_run(args.steps, args.seed, None, device, True)]}
+           "llama": dataclasses.asdict(size),
+           "varied": [varied_run(args.steps, args.seed, None, device, size),
+                      varied_run(args.steps, args.seed, buckets, device,
+                                 size),
+                      varied_run(args.steps, args.seed, None, device, size,
+                                 True),
+                      varied_run(args.steps, args.seed, None, device, size,
+                                 max_length=MAX_LENGTH)]}
     files.write_json(out, doc, indent=1)
     text = markdown(doc)
     files.write_text(os.path.splitext(out)[0] + ".md", text)

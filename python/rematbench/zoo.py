@@ -249,8 +249,9 @@ ZOO = {
 
 def build(name, seed=0, size="test"):
     """(model in training mode, Batch) of zoo model `name` at `size` (a
-    key of SIZES), its weights and batch drawn from `seed`."""
+    key of SIZES, or a Size), its weights and batch drawn from `seed`."""
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed + 1)
-    model, batch = ZOO[name](g, SIZES[size])
+    model, batch = ZOO[name](g, size if isinstance(size, Size)
+                             else SIZES[size])
     return model.train(), batch

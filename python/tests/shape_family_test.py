@@ -243,3 +243,65 @@ def test_a_second_length_is_fitted_as_the_graph_is():
     assert half.derived(tensors(20, 7)[0]) is None
     assert apart.derived(tensors(20, 10)[0]) is None
     assert apart.derived(tensors(20, 6)[0]) is None
+
+
+def test_max_length_traces_the_first_batch_tiled_and_derives_up_to_it():
+    """rt.remat(..., max_length=28) fed lengths 8, 12, 20, 24, 28: the
+    first call traces its batch and the batch tiled to 28, so that after
+    12 and 20 (four traces) 24 is derived rather than traced as the
+    longest yet, and 28 runs on the tiled batch's trace without tracing;
+    every step plain training's gradients within the budget."""
+    torch.manual_seed(3)
+    model = TinyAttention()
+    budget = measure.measure_step(
+        lambda: loss_fn(model(batch(28)[0]), batch(28)[1]).backward(),
+        model, timing=False)["measured_peak_bytes"] * 3 // 4
+    step = rt.remat(model, loss_fn, budget=budget, timeout=3, max_length=28)
+    traced_after = {8: [8, 28], 12: [8, 12, 28], 20: [8, 12, 20, 28],
+                    24: [8, 12, 20, 28], 28: [8, 12, 20, 28]}
+    for length, lengths in traced_after.items():
+        x, y = batch(length, seed=7)
+        plain = measure.measure_step(
+            lambda: loss_fn(model(x), y).backward(), model, timing=False)
+        got = measure.measure_step(lambda: step(x, y), model, timing=False,
+                                   reference=plain["grads"])
+        assert got["gradients_equal"], length
+        assert got["measured_peak_bytes"] <= budget, length
+        (p,) = step.plans[step.layout_key((x, y), {})]
+        assert p.traced.derived_from == (
+            (8, 12, 20, 28) if length == 24 else None), length
+        (traces,) = step.traces.values()
+        (family,) = traces.families
+        assert family.broken is None
+        assert [n for n, _, _ in family.traced] == lengths, length
+    # 28 ran on the graph traced from the tiled batch of 8.
+    assert p.traced.module is family.traced[-1][1].module
+    for bad in (0, 2.5, True):
+        with pytest.raises(rb.Error, match="^remat: max_length must be a "
+                           "positive integer"):
+            rt.remat(model, loss_fn, budget=0.5, max_length=bad)
+
+
+def test_tiled_repeats_token_tensors_up_to_a_length():
+    """buckets.tiled: token tensors of the batch's length repeated along
+    it (cut to the length), contiguous, one tensor passed twice one tensor
+    still; nothing where a token tensor has another
+    length or another tensor has a dimension of that length."""
+    ids = torch.tensor([[1, 2, 3], [4, 5, 6]])
+    mask = torch.ones_like(ids)
+    args, kwargs = rt.buckets.tiled((), dict(input_ids=ids,
+                                             attention_mask=mask,
+                                             scale=2.0), 7)
+    assert args == () and kwargs["scale"] == 2.0
+    assert kwargs["input_ids"].tolist() == [[1, 2, 3, 1, 2, 3, 1],
+                                            [4, 5, 6, 4, 5, 6, 4]]
+    assert kwargs["attention_mask"].equal(torch.ones(2, 7, dtype=torch.long))
+    _, kwargs = rt.buckets.tiled((), dict(input_ids=ids, labels=ids), 7)
+    assert kwargs["labels"] is kwargs["input_ids"]  # as the trace sees it
+    assert rt.buckets.tiled((ids, ids[:, :2]), {}, 7) is None
+    assert rt.buckets.tiled((ids, torch.randn(2, 3, 4)), {}, 7) is None
+    assert rt.buckets.tiled((torch.randn(2, 3),), {}, 7) is None
+    assert rt.buckets.tiled((ids.t().contiguous().t(),), {}, 7) is None
+    (long,), _ = rt.buckets.tiled((ids,), {}, 7)
+    assert long.is_contiguous() and \
+        long.untyped_storage().nbytes() == long.numel() * long.itemsize

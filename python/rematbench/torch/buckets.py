@@ -16,6 +16,7 @@ plain training's on the padded batch bit for bit.
 """
 
 import torch
+from torch.utils._pytree import tree_flatten, tree_unflatten
 
 import rematbench
 
@@ -40,7 +41,7 @@ def lengths_of(buckets):
     return lengths
 
 
-def _is_tokens(t):
+def is_tokens(t):
     """Token tensors (ids, masks, labels): integer or boolean, batch by
     length. Floating tensors (pixels, embeddings) are never padded."""
     return (isinstance(t, torch.Tensor) and t.dim() >= 2 and
@@ -55,12 +56,12 @@ def pad(kwargs, lengths, pad_id=0):
     no mask."""
     out = dict(kwargs)
     ids = kwargs.get("input_ids")
-    if _is_tokens(ids) and "attention_mask" not in kwargs:
+    if is_tokens(ids) and "attention_mask" not in kwargs:
         # Also where nothing is padded: a batch of a bucket's own length
         # then has the layout of the batches padded up to it.
         out["attention_mask"] = torch.ones_like(ids, dtype=torch.long)
     for key, t in list(out.items()):
-        if not _is_tokens(t):
+        if not is_tokens(t):
             continue
         target = next((n for n in lengths if n >= t.shape[1]), None)
         if target is not None and target > t.shape[1]:
@@ -79,8 +80,37 @@ def new_bytes(kwargs, padded):
 def length_of(kwargs):
     """The longest token tensor's length in a keyword batch, or None
     where it has none (nothing to pad)."""
-    lengths = [t.shape[1] for t in kwargs.values() if _is_tokens(t)]
+    lengths = [t.shape[1] for t in kwargs.values() if is_tokens(t)]
     return max(lengths) if lengths else None
+
+
+def tiled(args, kwargs, length):
+    """(args, kwargs) with every token tensor of the batch's length (its
+    longest) repeated along its second dimension up to `length`: a batch
+    of the same structure at that length, whose masks and labels read as
+    the batch's do (all ones stay all ones), laid out as the batch's
+    (contiguous: the graph traced holds the inputs' strides; a tensor
+    passed twice is one tensor twice, as the trace sees it). None where
+    that is not clear: no token tensor, one of another length (a T5's
+    labels) or not contiguous, or another tensor with a dimension of the
+    batch's length (embeddings)."""
+    leaves, spec = tree_flatten((args, kwargs))
+    tokens = [t for t in leaves if is_tokens(t)]
+    if not tokens:
+        return None
+    n = max(t.shape[1] for t in tokens)
+    if any(t.shape[1] != n or not t.is_contiguous() for t in tokens) or any(
+            isinstance(t, torch.Tensor) and not is_tokens(t) and
+            n in t.shape for t in leaves):
+        return None
+    reps = -(-length // n)
+    longer = {}  # one tensor passed twice (input_ids as labels) stays one
+    for t in tokens:
+        if id(t) not in longer:
+            longer[id(t)] = t.repeat(1, reps, *[1] * (t.dim() - 2))[
+                :, :length].contiguous()
+    return tree_unflatten([longer.get(id(t), t) if is_tokens(t) else t
+                           for t in leaves], spec)
 
 
 def room_to_pad(kwargs):
@@ -89,10 +119,10 @@ def room_to_pad(kwargs):
     token tensor of the layout, and the attention mask twice (the one
     `pad` adds at the batch's own length is held while its padded copy
     runs)."""
-    tokens = [t for t in kwargs.values() if _is_tokens(t)]
+    tokens = [t for t in kwargs.values() if is_tokens(t)]
     mask = kwargs.get("attention_mask")
     return sum(t.untyped_storage().nbytes() for t in tokens) + (
-        mask.untyped_storage().nbytes() if _is_tokens(mask) else 0)
+        mask.untyped_storage().nbytes() if is_tokens(mask) else 0)
 
 
 def _padded(t, length, value):

@@ -117,30 +117,44 @@ def plan(model, example_inputs, loss_fn=None, budget=None,
         raise rematbench.Error(f"plan: repeats must be an integer >= 1, "
                                f"not {repeats!r}")
     inner, sync = distributed.unwrap(model)
-    if isinstance(example_inputs, collections.abc.Mapping):
-        tensors, layout = split_batch((), example_inputs)
-    elif isinstance(example_inputs, (tuple, list)):
-        tensors, layout = split_batch(tuple(example_inputs), {})
-    else:  # a tensor would be taken apart row by row
-        raise rematbench.Error(
-            "plan: example_inputs: give a tuple of the step's positional "
-            "arguments, such as (x, y), or a dict of keyword arguments, not "
-            f"a {type(example_inputs).__name__}")
-    name = f"torch_{type(inner).__name__}"
-    step = LossStep(inner, loss_fn, layout)
+    tensors, _ = _batch(example_inputs)
     traced = traces.derived(tensors) if traces is not None else None
     if traced is None:
-        try:
-            traced = TracedStep.trace(step, tensors, name, cost=cost,
-                                      repeats=repeats, layout=layout)
-        except Unsupported as e:
-            raise rematbench.Error(f"plan: {e}") from None
+        traced = trace_batch(model, example_inputs, loss_fn, cost, repeats)
         if traces is not None:
             traces.add(traced)
     search = Search(traced, options, {
         "generator": "rematbench.torch", "model": type(inner).__name__,
         "host": platform.node(), "threads": torch.get_num_threads()})
     return Plan(inner, search, search.at(budget, reserve_bytes, first), sync)
+
+
+def trace_batch(model, example_inputs, loss_fn=None, cost="measured",
+                repeats=3):
+    """The TracedStep of one training step of `model` on `example_inputs`
+    (as plan() takes them), not searched: plan()'s trace, and rt.remat's
+    of a batch at its max_length."""
+    inner, _ = distributed.unwrap(model)
+    tensors, layout = _batch(example_inputs)
+    try:
+        return TracedStep.trace(LossStep(inner, loss_fn, layout), tensors,
+                                f"torch_{type(inner).__name__}", cost=cost,
+                                repeats=repeats, layout=layout)
+    except Unsupported as e:
+        raise rematbench.Error(f"plan: {e}") from None
+
+
+def _batch(example_inputs):
+    """(tensors, layout) of an example batch (traced_step.split_batch)."""
+    if isinstance(example_inputs, collections.abc.Mapping):
+        return split_batch((), example_inputs)
+    if isinstance(example_inputs, (tuple, list)):
+        return split_batch(tuple(example_inputs), {})
+    # A tensor would be taken apart row by row.
+    raise rematbench.Error(
+        "plan: example_inputs: give a tuple of the step's positional "
+        "arguments, such as (x, y), or a dict of keyword arguments, not "
+        f"a {type(example_inputs).__name__}")
 
 
 def _parameter_key(model):

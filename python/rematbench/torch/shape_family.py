@@ -190,15 +190,24 @@ class ShapeFamily:
     def derived(self, tensors):
         """The traced step (traced_step.TracedStep) of the batch `tensors`
         derived from the family's traces (its info's `derived_by` this
-        family), or None where they do not fit it yet (too few traces, a
-        new kind of shape) or at all."""
+        family; at a length traced before, that trace on `tensors`), or
+        None where they do not fit it yet (too few traces, a new kind of
+        shape) or at all."""
         t0 = time.perf_counter()
         if self.broken:
             return None
         length = self.length_of(tensors)
         lengths = [e[0] for e in self.traced]
-        if length is None or not lengths[0] < length < lengths[-1] or \
-                length in lengths:
+        if length in lengths:
+            # Traced before on another batch (rt.remat's at max_length).
+            traced = self.traced[lengths.index(length)][1]
+            if any(a.shape != b.shape
+                   for a, b in zip(traced.inputs, tensors)):
+                return None
+            return dataclasses.replace(
+                traced, inputs=tuple(tensors), info=dict(traced.info),
+                trace_seconds=time.perf_counter() - t0)
+        if length is None or not lengths[0] < length < lengths[-1]:
             return None
         fit = self._fitted()
         if fit is None:

@@ -12,7 +12,7 @@ import rematbench
 from rematbench.torch import buckets as bucketing
 from rematbench.torch import rng
 from rematbench.torch.checks import autocast_state
-from rematbench.torch.plan import PLAN_SECONDS, plan
+from rematbench.torch.plan import PLAN_SECONDS, plan, trace_batch
 from rematbench.torch.shape_family import Traces
 from rematbench.torch.traced_step import split_batch
 
@@ -50,14 +50,18 @@ class RematStep:
     bucket. With `pad_to_planned`, a keyword batch of a new length runs
     padded up to the least longer length planned (no plan made; see
     _step_padded) until padding has cost it as much time as a plan; each
-    plan then leaves room for the padded copies. A new shape of a
-    structure planned before is searched within `shape_plan_seconds`
+    plan then leaves room for the padded copies. With `max_length`, a
+    structure's first batch is also traced tiled up to that length
+    (buckets.tiled), so that lengths up to it derive once one more is
+    traced: none is traced for being longer than any before. A new shape
+    of a structure planned before is searched within `shape_plan_seconds`
     rather than plan_seconds (the structure's first search found which
     algorithms win; the search is anytime). `plans` maps each batch
     layout to its plans."""
 
     def __init__(self, model, loss_fn, budget, compile=False, buckets=None,
-                 pad_to_planned=False, shape_plan_seconds=0.5, **plan_args):
+                 pad_to_planned=False, shape_plan_seconds=0.5,
+                 max_length=None, **plan_args):
         if budget is None:
             raise rematbench.Error(
                 "remat: give a budget (bytes, '8GiB', or a fraction of "
@@ -75,6 +79,14 @@ class RematStep:
                 f"remat: shape_plan_seconds must be a number of seconds "
                 f"> 0, not {shape_plan_seconds!r}")
         self.shape_plan_seconds = shape_plan_seconds
+        if max_length is not None and (
+                isinstance(max_length, bool) or
+                not isinstance(max_length, int) or max_length < 1):
+            raise rematbench.Error(
+                f"remat: max_length must be a positive integer (the "
+                f"longest sequence length batches will have), not "
+                f"{max_length!r}")
+        self.max_length = max_length
         self.model, self.loss_fn, self.budget = model, loss_fn, budget
         self.compile, self.plan_args = compile, plan_args
         self.buckets = None if buckets is None else \
@@ -156,11 +168,12 @@ class RematStep:
             plan_args["plan_seconds"] = min(
                 plan_args.get("plan_seconds", PLAN_SECONDS),
                 self.shape_plan_seconds)
+        traces = self.traces.setdefault(structure, Traces())
+        if self.max_length is not None and not winners:
+            self._trace_at_max_length(traces, args, kwargs)
         p = plan(self.model, kwargs if kwargs else args, self.loss_fn,
                  self.budget, first=list(dict.fromkeys(reversed(winners))),
-                 reserve_bytes=reserve,
-                 traces=self.traces.setdefault(structure, Traces()),
-                 **plan_args)
+                 reserve_bytes=reserve, traces=traces, **plan_args)
         family = p.traced.info.get("derived_by")
         saved = rng.snapshot(p.traced.device)
         try:
@@ -196,6 +209,26 @@ class RematStep:
         self.last_plan_seconds[structure] = planned
         self.planned_length[key] = bucketing.length_of(kwargs)
         return loss
+
+    def _trace_at_max_length(self, traces, args, kwargs):
+        """Adds to a new structure's `traces` a trace of its batch tiled up
+        to max_length (buckets.tiled), so that its later lengths up to it
+        are derived once one more is traced, rather than traced as each
+        comes longer than any before (the Kusumoto authors' answer: plan
+        for the largest shape in advance). Nothing where the batch is as
+        long already or its tiling is not clear."""
+        length = max((t.shape[1] for t in split_batch(args, kwargs)[0]
+                      if bucketing.is_tokens(t)), default=None)
+        if length is None or length >= self.max_length:
+            return
+        longer = bucketing.tiled(args, kwargs, self.max_length)
+        if longer is None:
+            return
+        longer_args, longer_kwargs = longer
+        traces.add(trace_batch(
+            self.model, longer_kwargs if longer_kwargs else longer_args,
+            self.loss_fn, self.plan_args.get("cost", "measured"),
+            self.plan_args.get("repeats", 3)))
 
     def _step_padded(self, key, kwargs):
         """The step of a batch of a new length, padded up to the least
@@ -234,7 +267,8 @@ class RematStep:
 
 
 def remat(model, loss_fn=None, budget=None, compile=False, buckets=None,
-          pad_to_planned=False, shape_plan_seconds=0.5, **plan_args):
+          pad_to_planned=False, shape_plan_seconds=0.5, max_length=None,
+          **plan_args):
     """The one-line entry point: a callable train_step(*args, **kwargs)
     that runs forward and backward of one batch within `budget` (bytes as
     an int or '512MiB', or a float: a fraction of the NoRemat activation
@@ -245,7 +279,11 @@ def remat(model, loss_fn=None, budget=None, compile=False, buckets=None,
     keyword batches up to them: one plan per bucket. `pad_to_planned`
     runs a new length padded up to a longer one planned until padding has
     cost a plan's time. `shape_plan_seconds` limits the search of a new
-    shape of a structure planned before. `plan_args` go to plan()
+    shape of a structure planned before. `max_length` (the longest
+    sequence length batches will have) traces each structure's first
+    batch tiled up to it too, so that later lengths up to it are derived.
+    `plan_args` go to plan()
     (algorithms, timeout, ...). See RematStep."""
     return RematStep(model, loss_fn, budget, compile, buckets,
-                     pad_to_planned, shape_plan_seconds, **plan_args)
+                     pad_to_planned, shape_plan_seconds, max_length,
+                     **plan_args)
