@@ -134,6 +134,7 @@ def varied_run(steps, seed, buckets, device, size, pad_to_planned=False,
                      "planned": planned,
                      "derived": any(p.traced.derived_from is not None
                                     for p in made),
+                     "reused": any(p.traced.reused for p in made),
                      "measured_peak_bytes": got["measured_peak_bytes"],
                      "within_budget": got["measured_peak_bytes"] <= budget,
                      "gradients_equal": got["gradients_equal"],
@@ -162,7 +163,9 @@ def varied_line(v):
     if v.get("max_length"):
         how += (f", the first batch also traced tiled to max_length "
                 f"{v['max_length']}")
-    others = [r["plan_seconds"] for r in planned[1:] if not r["derived"]]
+    others = [r["plan_seconds"] for r in planned[1:]
+              if not r["derived"] and not r.get("reused")]
+    reused = [r["plan_seconds"] for r in planned if r.get("reused")]
     derived = [r["plan_seconds"] for r in planned if r["derived"]]
     line = (f"- {how}: {len(planned)} plans took {v['plan_seconds']:.1f} s "
             f"of {total:.1f} s ({v['plan_seconds'] / total:.0%}); the first "
@@ -173,6 +176,9 @@ def varied_line(v):
     if derived:
         line += (f", {len(derived)} derived from traces of other lengths "
                  f"{min(derived):.2f}-{max(derived):.2f} s")
+    if reused:
+        line += (f", {len(reused)} on the trace made at the first call "
+                 f"(max_length) {min(reused):.2f}-{max(reused):.2f} s")
     median_step = statistics.median(r["step_seconds"] for r in rows)
     line += (f"; training {v['train_seconds']:.1f} s (a step "
              f"{median_step * 1e3:.0f} ms at the median); "

@@ -275,7 +275,8 @@ def test_max_length_traces_the_first_batch_tiled_and_derives_up_to_it():
         assert family.broken is None
         assert [n for n, _, _ in family.traced] == lengths, length
     # 28 ran on the graph traced from the tiled batch of 8.
-    assert p.traced.module is family.traced[-1][1].module
+    assert p.traced.reused and p.traced.module is family.traced[-1][1].module
+    assert "traced before on another batch" in str(p)
     for bad in (0, 2.5, True):
         with pytest.raises(rb.Error, match="^remat: max_length must be a "
                            "positive integer"):

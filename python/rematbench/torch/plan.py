@@ -540,6 +540,9 @@ class Plan:
             lines.append("the step derived from its traces at lengths " +
                          ", ".join(map(str, self.traced.derived_from)) +
                          " (shape_family), not traced")
+        if self.traced.reused:
+            lines.append("the step traced before on another batch of its "
+                         "shapes (rt.remat's max_length), not traced again")
         return "\n".join(lines)
 
     def __str__(self):

@@ -206,7 +206,7 @@ class ShapeFamily:
                 return None
             return dataclasses.replace(
                 traced, inputs=tuple(tensors), info=dict(traced.info),
-                trace_seconds=time.perf_counter() - t0)
+                trace_seconds=time.perf_counter() - t0, reused=True)
         if length is None or not lengths[0] < length < lengths[-1]:
             return None
         fit = self._fitted()

@@ -117,7 +117,9 @@ class TracedStep:
     autocast: the autocast state it was traced in (its casts are in the
         graph);
     derived_from: None for a traced step; for one derived from traces of
-        other shapes (shape_family), their lengths."""
+        other shapes (shape_family), their lengths;
+    reused: a step traced before on another batch of its shapes (rt.remat's
+        batch tiled to max_length), not traced again."""
     module: torch.fx.GraphModule
     nodes: list
     params: list
@@ -132,6 +134,7 @@ class TracedStep:
     layout: tuple = None
     autocast: tuple = None
     derived_from: tuple = None
+    reused: bool = False
 
     @property
     def guards(self):
