@@ -5,8 +5,9 @@ integers quadratic in the length L, the step derived at a new length is
 the traced one (the same graph, node for node), only once enough traces
 confirm every integer's polynomial; rt.remat trains derived lengths with
 plain training's gradients within the budget, and traces one whose
-derived step fails to run (under DDP: an error); a second length is fitted as the graph's
-integers are, and lengths that vary apart derive nothing."""
+derived step fails to run (under DDP: an error); a second length is
+fitted as the graph's integers are, and lengths that vary apart derive
+nothing; with max_length, the first batch tiled to it is traced too."""
 
 from conftest import require_modules
 
@@ -281,6 +282,10 @@ def test_max_length_traces_the_first_batch_tiled_and_derives_up_to_it():
         with pytest.raises(rb.Error, match="^remat: max_length must be a "
                            "positive integer"):
             rt.remat(model, loss_fn, budget=0.5, max_length=bad)
+    # The tiled batch's trace comes first: plan()'s options checked there.
+    with pytest.raises(rb.Error, match="^plan: cost must be"):
+        rt.remat(model, loss_fn, budget=0.5, max_length=28,
+                 cost="time")(*batch(8))
 
 
 def test_tiled_repeats_token_tensors_up_to_a_length():
@@ -302,6 +307,7 @@ def test_tiled_repeats_token_tensors_up_to_a_length():
     assert rt.buckets.tiled((ids, ids[:, :2]), {}, 7) is None
     assert rt.buckets.tiled((ids, torch.randn(2, 3, 4)), {}, 7) is None
     assert rt.buckets.tiled((torch.randn(2, 3),), {}, 7) is None
+    assert rt.buckets.tiled((ids,), {}, 3) is None  # as long already
     assert rt.buckets.tiled((ids.t().contiguous().t(),), {}, 7) is None
     (long,), _ = rt.buckets.tiled((ids,), {}, 7)
     assert long.is_contiguous() and \

@@ -91,15 +91,16 @@ def tiled(args, kwargs, length):
     the batch's do (all ones stay all ones), laid out as the batch's
     (contiguous: the graph traced holds the inputs' strides; a tensor
     passed twice is one tensor twice, as the trace sees it). None where
-    that is not clear: no token tensor, one of another length (a T5's
-    labels) or not contiguous, or another tensor with a dimension of the
-    batch's length (embeddings)."""
+    the batch is that long already or the tiling is not clear: no token
+    tensor, one of another length (a T5's labels) or not contiguous, or
+    another tensor with a dimension of the batch's length (embeddings)."""
     leaves, spec = tree_flatten((args, kwargs))
     tokens = [t for t in leaves if is_tokens(t)]
     if not tokens:
         return None
     n = max(t.shape[1] for t in tokens)
-    if any(t.shape[1] != n or not t.is_contiguous() for t in tokens) or any(
+    if n >= length or any(t.shape[1] != n or not t.is_contiguous()
+                          for t in tokens) or any(
             isinstance(t, torch.Tensor) and not is_tokens(t) and
             n in t.shape for t in leaves):
         return None

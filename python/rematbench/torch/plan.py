@@ -109,13 +109,7 @@ def plan(model, example_inputs, loss_fn=None, budget=None,
     if traces is not None and not isinstance(traces, Traces):
         raise rematbench.Error(f"plan: traces must be a "
                                f"shape_family.Traces, not {traces!r}")
-    if cost not in ("measured", "flop"):
-        raise rematbench.Error(f"plan: cost must be 'measured' or 'flop', "
-                               f"not {cost!r}")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or \
-            repeats < 1:
-        raise rematbench.Error(f"plan: repeats must be an integer >= 1, "
-                               f"not {repeats!r}")
+    _check_trace_options(cost, repeats)
     inner, sync = distributed.unwrap(model)
     tensors, _ = _batch(example_inputs)
     traced = traces.derived(tensors) if traces is not None else None
@@ -134,6 +128,7 @@ def trace_batch(model, example_inputs, loss_fn=None, cost="measured",
     """The TracedStep of one training step of `model` on `example_inputs`
     (as plan() takes them), not searched: plan()'s trace, and rt.remat's
     of a batch at its max_length."""
+    _check_trace_options(cost, repeats)
     inner, _ = distributed.unwrap(model)
     tensors, layout = _batch(example_inputs)
     try:
@@ -142,6 +137,16 @@ def trace_batch(model, example_inputs, loss_fn=None, cost="measured",
                                 repeats=repeats, layout=layout)
     except Unsupported as e:
         raise rematbench.Error(f"plan: {e}") from None
+
+
+def _check_trace_options(cost, repeats):
+    if cost not in ("measured", "flop"):
+        raise rematbench.Error(f"plan: cost must be 'measured' or 'flop', "
+                               f"not {cost!r}")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or \
+            repeats < 1:
+        raise rematbench.Error(f"plan: repeats must be an integer >= 1, "
+                               f"not {repeats!r}")
 
 
 def _batch(example_inputs):

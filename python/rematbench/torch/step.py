@@ -217,18 +217,14 @@ class RematStep:
         comes longer than any before (the Kusumoto authors' answer: plan
         for the largest shape in advance). Nothing where the batch is as
         long already or its tiling is not clear."""
-        length = max((t.shape[1] for t in split_batch(args, kwargs)[0]
-                      if bucketing.is_tokens(t)), default=None)
-        if length is None or length >= self.max_length:
-            return
         longer = bucketing.tiled(args, kwargs, self.max_length)
         if longer is None:
             return
         longer_args, longer_kwargs = longer
         traces.add(trace_batch(
             self.model, longer_kwargs if longer_kwargs else longer_args,
-            self.loss_fn, self.plan_args.get("cost", "measured"),
-            self.plan_args.get("repeats", 3)))
+            self.loss_fn, **{k: self.plan_args[k] for k in ("cost", "repeats")
+                             if k in self.plan_args}))
 
     def _step_padded(self, key, kwargs):
         """The step of a batch of a new length, padded up to the least
