@@ -101,6 +101,28 @@ def test_a_derived_step_is_the_traced_one():
         assert traces.derived(split_batch(batch(length), {})[0]) is None
 
 
+def three_quarters_of_plain_at_28(model):
+    """A budget: 3/4 of plain training's activation peak at length 28."""
+    return measure.measure_step(
+        lambda: loss_fn(model(batch(28)[0]), batch(28)[1]).backward(),
+        model, timing=False)["measured_peak_bytes"] * 3 // 4
+
+
+def trained_as_plain(step, model, budget, length, seed):
+    """The plan rt.remat's `step` ran a batch at `length` with, having
+    checked that its gradients are plain training's bit for bit and its
+    allocator-measured activation peak within `budget`."""
+    x, y = batch(length, seed=seed)
+    plain = measure.measure_step(lambda: loss_fn(model(x), y).backward(),
+                                 model, timing=False)
+    got = measure.measure_step(lambda: step(x, y), model, timing=False,
+                               reference=plain["grads"])
+    assert got["gradients_equal"], length
+    assert got["measured_peak_bytes"] <= budget, length
+    (p,) = step.plans[step.layout_key((x, y), {})]
+    return p
+
+
 def test_remat_derives_new_lengths_and_trains_them_as_plain_training():
     """rt.remat fed lengths 8, 28, 12, 20, then 16 and 10: the first four
     are traced, 16 and 10 (between them) derived; every step's
@@ -108,19 +130,10 @@ def test_remat_derives_new_lengths_and_trains_them_as_plain_training():
     activation peak within the budget."""
     torch.manual_seed(1)
     model = TinyAttention()
-    budget = measure.measure_step(
-        lambda: loss_fn(model(batch(28)[0]), batch(28)[1]).backward(),
-        model, timing=False)["measured_peak_bytes"] * 3 // 4
+    budget = three_quarters_of_plain_at_28(model)
     step = rt.remat(model, loss_fn, budget=budget, timeout=3)
     for length in (8, 28, 12, 20, 16, 10):
-        x, y = batch(length, seed=5)
-        plain = measure.measure_step(
-            lambda: loss_fn(model(x), y).backward(), model, timing=False)
-        got = measure.measure_step(lambda: step(x, y), model, timing=False,
-                                   reference=plain["grads"])
-        assert got["gradients_equal"], length
-        assert got["measured_peak_bytes"] <= budget, length
-        (p,) = step.plans[step.layout_key((x, y), {})]
+        p = trained_as_plain(step, model, budget, length, seed=5)
         assert (p.traced.derived_from is not None) == (length in (16, 10))
     with pytest.raises(rb.Error, match="^remat: shape_plan_seconds must be"):
         rt.remat(model, loss_fn, budget=0.5, shape_plan_seconds=0)
@@ -254,21 +267,12 @@ def test_max_length_traces_the_first_batch_tiled_and_derives_up_to_it():
     every step plain training's gradients within the budget."""
     torch.manual_seed(3)
     model = TinyAttention()
-    budget = measure.measure_step(
-        lambda: loss_fn(model(batch(28)[0]), batch(28)[1]).backward(),
-        model, timing=False)["measured_peak_bytes"] * 3 // 4
+    budget = three_quarters_of_plain_at_28(model)
     step = rt.remat(model, loss_fn, budget=budget, timeout=3, max_length=28)
     traced_after = {8: [8, 28], 12: [8, 12, 28], 20: [8, 12, 20, 28],
                     24: [8, 12, 20, 28], 28: [8, 12, 20, 28]}
     for length, lengths in traced_after.items():
-        x, y = batch(length, seed=7)
-        plain = measure.measure_step(
-            lambda: loss_fn(model(x), y).backward(), model, timing=False)
-        got = measure.measure_step(lambda: step(x, y), model, timing=False,
-                                   reference=plain["grads"])
-        assert got["gradients_equal"], length
-        assert got["measured_peak_bytes"] <= budget, length
-        (p,) = step.plans[step.layout_key((x, y), {})]
+        p = trained_as_plain(step, model, budget, length, seed=7)
         assert p.traced.derived_from == (
             (8, 12, 20, 28) if length == 24 else None), length
         (traces,) = step.traces.values()
