@@ -259,6 +259,19 @@ def test_a_second_length_is_fitted_as_the_graph_is():
     assert apart.derived(tensors(20, 6)[0]) is None
 
 
+class SixteenPositions(nn.Module):
+    """Token and position embeddings for lengths up to 16."""
+
+    def __init__(self):
+        super().__init__()
+        self.tokens = nn.Embedding(VOCAB, VOCAB)
+        self.positions = nn.Embedding(16, VOCAB)
+
+    def forward(self, ids):
+        return self.tokens(ids) + self.positions(
+            torch.arange(ids.shape[1]))
+
+
 def test_max_length_traces_the_first_batch_tiled_and_derives_up_to_it():
     """rt.remat(..., max_length=28) fed lengths 8, 12, 20, 24, 28: the
     first call traces its batch and the batch tiled to 28, so that after
@@ -286,6 +299,11 @@ def test_max_length_traces_the_first_batch_tiled_and_derives_up_to_it():
         with pytest.raises(rb.Error, match="^remat: max_length must be a "
                            "positive integer"):
             rt.remat(model, loss_fn, budget=0.5, max_length=bad)
+    # A model that does not take 28 (16 positions): the length named.
+    with pytest.raises(rb.Error, match=r"^remat: max_length=28: the first "
+                       r"batch tiled to that length did not trace \("):
+        rt.remat(SixteenPositions(), loss_fn, budget=0.5, max_length=28)(
+            *batch(8))
     # The tiled batch's trace comes first: plan()'s options checked there.
     with pytest.raises(rb.Error, match="^plan: cost must be"):
         rt.remat(model, loss_fn, budget=0.5, max_length=28,

@@ -221,10 +221,19 @@ class RematStep:
         if longer is None:
             return
         longer_args, longer_kwargs = longer
-        traces.add(trace_batch(
-            self.model, longer_kwargs if longer_kwargs else longer_args,
-            self.loss_fn, **{k: self.plan_args[k] for k in ("cost", "repeats")
-                             if k in self.plan_args}))
+        options = {k: self.plan_args[k] for k in ("cost", "repeats")
+                   if k in self.plan_args}
+        try:
+            traced = trace_batch(
+                self.model, longer_kwargs if longer_kwargs else longer_args,
+                self.loss_fn, **options)
+        except (RuntimeError, IndexError) as e:  # the model's, there
+            why = (str(e).splitlines() or [type(e).__name__])[0]
+            raise rematbench.Error(
+                f"remat: max_length={self.max_length}: the first batch "
+                f"tiled to that length did not trace ({why}); give the "
+                f"longest length the model takes") from e
+        traces.add(traced)
 
     def _step_padded(self, key, kwargs):
         """The step of a batch of a new length, padded up to the least
