@@ -78,10 +78,9 @@ def varied_run(steps, seed, buckets, device, size, pad_to_planned=False,
     (buckets None), padded up to `buckets`, or padded up to a longer
     planned length until padding has cost a plan (`pad_to_planned`), with
     `max_length` or not. Every step is measured at the allocator and its
-    gradients compared with plain
-    training's on the batch the plan ran (the padded one: bit for bit)
-    and, padded, with the unpadded batch's (rounding:
-    max_grad_diff_unpadded). The measuring runs see the books of padding
+    gradients compared with plain training's on the batch the plan ran
+    (the padded one: bit for bit) and, padded, with the unpadded batch's
+    (rounding: max_grad_diff_unpadded). The measuring runs see the books of padding
     the training call saw, so they decide as it did and the run pads and
     plans as one call a step would."""
     model, _ = zoo.build("llama", size=size)
