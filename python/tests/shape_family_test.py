@@ -299,6 +299,16 @@ def test_max_length_traces_the_first_batch_tiled_and_derives_up_to_it():
         with pytest.raises(rb.Error, match="^remat: max_length must be a "
                            "positive integer"):
             rt.remat(model, loss_fn, budget=0.5, max_length=bad)
+    # A first call that fits nothing leaves its two traces, once: a
+    # second call traces neither again.
+    tight = rt.remat(model, loss_fn, budget=1000, timeout=3, max_length=28)
+    for _ in range(2):
+        with pytest.raises(rt.NoFit):
+            tight(*batch(8))
+    (traces,) = tight.traces.values()
+    (family,) = traces.families
+    assert family.broken is None
+    assert [n for n, _, _ in family.traced] == [8, 28]
     # A model that does not take 28 (16 positions): the length named.
     with pytest.raises(rb.Error, match=r"^remat: max_length=28: the first "
                        r"batch tiled to that length did not trace \("):

@@ -169,7 +169,7 @@ class RematStep:
                 plan_args.get("plan_seconds", PLAN_SECONDS),
                 self.shape_plan_seconds)
         traces = self.traces.setdefault(structure, Traces())
-        if self.max_length is not None and not winners:
+        if self.max_length is not None and not traces.families:
             self._trace_at_max_length(traces, args, kwargs)
         p = plan(self.model, kwargs if kwargs else args, self.loss_fn,
                  self.budget, first=list(dict.fromkeys(reversed(winners))),
@@ -213,10 +213,11 @@ class RematStep:
     def _trace_at_max_length(self, traces, args, kwargs):
         """Adds to a new structure's `traces` a trace of its batch tiled up
         to max_length (buckets.tiled), so that its later lengths up to it
-        are derived once one more is traced, rather than traced as each
-        comes longer than any before (the Kusumoto authors' answer: plan
-        for the largest shape in advance). Nothing where the batch is as
-        long already or its tiling is not clear."""
+        are derived once the family has its three (four) traces, rather
+        than traced as each comes longer than any before (the Kusumoto
+        authors' first answer: plan in advance for the graphs that may
+        occur). Nothing where the batch is as long already or its tiling
+        is not clear."""
         longer = bucketing.tiled(args, kwargs, self.max_length)
         if longer is None:
             return
