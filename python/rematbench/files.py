@@ -54,6 +54,12 @@ def _reason(error):
     """strerror's reason, or the first line of the message."""
     if isinstance(error, OSError) and error.strerror:
         return error.strerror
+    return first_line(error)
+
+
+def first_line(error):
+    """An exception's message's first line (its type's name where the
+    message is empty), for a one-line error built around it."""
     return (str(error).splitlines() or [type(error).__name__])[0]
 
 

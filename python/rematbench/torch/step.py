@@ -9,6 +9,7 @@ import time
 import warnings
 
 import rematbench
+from rematbench import files
 from rematbench.torch import buckets as bucketing
 from rematbench.torch import rng
 from rematbench.torch.checks import autocast_state
@@ -52,8 +53,9 @@ class RematStep:
     _step_padded) until padding has cost it as much time as a plan; each
     plan then leaves room for the padded copies. With `max_length`, a
     structure's first batch is also traced tiled up to that length
-    (buckets.tiled), so that lengths up to it derive once one more is
-    traced: none is traced for being longer than any before. A new shape
+    (buckets.tiled), so that lengths up to it derive once the structure
+    has its three (four) traces: none is traced for being longer than
+    any before. A new shape
     of a structure planned before is searched within `shape_plan_seconds`
     rather than plan_seconds (the structure's first search found which
     algorithms win; the search is anytime). `plans` maps each batch
@@ -187,7 +189,7 @@ class RematStep:
             # A derived step that fails to run was derived wrong: the
             # program adds gradients and updates buffers only once it has
             # run, so the batch is planned again, traced.
-            why = (str(e).splitlines() or [type(e).__name__])[0]
+            why = files.first_line(e)
             family.broken = f"a step derived from it failed: {why}"
             if p.sync is not None:
                 # Its buffer broadcast and some gradient reductions may
@@ -229,7 +231,7 @@ class RematStep:
                 self.model, longer_kwargs if longer_kwargs else longer_args,
                 self.loss_fn, **options)
         except (RuntimeError, IndexError) as e:  # the model's, there
-            why = (str(e).splitlines() or [type(e).__name__])[0]
+            why = files.first_line(e)
             raise rematbench.Error(
                 f"remat: max_length={self.max_length}: the first batch "
                 f"tiled to that length did not trace ({why}); give the "
